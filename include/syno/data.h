@@ -1,0 +1,97 @@
+/*
+ * syno/data.h — labelled image data sets for training candidate networks.
+ *
+ * Two real sources: the UCI optical digits (1,797 8x8 images, committed as
+ * data/digits.csv.gz so syno trains on a fresh machine with no package), and Fashion-MNIST
+ * (Debian's dataset-fashion-mnist, IDX files under SYNO_FASHION_MNIST_DIR). Files are read
+ * through zlib, so both gzip-compressed and plain files work. Every reader validates what it
+ * reads (field counts and value ranges, IDX magic numbers, sizes, truncation, trailing bytes)
+ * and reports a problem as a status -1 plus a syno_error_t naming the path and what was
+ * expected; nothing aborts on a bad file.
+ *
+ * A data set owns its pixels and labels; syno_data_free releases them. Pixels are stored as
+ * bytes (Fashion-MNIST train is 47 MB that way, 188 MB as floats) and normalised on the way
+ * out by syno_data_gather: value = pixel * scale + shift, with the per-set constants below.
+ * Splits and subsets are stratified and seeded, so they are reproducible and keep the class
+ * balance.
+ */
+#ifndef SYNO_DATA_H
+#define SYNO_DATA_H
+
+#include <stdint.h>
+
+#include "syno/error.h"
+#include "syno/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct syno_dataset {
+    uint8_t *pixels;   /* [n, c, h, w], owned */
+    int32_t *labels;   /* [n], owned, in [0, nclasses) */
+    int64_t n, c, h, w;
+    int nclasses;
+    float scale, shift; /* normalisation applied by syno_data_gather */
+    char name[32];
+} syno_dataset_t;
+
+/* Digits pixels are 0..16; they are mapped to v/16 and standardised with the mean and
+ * standard deviation of v/16 over all 1,797 samples. */
+#define SYNO_DIGITS_MEAN 0.30526
+#define SYNO_DIGITS_STD 0.37605
+/* The held-out split used by syno for digits: 300 test samples, stratified, this seed. */
+#define SYNO_DIGITS_TEST_SIZE 300
+#define SYNO_DIGITS_SPLIT_SEED 20240501u
+
+/* Fashion-MNIST pixels 0..255 map to v/255 standardised with the training set's mean/std
+ * (computed over all 60,000 x 784 training pixels). */
+#define SYNO_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
+#define SYNO_FASHION_MNIST_MEAN 0.28604
+#define SYNO_FASHION_MNIST_STD 0.35302
+
+/* Reads the UCI digits CSV (gzip or plain): one sample per line, 64 integers 0..16 (an 8x8
+ * image, row-major) then the label 0..9. Gives a [n, 1, 8, 8] set with 10 classes. */
+int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *err);
+
+/* Loads digits from path and splits it into the standard train (1,497) and test (300) sets:
+ * syno_data_split with SYNO_DIGITS_TEST_SIZE and a PCG32 seeded with SYNO_DIGITS_SPLIT_SEED. */
+int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_dataset_t *test,
+                                syno_error_t *err);
+
+/* Reads an IDX image file (magic 0x00000803, uint8 [n, rows, cols]) and its IDX label file
+ * (magic 0x00000801, uint8 [n]) into a [n, 1, rows, cols] set; labels must be < nclasses. */
+int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses,
+                       syno_dataset_t *out, syno_error_t *err);
+
+/* Fashion-MNIST from dir (NULL means SYNO_FASHION_MNIST_DIR): the training split
+ * (train-*-ubyte.gz, 60,000 images) when train is non-zero, else the test split (t10k-*,
+ * 10,000). Images must be 28x28. */
+int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out,
+                                 syno_error_t *err);
+
+/* Stratified split: test receives n_test samples, each class contributing in proportion to
+ * its size (largest-remainder rounding, ties to the lower class), chosen uniformly with rng;
+ * train receives the rest. Both keep the source order. */
+int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng,
+                    syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err);
+
+/* A stratified random subset of n samples (the "test" half of syno_data_split). */
+int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng,
+                     syno_dataset_t *out, syno_error_t *err);
+
+/* Copies the samples idx[0..n) into x (resized to [n, c, h, w], normalised) and their labels
+ * into labels (which may be NULL). Returns a syno_nn_status. */
+int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, syno_tensor_t *x,
+                     int32_t *labels);
+
+/* Number of samples per class into counts[0..nclasses). */
+void syno_data_class_counts(const syno_dataset_t *ds, int64_t *counts);
+
+void syno_data_free(syno_dataset_t *ds);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNO_DATA_H */

@@ -1,0 +1,29 @@
+/* syno/error.h - the one error type every fallible syno function fills.
+ *
+ * A function that can fail on user input returns a status (0 on success,
+ * non-zero on failure) and, when given a non-NULL syno_error_t, writes a
+ * one-line message naming what was wrong: the offending token and its column
+ * for parse errors, the path and what was expected for files. Callers own the
+ * struct (usually on the stack); nothing is allocated. */
+#ifndef SYNO_ERROR_H
+#define SYNO_ERROR_H
+
+#include <stdarg.h>
+
+#define SYNO_ERROR_LEN 320
+
+typedef struct {
+  char msg[SYNO_ERROR_LEN];
+} syno_error_t;
+
+/* Formats into err->msg (if err is non-NULL) and returns -1, so a caller can
+ * write `return syno_error_set(err, "...", ...);`. */
+int syno_error_set(syno_error_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int syno_error_vset(syno_error_t *err, const char *fmt, va_list ap);
+
+/* Prepends "<prefix>: " to an existing message; returns -1. */
+int syno_error_prefix(syno_error_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,136 @@
+/* syno/lower.h - lowering an operator to loop nests, and the reference
+ * interpreter that runs them.
+ *
+ * A loop nest (spec section 6) is: outer loops i_0.. over the target's axes,
+ * inner reduction loops ri_0.., guards, and a statement
+ *     target[i_0, ...] (+)= product of factors / divisor
+ * where each factor is a tensor read through index expressions. The forward
+ * nest's target is the output and its factors are the input and the weights.
+ * The backward nest for tensor t targets grad_in_t and its factors are
+ * grad_out and every tensor except t; its loops come from propagating values
+ * through the primitives in both directions (spec 6.2), choosing a free dim
+ * as a new reduction loop whenever propagation is stuck.
+ *
+ * Index expressions are small trees stored in the nest's node array and
+ * referred to by index. `restrict(e, 0, N)` is zero padding: when e leaves
+ * [0, N) the whole product is 0. Guards filter iteration points of backward
+ * nests (a derived window position out of range, a stride that does not
+ * divide, two derivations of one dim that disagree).
+ *
+ * FLOPs: a multiply-add counts as 2. A nest costs, per point of its full
+ * iteration space, one multiply per factor beyond the first plus one add when
+ * it has reduction loops; a Mean adds one division per target element.
+ *
+ * The interpreter is the oracle every faster path is checked against: it
+ * evaluates the nests point by point in double precision, nothing clever. */
+#ifndef SYNO_LOWER_H
+#define SYNO_LOWER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "syno/graph.h"
+
+#define SYNO_MAX_LOOPS 24
+#define SYNO_MAX_NODES 512
+#define SYNO_MAX_GUARDS 24
+
+typedef enum {
+  SYNO_EXPR_OUTER = 0, /* loop variable i_<var> */
+  SYNO_EXPR_INNER,     /* reduction loop variable ri_<var> */
+  SYNO_EXPR_SIZE,      /* a symbolic size */
+  SYNO_EXPR_IMM,       /* an integer */
+  SYNO_EXPR_ADD,
+  SYNO_EXPR_SUB,
+  SYNO_EXPR_MUL,
+  SYNO_EXPR_DIV,       /* floor division */
+  SYNO_EXPR_MOD,       /* Euclidean remainder */
+  SYNO_EXPR_RESTRICT,  /* a if 0 <= a < size(b), else "out of range" */
+} syno_expr_kind_t;
+
+typedef struct {
+  syno_expr_kind_t kind;
+  int var;           /* OUTER/INNER: loop index */
+  syno_size_t size;  /* SIZE */
+  int64_t imm;       /* IMM */
+  int16_t a, b;      /* operands (node indices) */
+} syno_expr_t;
+
+typedef enum {
+  SYNO_GUARD_RANGE = 0, /* 0 <= a < size(b) */
+  SYNO_GUARD_DIVIDES,   /* a % size(b) == 0 */
+  SYNO_GUARD_EQUAL      /* a == b */
+} syno_guard_kind_t;
+
+typedef struct {
+  syno_guard_kind_t kind;
+  int16_t a, b;
+} syno_guard_t;
+
+typedef struct {
+  int tensor; /* -1: grad_out; else the operator's tensor index */
+  int rank;
+  int16_t idx[SYNO_MAX_RANK];
+  syno_size_t dim[SYNO_MAX_RANK]; /* the tensor's axis sizes (row-major) */
+} syno_access_t;
+
+typedef struct {
+  int target;       /* -1: the output; t: grad_in_t */
+  int n_outer;
+  syno_size_t outer[SYNO_MAX_RANK]; /* extents of i_0.. = the target's axes */
+  int n_inner;
+  syno_size_t inner[SYNO_MAX_LOOPS]; /* extents of ri_0..; ri_(n-1) is outermost */
+  int n_guards;
+  syno_guard_t guard[SYNO_MAX_GUARDS];
+  int n_factors;
+  syno_access_t factor[SYNO_MAX_TENSORS];
+  syno_size_t divisor; /* product of Mean domains, or 1 */
+  int n_nodes;
+  syno_expr_t node[SYNO_MAX_NODES];
+} syno_nest_t;
+
+/* A lowered operator: the forward nest and one backward nest per tensor. */
+typedef struct {
+  const syno_operator_t *op;
+  syno_nest_t forward;
+  syno_nest_t backward[SYNO_MAX_TENSORS];
+} syno_lowered_t;
+
+int syno_lower(const syno_operator_t *op, syno_lowered_t *out, syno_error_t *err);
+int syno_lower_forward(const syno_operator_t *op, syno_nest_t *n, syno_error_t *err);
+int syno_lower_backward(const syno_operator_t *op, int t, syno_nest_t *n, syno_error_t *err);
+
+/* FLOPs of one nest under binding b (see the header comment). */
+int syno_nest_flops(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *flops, syno_error_t *err);
+/* FLOPs of the operator's forward pass, summed over all bindings. */
+int syno_operator_flops(const syno_operator_t *op, int64_t *flops, syno_error_t *err);
+
+/* Prints the nest in the format of spec 6.3 (4-space indents, one
+ * temp_ri_<k> accumulator per reduction loop). Returns the length that would
+ * have been written. */
+int syno_nest_print(const syno_nest_t *n, const syno_vars_t *v, char *buf, size_t size);
+/* Prints one index expression. */
+int syno_expr_print(const syno_nest_t *n, int node, const syno_vars_t *v, char *buf, size_t size);
+
+/* --- the reference interpreter ---
+ *
+ * Every tensor is dense row-major float32 in its axis order under binding b.
+ * tensors[t] is the operator's tensor t (tensors[0] the input); grad_out is
+ * needed by backward nests. The target buffer is overwritten. */
+int syno_interp_nest(const syno_nest_t *n, const syno_vars_t *v, int b, const float *const *tensors,
+                     const float *grad_out, float *target, syno_error_t *err);
+
+/* Gradient of tensor t computed the other way round: walk the forward nest
+ * and scatter grad_out times the other factors into grad_t. Independent of
+ * the backward nests, so tests can check one against the other. */
+int syno_interp_grad_scatter(const syno_nest_t *forward, const syno_vars_t *v, int b, int t,
+                             const float *const *tensors, const float *grad_out, float *grad_t,
+                             syno_error_t *err);
+
+/* Number of elements of the nest's target, and of tensor t of an operator,
+ * under binding b. */
+int syno_nest_target_numel(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *numel, syno_error_t *err);
+int syno_tensor_numel(const syno_operator_t *op, int t, int b, int64_t *numel, syno_error_t *err);
+int syno_output_numel(const syno_operator_t *op, int b, int64_t *numel, syno_error_t *err);
+
+#endif

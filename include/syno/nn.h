@@ -1,0 +1,231 @@
+/*
+ * syno/nn.h — tensors and neural-network layers (forward and backward).
+ *
+ * This is the training engine the evaluator uses to score a candidate operator: a network is
+ * a tree of layers, each behind one small interface (syno_layer_ops_t), so a backbone "slot"
+ * can hold a standard conv2d/linear layer or, later, a synthesized operator without the
+ * surrounding network knowing which.
+ *
+ * Tensors are float32, row-major, NCHW for images; dims are int64_t. A tensor either owns its
+ * storage (freed by syno_nn_tensor_free) or is a view of storage someone else owns.
+ *
+ * Layer contract:
+ *   - syno_nn_forward(l, x, train) computes l->out (owned by the layer, valid until the next
+ *     forward of that layer). The layer keeps a view of x, so x's *data* must stay unchanged
+ *     until the matching backward; containers guarantee this for their children.
+ *   - syno_nn_backward(l, dy) must follow a forward; dy has l->out's shape. It writes
+ *     l->grad_in (dL/dx, owned by the layer, *overwritten*) and ACCUMULATES (+=) dL/dparam into
+ *     every parameter's grad, PyTorch-style, so call syno_nn_zero_grad (or the optimizer's
+ *     zero_grad) between steps. Setting l->skip_input_grad skips dL/dx (useful for the first
+ *     layer of a network, whose input is data).
+ *   - A container (sequential, residual) owns its children and frees them with itself.
+ *   - Layers are not thread-safe: one layer object serves one forward/backward at a time.
+ * Status codes are the syno_nn_status values below; 0 is success. Arithmetic-heavy paths
+ * (conv2d, linear) go through CBLAS sgemm; reductions (batch statistics, losses, bias
+ * gradients) accumulate in double because float sums over N*H*W elements lose digits.
+ */
+#ifndef SYNO_NN_H
+#define SYNO_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum syno_nn_status {
+    SYNO_NN_OK = 0,
+    SYNO_NN_ENOMEM = -1, /* allocation failed */
+    SYNO_NN_ESHAPE = -2, /* input shape does not fit the layer */
+    SYNO_NN_ERANGE = -3, /* a value (e.g. a token id or label) is out of range */
+    SYNO_NN_EINVAL = -4  /* bad argument (e.g. backward without forward) */
+};
+
+/* A short English description of a syno_nn_status value. */
+const char *syno_nn_status_str(int status);
+
+/* ---------------------------------------------------------------- tensors */
+
+#define SYNO_TENSOR_MAX_DIMS 6
+
+typedef struct syno_tensor {
+    float *data;                        /* NULL for an empty tensor */
+    int64_t dims[SYNO_TENSOR_MAX_DIMS];
+    int ndim;
+    int owned;        /* 1: data belongs to this tensor; 0: a view (or empty) */
+    int64_t capacity; /* floats allocated when owned: shrinking reuses storage */
+} syno_tensor_t;
+
+/* An empty tensor; also what {0} initialisation gives. */
+#define SYNO_TENSOR_EMPTY {0}
+
+int64_t syno_nn_tensor_numel(const syno_tensor_t *t);
+/* Allocates zero-filled, 64-byte-aligned storage of the given shape (t's old content is
+ * forgotten, not freed). Returns SYNO_NN_OK, SYNO_NN_ENOMEM or SYNO_NN_ESHAPE (bad dims). */
+int syno_nn_tensor_alloc(syno_tensor_t *t, int ndim, const int64_t *dims);
+/* Gives t the shape, reusing owned storage when it is large enough (then the contents are
+ * unspecified, not zeroed); a view or empty tensor becomes owned. */
+int syno_nn_tensor_resize(syno_tensor_t *t, int ndim, const int64_t *dims);
+/* Same as resize, with the shape of `like`. */
+int syno_nn_tensor_resize_like(syno_tensor_t *t, const syno_tensor_t *like);
+/* A non-owning view of data with the given shape. */
+syno_tensor_t syno_nn_tensor_view(float *data, int ndim, const int64_t *dims);
+/* Frees owned storage and leaves t empty; views are just emptied. Safe on empty tensors. */
+void syno_nn_tensor_free(syno_tensor_t *t);
+int syno_nn_tensor_same_shape(const syno_tensor_t *a, const syno_tensor_t *b);
+void syno_nn_tensor_zero(syno_tensor_t *t);
+void syno_nn_tensor_fill(syno_tensor_t *t, float v);
+/* dst := src (dst is resized to src's shape). */
+int syno_nn_tensor_copy(syno_tensor_t *dst, const syno_tensor_t *src);
+/* A view of t with another shape of the same element count. */
+int syno_nn_tensor_reshape(const syno_tensor_t *t, int ndim, const int64_t *dims,
+                           syno_tensor_t *view);
+
+/* ---------------------------------------------------------------- parameters */
+
+typedef struct syno_param {
+    syno_tensor_t value;
+    syno_tensor_t grad;  /* same shape as value; backward accumulates into it */
+    const char *name;    /* static string: "weight", "bias", "gamma", ... */
+    int no_decay;        /* 1 for biases and norm affine parameters: SGD skips weight decay */
+} syno_param_t;
+
+/* Allocates value and grad (both zero). */
+int syno_nn_param_init(syno_param_t *p, const char *name, int ndim, const int64_t *dims);
+void syno_nn_param_free(syno_param_t *p);
+
+/* ---------------------------------------------------------------- the layer interface */
+
+typedef struct syno_layer syno_layer_t;
+/* The PRNG lives in syno/train.h; layers only need it to initialise weights. */
+typedef struct syno_rng syno_rng_t;
+
+typedef struct syno_layer_ops {
+    const char *kind; /* "conv2d", "linear", ... */
+    int (*forward)(syno_layer_t *self, const syno_tensor_t *x, int train);
+    int (*backward)(syno_layer_t *self, const syno_tensor_t *dy);
+    /* Output dims for an input of the given dims; returns the output ndim or a status < 0. */
+    int (*out_shape)(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out);
+    /* Frees what the concrete layer added beyond the common fields; may be NULL. */
+    void (*destroy)(syno_layer_t *self);
+} syno_layer_ops_t;
+
+/* The common head of every layer. Concrete layers embed it as their first member. */
+struct syno_layer {
+    const syno_layer_ops_t *ops;
+    syno_tensor_t out;      /* result of the last forward */
+    syno_tensor_t grad_in;  /* dL/dx of the last backward */
+    syno_tensor_t in;       /* view of the last forward's input */
+    syno_param_t *params;   /* this layer's own parameters (not its children's) */
+    int nparams;
+    syno_layer_t **children;
+    int nchildren;
+    int skip_input_grad;    /* set by the user: backward leaves grad_in alone */
+    int train;              /* mode of the last forward */
+    int has_forward;        /* a forward happened since creation (backward needs one) */
+};
+
+int syno_nn_forward(syno_layer_t *l, const syno_tensor_t *x, int train);
+int syno_nn_backward(syno_layer_t *l, const syno_tensor_t *dy);
+/* Output dims of l for input dims; returns the output ndim or a status < 0. */
+int syno_nn_out_shape(const syno_layer_t *l, int ndim, const int64_t *dims, int64_t *out);
+/* Frees l, its children and all their tensors. NULL is fine. */
+void syno_nn_layer_free(syno_layer_t *l);
+const char *syno_nn_layer_kind(const syno_layer_t *l);
+
+/* Every parameter of l and its descendants, depth first. Writes at most cap pointers into
+ * out (which may be NULL when cap is 0) and returns the total count. */
+int syno_nn_params(syno_layer_t *l, syno_param_t **out, int cap);
+/* Number of trainable scalars in l and its descendants. */
+int64_t syno_nn_param_count(syno_layer_t *l);
+/* Zeroes the gradient of every parameter of l and its descendants. */
+void syno_nn_zero_grad(syno_layer_t *l);
+
+/* ---------------------------------------------------------------- layers */
+
+/* 2-D convolution, NCHW, weight [C_out, C_in/groups, kh, kw], optional bias [C_out].
+ * Computed per chunk of images as im2col + one sgemm per group, so a chunk's column matrix
+ * stays within workspace_floats. Zero stride/dilation/groups mean 1. Weights: He-normal
+ * (std sqrt(2/fan_in)), bias uniform in +-1/sqrt(fan_in). */
+typedef struct syno_conv2d_cfg {
+    int64_t in_channels, out_channels;
+    int64_t kernel_h, kernel_w;
+    int64_t stride_h, stride_w;
+    int64_t pad_h, pad_w;
+    int64_t dilation_h, dilation_w;
+    int64_t groups;
+    int bias;
+    int64_t workspace_floats; /* 0: default (1<<20 floats, i.e. 4 MiB per layer) */
+} syno_conv2d_cfg_t;
+
+/* Returns NULL on an invalid configuration (non-positive sizes, channels not divisible by
+ * groups) or when memory runs out. */
+syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rng);
+/* The configuration of a conv2d layer (with defaults filled in), or NULL if l is not one. */
+const syno_conv2d_cfg_t *syno_nn_conv2d_cfg(const syno_layer_t *l);
+
+/* Linear: y = x W^T + b over the last dim of x ([..., in] -> [..., out]); weight [out, in]
+ * as in PyTorch, initialised uniform in +-1/sqrt(in) (bias too). */
+syno_layer_t *syno_nn_linear_create(int64_t in_features, int64_t out_features, int bias,
+                                    syno_rng_t *rng);
+
+/* Batch normalisation over dim 1 of [N, C] or [N, C, H, W] (statistics over all other dims).
+ * Train mode normalises with the batch's biased variance and updates running_mean/var with
+ * the unbiased one: r = (1-momentum) r + momentum * stat (PyTorch convention). Eval mode
+ * normalises with the running statistics. gamma=1, beta=0, running mean 0, var 1. */
+syno_layer_t *syno_nn_batchnorm_create(int64_t channels, double momentum, double eps);
+/* Running statistics of a batchnorm layer ([C] tensors), or NULL if l is not one. */
+syno_tensor_t *syno_nn_batchnorm_running_mean(syno_layer_t *l);
+syno_tensor_t *syno_nn_batchnorm_running_var(syno_layer_t *l);
+
+/* Layer normalisation over the last dim (size `features`), affine gamma=1, beta=0. */
+syno_layer_t *syno_nn_layernorm_create(int64_t features, double eps);
+
+syno_layer_t *syno_nn_relu_create(void);
+/* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as
+ * PyTorch's gelu(approximate="tanh"); differs from the erf form by < 1e-3. */
+syno_layer_t *syno_nn_gelu_create(void);
+
+/* Max pooling over [N, C, H, W]; padding positions never win. Output side
+ * floor((H + 2 pad - k) / stride) + 1. stride 0 means stride = kernel. */
+syno_layer_t *syno_nn_maxpool2d_create(int64_t kernel, int64_t stride, int64_t pad);
+/* Average pooling; the divisor is always k*k (padding counts as zeros, PyTorch's default
+ * count_include_pad=True). stride 0 means stride = kernel. */
+syno_layer_t *syno_nn_avgpool2d_create(int64_t kernel, int64_t stride, int64_t pad);
+/* Global average pooling: [N, C, H, W] -> [N, C]. */
+syno_layer_t *syno_nn_global_avgpool_create(void);
+/* [N, d1, d2, ...] -> [N, d1*d2*...]; out and grad_in are views, no copy. */
+syno_layer_t *syno_nn_flatten_create(void);
+
+/* Embedding: the input holds token ids stored as floats (exact below 2^24), any shape S;
+ * the output is S + [dim]. Ids outside [0, vocab) give SYNO_NN_ERANGE. There is no input
+ * gradient: backward only accumulates into the weight, and grad_in stays empty. Weight
+ * [vocab, dim] initialised N(0, 1) as in PyTorch. */
+syno_layer_t *syno_nn_embedding_create(int64_t vocab, int64_t dim, syno_rng_t *rng);
+
+/* Runs children in order. Takes ownership of the n layers (also on failure, when it frees
+ * them). out and grad_in are views of the last and first child's tensors. */
+syno_layer_t *syno_nn_sequential_create(int n, syno_layer_t **layers);
+/* y = body(x) + shortcut(x), or body(x) + x when shortcut is NULL (a ResNet block without
+ * its final ReLU). Takes ownership of body and shortcut (also on failure). */
+syno_layer_t *syno_nn_residual_create(syno_layer_t *body, syno_layer_t *shortcut);
+
+/* ---------------------------------------------------------------- stateless ops */
+
+/* y = a + b (same shapes; y is resized and may alias neither input). The backward of an add
+ * is the identity for each input, so residual branches just share dy. */
+int syno_nn_add(const syno_tensor_t *a, const syno_tensor_t *b, syno_tensor_t *y);
+
+/* Softmax cross-entropy over the last dim of logits ([rows, classes] after flattening the
+ * leading dims), mean over rows. labels[i] in [0, classes). Writes the mean loss to *loss
+ * and, if dlogits is not NULL, d(mean loss)/d(logits) into it (resized). If ncorrect is not
+ * NULL it receives the number of rows whose arg-max (first on ties) equals the label. */
+int syno_nn_softmax_xent(const syno_tensor_t *logits, const int32_t *labels, double *loss,
+                         syno_tensor_t *dlogits, int64_t *ncorrect);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNO_NN_H */

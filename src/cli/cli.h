@@ -1,0 +1,63 @@
+/* The syno command's shared pieces: selecting an operator from the command
+ * line (a builtin, or a text form with shapes) and reporting usage errors.
+ *
+ * Exit statuses: 0 success, 1 a failure while working, 2 a bad argument or a
+ * malformed spec (a one-line message on stderr, nothing on stdout). */
+#ifndef SYNO_CLI_H
+#define SYNO_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+
+#include "syno/graph.h"
+
+#define SYNO_EXIT_FAIL 1
+#define SYNO_EXIT_USAGE 2
+
+/* Options naming an operator, shared by show and run. */
+typedef struct {
+  const char *builtin;
+  const char *text;
+  const char *input, *output;
+  const char *vars;
+  int n_bind;
+  const char *bind[SYNO_MAX_BINDINGS];
+} syno_opsel_t;
+
+/* What an operator selection resolves to; owns the graph. */
+typedef struct {
+  syno_vars_t vars;
+  syno_shape_t input, output;
+  syno_graph_t *graph;
+  syno_operator_t op;
+  const syno_builtin_t *builtin;
+} syno_cliop_t;
+
+/* Handles --builtin/--input/--output/--vars/--bind; returns 1 if the option
+ * was one of them, 0 if not, -1 on a bad value (message printed). */
+int syno_cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg);
+/* getopt_long entries for those options (terminated by a zero entry). */
+extern const struct option syno_cli_opsel_longopts[];
+#define SYNO_OPSEL_HELP                                                              \
+  "  --builtin NAME      a standard operator: conv2d, grouped-conv2d, depthwise-conv2d,\n" \
+  "                      strided-conv2d, linear, avgpool2d\n"                         \
+  "  TEXT                an operator in its text form (see README), with:\n"          \
+  "  --input SHAPE       its input shape, e.g. '[N, C_in: unordered, H, W]'\n"       \
+  "  --output SHAPE      its output shape\n"                                          \
+  "  --vars DECL         variable declarations, e.g. 'N, C_in, H; k=3' (primary;\n"   \
+  "                      coefficient); undeclared names are primary when they start\n" \
+  "                      with an uppercase letter, coefficients otherwise\n"         \
+  "  --bind V=X,...      a concrete binding; repeat for several (one per slot)\n"
+
+/* Builds vars, shapes and the operator; prints the error and returns 2 on
+ * bad input. */
+int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *out);
+void syno_cli_op_free(syno_cliop_t *c);
+
+/* Prints "syno: <message>" to stderr and returns SYNO_EXIT_USAGE. */
+int syno_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+int syno_cmd_show(int argc, char **argv);
+int syno_cmd_run(int argc, char **argv);
+
+#endif

@@ -1,0 +1,42 @@
+/* syno: the command-line front end. One file per sub-command. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command_t;
+
+static const command_t commands[] = {
+    {"show", syno_cmd_show, "print an operator: shapes, FLOPs, parameters, loop nests"},
+    {"run", syno_cmd_run, "run an operator through the reference interpreter on seeded data"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: syno COMMAND [OPTIONS]\n"
+          "\n"
+          "syno synthesizes neural-network operators from dimension-level primitives.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\nRun 'syno COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return SYNO_EXIT_USAGE;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  return syno_cli_usage_error("unknown command '%s' (try 'syno --help')", argv[1]);
+}

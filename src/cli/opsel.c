@@ -1,0 +1,100 @@
+/* Selecting an operator from the command line. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { OPT_BUILTIN = 1000, OPT_INPUT, OPT_OUTPUT, OPT_VARS, OPT_BIND };
+
+const struct option syno_cli_opsel_longopts[] = {
+    {"builtin", required_argument, NULL, OPT_BUILTIN},
+    {"input", required_argument, NULL, OPT_INPUT},
+    {"output", required_argument, NULL, OPT_OUTPUT},
+    {"vars", required_argument, NULL, OPT_VARS},
+    {"bind", required_argument, NULL, OPT_BIND},
+    {NULL, 0, NULL, 0},
+};
+
+int syno_cli_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("syno: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return SYNO_EXIT_USAGE;
+}
+
+int syno_cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg) {
+  switch (opt) {
+    case OPT_BUILTIN: sel->builtin = arg; return 1;
+    case OPT_INPUT: sel->input = arg; return 1;
+    case OPT_OUTPUT: sel->output = arg; return 1;
+    case OPT_VARS: sel->vars = arg; return 1;
+    case OPT_BIND:
+      if (sel->n_bind >= SYNO_MAX_BINDINGS) {
+        syno_cli_usage_error("at most %d --bind options", SYNO_MAX_BINDINGS);
+        return -1;
+      }
+      sel->bind[sel->n_bind++] = arg;
+      return 1;
+    default: return 0;
+  }
+}
+
+int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
+  memset(c, 0, sizeof *c);
+  syno_error_t err;
+  const char *vars = sel->vars, *input = sel->input, *output = sel->output, *text = sel->text;
+  if (sel->builtin) {
+    c->builtin = syno_builtin_find(sel->builtin);
+    if (!c->builtin) {
+      char names[256] = "";
+      for (int i = 0; syno_builtin_at(i); i++) {
+        if (i) strncat(names, ", ", sizeof names - strlen(names) - 1);
+        strncat(names, syno_builtin_at(i)->name, sizeof names - strlen(names) - 1);
+      }
+      return syno_cli_usage_error("unknown builtin '%s' (known: %s)", sel->builtin, names);
+    }
+    if (text) return syno_cli_usage_error("give either --builtin or an operator text, not both");
+    if (input || output) return syno_cli_usage_error("--input/--output cannot be combined with --builtin");
+    if (vars) return syno_cli_usage_error("--vars cannot be combined with --builtin (its variables are fixed)");
+    vars = c->builtin->vars;
+    input = c->builtin->input;
+    output = c->builtin->output;
+    text = c->builtin->text;
+  } else {
+    if (!text) return syno_cli_usage_error("no operator: give --builtin NAME or an operator text (see --help)");
+    if (!input) return syno_cli_usage_error("an operator text needs --input SHAPE");
+    if (!output) return syno_cli_usage_error("an operator text needs --output SHAPE");
+  }
+  syno_vars_init(&c->vars);
+  if (vars && syno_vars_declare(&c->vars, vars, &err)) return syno_cli_usage_error("--vars: %s", err.msg);
+  if (syno_vars_scan(&c->vars, input, &err)) return syno_cli_usage_error("--input: %s", err.msg);
+  if (syno_vars_scan(&c->vars, output, &err)) return syno_cli_usage_error("--output: %s", err.msg);
+  if (syno_vars_scan(&c->vars, text, &err)) return syno_cli_usage_error("operator: %s", err.msg);
+  if (sel->n_bind == 0) {
+    if (syno_vars_bind(&c->vars, "", &err)) return syno_cli_usage_error("%s", err.msg);
+  }
+  for (int i = 0; i < sel->n_bind; i++)
+    if (syno_vars_bind(&c->vars, sel->bind[i], &err)) return syno_cli_usage_error("--bind '%s': %s", sel->bind[i], err.msg);
+  if (syno_shape_parse(&c->vars, input, &c->input, &err)) return syno_cli_usage_error("--input: %s", err.msg);
+  if (syno_shape_parse(&c->vars, output, &c->output, &err)) return syno_cli_usage_error("--output: %s", err.msg);
+  c->graph = syno_graph_new(&c->vars);
+  if (!c->graph) {
+    fprintf(stderr, "syno: out of memory\n");
+    return SYNO_EXIT_FAIL;
+  }
+  if (syno_operator_parse(c->graph, text, &c->input, &c->output, &c->op, &err)) {
+    syno_cli_op_free(c);
+    return syno_cli_usage_error("operator: %s", err.msg);
+  }
+  return 0;
+}
+
+void syno_cli_op_free(syno_cliop_t *c) {
+  syno_graph_free(c->graph);
+  c->graph = NULL;
+}

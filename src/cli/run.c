@@ -1,0 +1,185 @@
+/* syno run: the reference interpreter on seeded random data, so a user can
+ * check an operator's semantics from the shell. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "syno/lower.h"
+#include "syno/train.h"
+
+static const char *help =
+    "usage: syno run (--builtin NAME | TEXT --input SHAPE --output SHAPE) [OPTIONS]\n"
+    "\n"
+    "Runs the operator through the reference interpreter on seeded standard-normal\n"
+    "input and weights, and prints checksums (sum and L2 norm) of the output and,\n"
+    "for a seeded random output gradient, of every gradient. Each gradient is\n"
+    "computed twice, by its backward loop nest and by scattering through the\n"
+    "forward nest, and the largest difference between the two is printed.\n"
+    "\n"
+    "options:\n" SYNO_OPSEL_HELP
+    "  --seed S            random seed (default 1)\n"
+    "  --binding B         which --bind to run, counting from 0 (default 0)\n"
+    "  --json              print one JSON object\n"
+    "  -h, --help          this help\n";
+
+typedef struct {
+  double sum, l2;
+} checksum_t;
+
+static checksum_t checksum(const float *x, int64_t n) {
+  checksum_t c = {0, 0};
+  for (int64_t i = 0; i < n; i++) {
+    c.sum += x[i];
+    c.l2 += (double)x[i] * x[i];
+  }
+  c.l2 = sqrt(c.l2);
+  return c;
+}
+
+static float *random_tensor(syno_rng_t *rng, int64_t n) {
+  float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  if (x)
+    for (int64_t i = 0; i < n; i++) x[i] = (float)syno_nn_rng_normal(rng);
+  return x;
+}
+
+int syno_cmd_run(int argc, char **argv) {
+  enum { OPT_JSON = 1, OPT_SEED, OPT_BINDING, OPT_HELP = 'h' };
+  struct option opts[16];
+  int n = 0;
+  for (const struct option *o = syno_cli_opsel_longopts; o->name; o++) opts[n++] = *o;
+  opts[n++] = (struct option){"json", no_argument, NULL, OPT_JSON};
+  opts[n++] = (struct option){"seed", required_argument, NULL, OPT_SEED};
+  opts[n++] = (struct option){"binding", required_argument, NULL, OPT_BINDING};
+  opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+  opts[n] = (struct option){NULL, 0, NULL, 0};
+  syno_opsel_t sel = {0};
+  bool json = false;
+  unsigned long long seed = 1;
+  long binding = 0;
+  int opt;
+  optind = 1;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    int r = syno_cli_opsel_option(&sel, opt, optarg);
+    if (r < 0) return SYNO_EXIT_USAGE;
+    if (r) continue;
+    char *end;
+    switch (opt) {
+      case OPT_JSON: json = true; break;
+      case OPT_SEED:
+        seed = strtoull(optarg, &end, 10);
+        if (!*optarg || *end || optarg[0] == '-') return syno_cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
+        break;
+      case OPT_BINDING:
+        binding = strtol(optarg, &end, 10);
+        if (!*optarg || *end || binding < 0) return syno_cli_usage_error("run: --binding '%s' is not a binding number", optarg);
+        break;
+      case OPT_HELP: fputs(help, stdout); return 0;
+      case ':': return syno_cli_usage_error("run: option '%s' needs a value", argv[optind - 1]);
+      default: return syno_cli_usage_error("run: unknown option '%s' (see syno run --help)", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) sel.text = argv[optind++];
+  if (optind < argc) return syno_cli_usage_error("run: unexpected argument '%s'", argv[optind]);
+  syno_cliop_t c;
+  int rc = syno_cli_opsel_resolve(&sel, &c);
+  if (rc) return rc;
+  if (binding >= c.vars.nbind) {
+    syno_cli_op_free(&c);
+    return syno_cli_usage_error("run: --binding %ld but there are %d bindings", binding, c.vars.nbind);
+  }
+  int b = (int)binding;
+  const syno_operator_t *op = &c.op;
+  syno_error_t err;
+  syno_lowered_t *low = malloc(sizeof *low);
+  float *tensors[SYNO_MAX_TENSORS] = {0}, *grads[SYNO_MAX_TENSORS] = {0}, *scatter = NULL, *out = NULL, *gout = NULL;
+  int64_t numel[SYNO_MAX_TENSORS], out_n = 0;
+  rc = SYNO_EXIT_FAIL;
+  if (!low || syno_lower(op, low, &err) || syno_output_numel(op, b, &out_n, &err)) goto fail;
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, seed, 0);
+  for (int t = 0; t < op->n_tensors; t++) {
+    if (syno_tensor_numel(op, t, b, &numel[t], &err)) goto fail;
+    if (!(tensors[t] = random_tensor(&rng, numel[t]))) goto oom;
+  }
+  out = malloc(sizeof(float) * (size_t)out_n);
+  gout = random_tensor(&rng, out_n);
+  if (!out || !gout) goto oom;
+  if (syno_interp_nest(&low->forward, &c.vars, b, (const float *const *)tensors, NULL, out, &err)) goto fail;
+  char buf[512];
+  syno_vars_print_binding(&c.vars, b, buf, sizeof buf);
+  checksum_t co = checksum(out, out_n);
+  cJSON *root = json ? cJSON_CreateObject() : NULL;
+  char text[4096];
+  syno_operator_print(op, text, sizeof text);
+  if (json) {
+    cJSON_AddStringToObject(root, "op", text);
+    cJSON_AddStringToObject(root, "binding", buf);
+    cJSON_AddNumberToObject(root, "seed", (double)seed);
+    cJSON_AddNumberToObject(root, "output_sum", co.sum);
+    cJSON_AddNumberToObject(root, "output_l2", co.l2);
+  } else {
+    printf("operator  %s\nbinding   %s\nseed      %llu\n", text, buf, seed);
+    printf("output    %lld elements  sum %.6g  l2 %.6g\n", (long long)out_n, co.sum, co.l2);
+  }
+  cJSON *grad_json = json ? cJSON_AddArrayToObject(root, "gradients") : NULL;
+  for (int t = 0; t < op->n_tensors; t++) {
+    grads[t] = malloc(sizeof(float) * (size_t)numel[t]);
+    scatter = realloc(scatter, sizeof(float) * (size_t)numel[t]);
+    if (!grads[t] || !scatter) {
+      cJSON_Delete(root);
+      goto oom;
+    }
+    if (syno_interp_nest(&low->backward[t], &c.vars, b, (const float *const *)tensors, gout, grads[t], &err) ||
+        syno_interp_grad_scatter(&low->forward, &c.vars, b, t, (const float *const *)tensors, gout, scatter, &err)) {
+      cJSON_Delete(root);
+      goto fail;
+    }
+    double diff = 0, scale = 0;
+    for (int64_t i = 0; i < numel[t]; i++) {
+      diff = fmax(diff, fabs((double)grads[t][i] - scatter[i]));
+      scale = fmax(scale, fabs((double)scatter[i]));
+    }
+    double rel = scale > 0 ? diff / scale : diff;
+    checksum_t cg = checksum(grads[t], numel[t]);
+    if (json) {
+      cJSON *g = cJSON_CreateObject();
+      cJSON_AddNumberToObject(g, "tensor", t);
+      cJSON_AddNumberToObject(g, "sum", cg.sum);
+      cJSON_AddNumberToObject(g, "l2", cg.l2);
+      cJSON_AddNumberToObject(g, "gather_vs_scatter", rel);
+      cJSON_AddItemToArray(grad_json, g);
+    } else {
+      printf("grad_in_%d %lld elements  sum %.6g  l2 %.6g  (backward nest vs scatter: %.2g relative)\n", t,
+             (long long)numel[t], cg.sum, cg.l2, rel);
+    }
+  }
+  if (json) {
+    char *s = cJSON_PrintUnformatted(root);
+    puts(s);
+    free(s);
+    cJSON_Delete(root);
+  }
+  rc = 0;
+  goto done;
+oom:
+  snprintf(err.msg, sizeof err.msg, "out of memory");
+fail:
+  fprintf(stderr, "syno: %s\n", err.msg);
+done:
+  for (int t = 0; t < SYNO_MAX_TENSORS; t++) {
+    free(tensors[t]);
+    free(grads[t]);
+  }
+  free(scatter);
+  free(out);
+  free(gout);
+  free(low);
+  syno_cli_op_free(&c);
+  return rc;
+}

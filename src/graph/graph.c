@@ -1,0 +1,344 @@
+/* The hash-consed store of dims and primitives (spec 2.3).
+ *
+ * Leaves (iterators, reductions) and primitives each live in one growing
+ * array and one open-addressing table keyed by their identity. A primitive's
+ * input dims are created together with it, so they need no table of their
+ * own: the primitive identifies them. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "syno/graph.h"
+
+struct syno_graph {
+  syno_vars_t vars;
+  syno_dimension_t *dims;
+  uint32_t n_dims, cap_dims;
+  syno_prim_t *prims;
+  uint32_t n_prims, cap_prims;
+  uint32_t *leaf_table, *prim_table; /* ids, 0 = empty; capacity a power of two */
+  uint32_t leaf_cap, prim_cap, n_leaves;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+syno_graph_t *syno_graph_new(const syno_vars_t *vars) {
+  syno_graph_t *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  g->vars = *vars;
+  g->cap_dims = 256;
+  g->cap_prims = 256;
+  g->leaf_cap = 64;
+  g->prim_cap = 512;
+  g->dims = calloc(g->cap_dims, sizeof *g->dims);
+  g->prims = calloc(g->cap_prims, sizeof *g->prims);
+  g->leaf_table = calloc(g->leaf_cap, sizeof *g->leaf_table);
+  g->prim_table = calloc(g->prim_cap, sizeof *g->prim_table);
+  if (!g->dims || !g->prims || !g->leaf_table || !g->prim_table) {
+    syno_graph_free(g);
+    return NULL;
+  }
+  g->n_dims = 1; /* id 0 is "no dim" */
+  g->n_prims = 1;
+  return g;
+}
+
+void syno_graph_free(syno_graph_t *g) {
+  if (!g) return;
+  free(g->dims);
+  free(g->prims);
+  free(g->leaf_table);
+  free(g->prim_table);
+  free(g);
+}
+
+const syno_vars_t *syno_graph_vars(const syno_graph_t *g) { return &g->vars; }
+uint32_t syno_graph_num_dims(const syno_graph_t *g) { return g->n_dims - 1; }
+uint32_t syno_graph_num_prims(const syno_graph_t *g) { return g->n_prims - 1; }
+
+const syno_dimension_t *syno_graph_dim(const syno_graph_t *g, syno_dim_t d) {
+  return d && d < g->n_dims ? &g->dims[d] : NULL;
+}
+
+const syno_prim_t *syno_graph_prim(const syno_graph_t *g, uint32_t p) {
+  return p && p < g->n_prims ? &g->prims[p] : NULL;
+}
+
+const syno_prim_t *syno_graph_below(const syno_graph_t *g, syno_dim_t d) {
+  const syno_dimension_t *dim = syno_graph_dim(g, d);
+  return dim && dim->kind == SYNO_DIM_PRIM_INPUT ? &g->prims[dim->prim] : NULL;
+}
+
+const char *syno_prim_name(syno_prim_kind_t k) {
+  static const char *names[] = {"split", "merge", "shift", "stride", "unfold", "share", "expand"};
+  return k < SYNO_PRIM_KINDS ? names[k] : "?";
+}
+
+static syno_dim_t new_dim(syno_graph_t *g, const syno_dimension_t *d) {
+  if (g->n_dims == g->cap_dims) {
+    syno_dimension_t *nd = realloc(g->dims, 2 * g->cap_dims * sizeof *nd);
+    if (!nd) return 0;
+    g->dims = nd;
+    g->cap_dims *= 2;
+  }
+  g->dims[g->n_dims] = *d;
+  return g->n_dims++;
+}
+
+/* Inserts id into an open-addressing table, growing it at 50% load. */
+static int table_insert(uint32_t **table, uint32_t *cap, uint32_t count, uint32_t id, uint64_t hash,
+                        const void *base, size_t stride, size_t hash_offset) {
+  if (2 * (count + 1) > *cap) {
+    uint32_t ncap = *cap * 2;
+    uint32_t *nt = calloc(ncap, sizeof *nt);
+    if (!nt) return -1;
+    for (uint32_t i = 0; i < *cap; i++) {
+      uint32_t e = (*table)[i];
+      if (!e) continue;
+      uint64_t h;
+      memcpy(&h, (const char *)base + e * stride + hash_offset, sizeof h);
+      uint32_t j = (uint32_t)h & (ncap - 1);
+      while (nt[j]) j = (j + 1) & (ncap - 1);
+      nt[j] = e;
+    }
+    free(*table);
+    *table = nt;
+    *cap = ncap;
+  }
+  uint32_t j = (uint32_t)hash & (*cap - 1);
+  while ((*table)[j]) j = (j + 1) & (*cap - 1);
+  (*table)[j] = id;
+  return 0;
+}
+
+static bool leaf_equal(const syno_dimension_t *a, const syno_dimension_t *b) {
+  if (a->kind != b->kind || !syno_size_eq(a->size, b->size)) return false;
+  if (a->kind == SYNO_DIM_ITERATOR) return a->index == b->index && a->unordered == b->unordered;
+  return a->reduce == b->reduce && a->index == b->index;
+}
+
+static int intern_leaf(syno_graph_t *g, syno_dimension_t *key, syno_dim_t *out, syno_error_t *err) {
+  key->hash = mix(mix(mix(mix(key->kind * 0x51ed27u, syno_size_hash(key->size)), (uint64_t)key->index),
+                      key->unordered),
+                  key->reduce);
+  for (uint32_t j = (uint32_t)key->hash & (g->leaf_cap - 1);; j = (j + 1) & (g->leaf_cap - 1)) {
+    uint32_t e = g->leaf_table[j];
+    if (!e) break;
+    if (leaf_equal(&g->dims[e], key)) {
+      *out = e;
+      return 0;
+    }
+  }
+  syno_dim_t id = new_dim(g, key);
+  if (!id || table_insert(&g->leaf_table, &g->leaf_cap, g->n_leaves, id, key->hash, g->dims,
+                          sizeof *g->dims, offsetof(syno_dimension_t, hash)))
+    return syno_error_set(err, "out of memory");
+  g->n_leaves++;
+  *out = id;
+  return 0;
+}
+
+/* A dim size must be a legal size and, under every binding, a positive
+ * integer (exact division). */
+static int check_size(const syno_graph_t *g, syno_size_t s, const char *what, syno_error_t *err) {
+  char buf[128];
+  syno_trait_t t = syno_size_trait(s);
+  if (t != SYNO_TRAIT_GENERAL && t != SYNO_TRAIT_COEFFICIENT) {
+    syno_size_print(&g->vars, s, buf, sizeof buf);
+    return syno_error_set(err, "%s has size %s, which is not a legal size (%s)", what, buf,
+                          t == SYNO_TRAIT_ONE ? "it is 1" : "a primary variable has a negative power or it is a pure fraction");
+  }
+  for (int b = 0; b < g->vars.nbind; b++) {
+    int64_t num, den;
+    if (syno_size_eval_frac(&g->vars, s, b, &num, &den, err)) return syno_error_prefix(err, "%s", what);
+    if (den != 1) {
+      char bb[256];
+      syno_size_print(&g->vars, s, buf, sizeof buf);
+      syno_vars_print_binding(&g->vars, b, bb, sizeof bb);
+      return syno_error_set(err, "%s has size %s = %lld/%lld, which does not divide under %s", what, buf,
+                            (long long)num, (long long)den, bb);
+    }
+  }
+  return 0;
+}
+
+int syno_graph_iterator(syno_graph_t *g, int index, syno_size_t size, bool unordered, syno_dim_t *out,
+                        syno_error_t *err) {
+  if (index < 0 || index >= SYNO_MAX_RANK)
+    return syno_error_set(err, "output axis %d out of range (at most %d axes)", index, SYNO_MAX_RANK);
+  if (check_size(g, size, "output axis", err)) return -1;
+  syno_dimension_t key = {.kind = SYNO_DIM_ITERATOR, .size = size, .index = index, .unordered = unordered};
+  return intern_leaf(g, &key, out, err);
+}
+
+int syno_graph_reduce(syno_graph_t *g, syno_size_t domain, syno_reduce_type_t type, int multiplicity,
+                      syno_dim_t *out, syno_error_t *err) {
+  if (multiplicity < 0 || multiplicity >= SYNO_MAX_REDUCTIONS)
+    return syno_error_set(err, "reduction multiplicity %d out of range", multiplicity);
+  if (check_size(g, domain, "reduction", err)) return -1;
+  syno_dimension_t key = {.kind = SYNO_DIM_REDUCE, .size = domain, .reduce = type, .index = multiplicity};
+  return intern_leaf(g, &key, out, err);
+}
+
+/* Interns a primitive given its kind, parameters and outputs; on first sight
+ * creates its input dims with the given sizes. */
+static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_sizes, uint32_t *id_out,
+                       syno_error_t *err) {
+  uint64_t h = mix(mix(0xabcdef12u + key->kind, syno_size_hash(key->param)), (uint64_t)key->weight);
+  for (int i = 0; i < key->n_out; i++) h = mix(h, g->dims[key->out[i]].hash ^ ((uint64_t)i << 40));
+  key->hash = h;
+  for (uint32_t j = (uint32_t)h & (g->prim_cap - 1);; j = (j + 1) & (g->prim_cap - 1)) {
+    uint32_t e = g->prim_table[j];
+    if (!e) break;
+    const syno_prim_t *p = &g->prims[e];
+    if (p->kind == key->kind && p->weight == key->weight && syno_size_eq(p->param, key->param) &&
+        p->out[0] == key->out[0] && p->out[1] == key->out[1]) {
+      *id_out = e;
+      return 0;
+    }
+  }
+  if (g->n_prims == g->cap_prims) {
+    syno_prim_t *np = realloc(g->prims, 2 * g->cap_prims * sizeof *np);
+    if (!np) return syno_error_set(err, "out of memory");
+    g->prims = np;
+    g->cap_prims *= 2;
+  }
+  uint32_t id = g->n_prims;
+  for (int i = 0; i < key->n_in; i++) {
+    syno_dimension_t d = {.kind = SYNO_DIM_PRIM_INPUT, .size = in_sizes[i], .prim = id, .slot = i,
+                          .hash = mix(h, (uint64_t)i + 1)};
+    key->in[i] = new_dim(g, &d);
+    if (!key->in[i]) return syno_error_set(err, "out of memory");
+  }
+  g->prims[id] = *key;
+  g->n_prims++;
+  if (table_insert(&g->prim_table, &g->prim_cap, id - 1, id, h, g->prims, sizeof *g->prims,
+                   offsetof(syno_prim_t, hash)))
+    return syno_error_set(err, "out of memory");
+  *id_out = id;
+  return 0;
+}
+
+static int check_dim(const syno_graph_t *g, syno_dim_t d, const char *what, syno_error_t *err) {
+  if (!syno_graph_dim(g, d)) return syno_error_set(err, "%s: no such dimension (#%u)", what, d);
+  return 0;
+}
+
+static const char *print_size(const syno_graph_t *g, syno_size_t s, char *buf, size_t n) {
+  syno_size_print(&g->vars, s, buf, n);
+  return buf;
+}
+
+int syno_graph_split(syno_graph_t *g, syno_dim_t major, syno_dim_t minor, syno_dim_t *in, syno_error_t *err) {
+  if (check_dim(g, major, "split", err) || check_dim(g, minor, "split", err)) return -1;
+  if (major == minor) return syno_error_set(err, "split: the major and minor dims must differ");
+  syno_size_t s = syno_size_mul(g->dims[major].size, g->dims[minor].size);
+  if (check_size(g, s, "split input", err)) return -1;
+  syno_prim_t key = {.kind = SYNO_PRIM_SPLIT, .n_out = 2, .n_in = 1, .out = {major, minor}};
+  uint32_t id;
+  if (intern_prim(g, &key, &s, &id, err)) return -1;
+  *in = g->prims[id].in[0];
+  return 0;
+}
+
+int syno_graph_merge(syno_graph_t *g, syno_dim_t out, syno_size_t block, syno_dim_t *major, syno_dim_t *minor,
+                     syno_error_t *err) {
+  if (check_dim(g, out, "merge", err)) return -1;
+  syno_size_t sz[2] = {syno_size_div(g->dims[out].size, block), block};
+  if (check_size(g, block, "merge block", err) || check_size(g, sz[0], "merge major input", err)) return -1;
+  syno_prim_t key = {.kind = SYNO_PRIM_MERGE, .n_out = 1, .n_in = 2, .out = {out, 0}, .param = block};
+  uint32_t id;
+  if (intern_prim(g, &key, sz, &id, err)) return -1;
+  *major = g->prims[id].in[0];
+  *minor = g->prims[id].in[1];
+  return 0;
+}
+
+int syno_graph_shift(syno_graph_t *g, syno_dim_t out, syno_dim_t *in, syno_error_t *err) {
+  if (check_dim(g, out, "shift", err)) return -1;
+  syno_prim_t key = {.kind = SYNO_PRIM_SHIFT, .n_out = 1, .n_in = 1, .out = {out, 0}};
+  uint32_t id;
+  if (intern_prim(g, &key, &g->dims[out].size, &id, err)) return -1;
+  *in = g->prims[id].in[0];
+  return 0;
+}
+
+int syno_graph_stride(syno_graph_t *g, syno_dim_t out, syno_size_t stride, syno_dim_t *in, syno_error_t *err) {
+  if (check_dim(g, out, "stride", err) || check_size(g, stride, "stride factor", err)) return -1;
+  syno_size_t s = syno_size_mul(g->dims[out].size, stride);
+  if (check_size(g, s, "stride input", err)) return -1;
+  syno_prim_t key = {.kind = SYNO_PRIM_STRIDE, .n_out = 1, .n_in = 1, .out = {out, 0}, .param = stride};
+  uint32_t id;
+  if (intern_prim(g, &key, &s, &id, err)) return -1;
+  *in = g->prims[id].in[0];
+  return 0;
+}
+
+int syno_graph_unfold(syno_graph_t *g, syno_dim_t pos, syno_dim_t window, syno_dim_t *in, syno_error_t *err) {
+  if (check_dim(g, pos, "unfold", err) || check_dim(g, window, "unfold", err)) return -1;
+  if (pos == window) return syno_error_set(err, "unfold: the position and window dims must differ");
+  char kb[128], nb[128];
+  syno_size_t k = g->dims[window].size, n = g->dims[pos].size;
+  for (int b = 0; b < g->vars.nbind; b++) {
+    int64_t kv, nv;
+    if (syno_size_eval(&g->vars, k, b, &kv, err) || syno_size_eval(&g->vars, n, b, &nv, err)) return -1;
+    if (kv % 2 == 0)
+      return syno_error_set(err, "unfold window %s = %lld is even (windows must be odd to be centred)",
+                            print_size(g, k, kb, sizeof kb), (long long)kv);
+    if (kv > nv)
+      return syno_error_set(err, "unfold window %s = %lld is larger than the unfolded dim %s = %lld",
+                            print_size(g, k, kb, sizeof kb), (long long)kv, print_size(g, n, nb, sizeof nb),
+                            (long long)nv);
+  }
+  syno_prim_t key = {.kind = SYNO_PRIM_UNFOLD, .n_out = 2, .n_in = 1, .out = {pos, window}};
+  uint32_t id;
+  if (intern_prim(g, &key, &n, &id, err)) return -1;
+  *in = g->prims[id].in[0];
+  return 0;
+}
+
+int syno_graph_share(syno_graph_t *g, syno_dim_t out, int weight, syno_dim_t *data, syno_dim_t *wdim,
+                     syno_error_t *err) {
+  if (check_dim(g, out, "share", err)) return -1;
+  if (weight < 1 || weight >= SYNO_MAX_TENSORS)
+    return syno_error_set(err, "share: weight id %d out of range 1..%d", weight, SYNO_MAX_TENSORS - 1);
+  const syno_prim_t *below = syno_graph_below(g, out);
+  if (below && below->kind == SYNO_PRIM_SHARE && g->dims[out].slot == 1)
+    return syno_error_set(err, "share: a weight axis cannot be shared again (weights are plain)");
+  syno_size_t sz[2] = {g->dims[out].size, g->dims[out].size};
+  syno_prim_t key = {.kind = SYNO_PRIM_SHARE, .n_out = 1, .n_in = 2, .out = {out, 0}, .weight = weight};
+  uint32_t id;
+  if (intern_prim(g, &key, sz, &id, err)) return -1;
+  if (data) *data = g->prims[id].in[0];
+  if (wdim) *wdim = g->prims[id].in[1];
+  return 0;
+}
+
+int syno_graph_expand(syno_graph_t *g, syno_dim_t out, uint32_t *prim, syno_error_t *err) {
+  if (check_dim(g, out, "expand", err)) return -1;
+  const syno_prim_t *below = syno_graph_below(g, out);
+  if (below && below->kind == SYNO_PRIM_SHARE && g->dims[out].slot == 1)
+    return syno_error_set(err, "expand: a weight axis cannot be broadcast");
+  syno_prim_t key = {.kind = SYNO_PRIM_EXPAND, .n_out = 1, .n_in = 0, .out = {out, 0}};
+  uint32_t id;
+  if (intern_prim(g, &key, NULL, &id, err)) return -1;
+  if (prim) *prim = id;
+  return 0;
+}
+
+int syno_graph_contract(syno_graph_t *g, int weight, int n, const syno_dim_t *dims, const bool *expand,
+                        syno_dim_t *data, syno_error_t *err) {
+  if (n < 1) return syno_error_set(err, "contraction needs at least one dim");
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < i; j++)
+      if (dims[i] == dims[j]) return syno_error_set(err, "contraction shares the same dim twice");
+  for (int i = 0; i < n; i++) {
+    if (syno_graph_share(g, dims[i], weight, &data[i], NULL, err)) return -1;
+    if (expand[i] && syno_graph_expand(g, data[i], NULL, err)) return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * Private helpers shared by the files of src/nn (not installed, not part of the API).
+ * Names start with nn_ rather than syno_nn_ so nobody mistakes them for the contract.
+ */
+#ifndef SYNO_NN_INTERNAL_H
+#define SYNO_NN_INTERNAL_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "syno/nn.h"
+
+/* Allocates a zeroed concrete layer of `size` bytes whose first member is syno_layer_t. */
+void *nn_layer_new(size_t size, const syno_layer_ops_t *ops, int nparams);
+
+/* Records the input view and mode at the start of a forward. */
+void nn_begin_forward(syno_layer_t *l, const syno_tensor_t *x, int train);
+
+/* Shape of the last forward's input into grad_in, unless the caller skips it. Returns a
+ * status; *skip is set when no input gradient is wanted. */
+int nn_prepare_grad_in(syno_layer_t *l, int *skip);
+
+/* CBLAS takes int dimensions; everything we pass must fit. */
+static inline int nn_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* Product of dims[from..to). */
+static inline int64_t nn_prod(const int64_t *dims, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++)
+        p *= dims[i];
+    return p;
+}
+
+#endif

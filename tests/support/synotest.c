@@ -1,0 +1,107 @@
+#include "synotest.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void st_op_make(st_op_t *o, const char *vars, const char *input, const char *output, const char *text,
+                const char *const *binds) {
+  syno_error_t err = {{0}};
+  memset(o, 0, sizeof *o);
+  syno_vars_init(&o->vars);
+  if (vars && syno_vars_declare(&o->vars, vars, &err)) fail_msg("vars: %s", err.msg);
+  if (syno_vars_scan(&o->vars, input, &err) || syno_vars_scan(&o->vars, output, &err) ||
+      syno_vars_scan(&o->vars, text, &err))
+    fail_msg("scan: %s", err.msg);
+  for (int i = 0; binds && binds[i]; i++)
+    if (syno_vars_bind(&o->vars, binds[i], &err)) fail_msg("bind '%s': %s", binds[i], err.msg);
+  if (syno_shape_parse(&o->vars, input, &o->input, &err)) fail_msg("input: %s", err.msg);
+  if (syno_shape_parse(&o->vars, output, &o->output, &err)) fail_msg("output: %s", err.msg);
+  o->g = syno_graph_new(&o->vars);
+  assert_non_null(o->g);
+  if (syno_operator_parse(o->g, text, &o->input, &o->output, &o->op, &err)) fail_msg("operator '%s': %s", text, err.msg);
+}
+
+void st_op_builtin(st_op_t *o, const char *name, const char *bind) {
+  const syno_builtin_t *b = syno_builtin_find(name);
+  assert_non_null(b);
+  const char *binds[] = {bind, NULL};
+  st_op_make(o, b->vars, b->input, b->output, b->text, binds);
+}
+
+void st_op_free(st_op_t *o) {
+  syno_graph_free(o->g);
+  o->g = NULL;
+}
+
+float *st_random(syno_rng_t *rng, int64_t n) {
+  float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+  assert_non_null(x);
+  for (int64_t i = 0; i < n; i++) x[i] = (float)syno_nn_rng_normal(rng);
+  return x;
+}
+
+double st_rel_err(const float *a, const float *b, int64_t n) {
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < n; i++) {
+    diff = fmax(diff, fabs((double)a[i] - b[i]));
+    scale = fmax(scale, fabs((double)b[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+float *st_forward(const st_op_t *o, const syno_nest_t *fwd, int b, float *const *tensors) {
+  syno_error_t err;
+  int64_t n;
+  if (syno_output_numel(&o->op, b, &n, &err)) fail_msg("%s", err.msg);
+  float *out = malloc(sizeof(float) * (size_t)n);
+  assert_non_null(out);
+  if (syno_interp_nest(fwd, &o->vars, b, (const float *const *)tensors, NULL, out, &err)) fail_msg("%s", err.msg);
+  return out;
+}
+
+static double loss(const st_op_t *o, const syno_nest_t *fwd, int b, float *const *tensors, const float *gout,
+                   int64_t n_out) {
+  float *out = st_forward(o, fwd, b, tensors);
+  double s = 0;
+  for (int64_t i = 0; i < n_out; i++) s += (double)out[i] * gout[i];
+  free(out);
+  return s;
+}
+
+void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float *const *tensors, int t,
+                       int probes, double tol, syno_rng_t *rng) {
+  syno_error_t err;
+  int64_t n_out, n_t;
+  if (syno_output_numel(&o->op, b, &n_out, &err) || syno_tensor_numel(&o->op, t, b, &n_t, &err))
+    fail_msg("%s", err.msg);
+  float *gout = st_random(rng, n_out);
+  float *grad = malloc(sizeof(float) * (size_t)n_t);
+  assert_non_null(grad);
+  if (syno_interp_nest(&low->backward[t], &o->vars, b, (const float *const *)tensors, gout, grad, &err))
+    fail_msg("%s", err.msg);
+  int count = probes <= 0 || probes > n_t ? (int)n_t : probes;
+  double worst = 0, scale = 1e-3;
+  for (int64_t i = 0; i < n_t; i++) scale = fmax(scale, fabs(grad[i]));
+  for (int p = 0; p < count; p++) {
+    int64_t i = count == n_t ? p : (int64_t)syno_nn_rng_below(rng, (uint64_t)n_t);
+    float saved = tensors[t][i];
+    /* The operator is linear in each tensor, so a large step is exact up to
+     * rounding, and rounding shrinks as the step grows. */
+    const float h = 0.5f;
+    tensors[t][i] = saved + h;
+    double up = loss(o, &low->forward, b, tensors, gout, n_out);
+    tensors[t][i] = saved - h;
+    double down = loss(o, &low->forward, b, tensors, gout, n_out);
+    tensors[t][i] = saved;
+    double fd = (up - down) / (2.0 * h);
+    double e = fabs(fd - grad[i]) / scale;
+    if (e > worst) worst = e;
+    if (e > tol)
+      fail_msg("gradient of tensor %d at %lld: backward nest %.7g, finite difference %.7g", t, (long long)i,
+               (double)grad[i], fd);
+  }
+  free(gout);
+  free(grad);
+}

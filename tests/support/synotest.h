@@ -1,0 +1,44 @@
+/* Helpers shared by the tests: building operators from text, random data,
+ * error measures. Every helper fails the running cmocka test on error. */
+#ifndef SYNOTEST_H
+#define SYNOTEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "syno/graph.h"
+#include "syno/lower.h"
+#include "syno/train.h"
+
+typedef struct {
+  syno_vars_t vars;
+  syno_shape_t input, output;
+  syno_graph_t *g;
+  syno_operator_t op;
+} st_op_t;
+
+/* Declares vars, scans the strings for the rest, binds each of the
+ * NULL-terminated binds, parses shapes and the operator. */
+void st_op_make(st_op_t *o, const char *vars, const char *input, const char *output, const char *text,
+                const char *const *binds);
+/* A builtin under one binding ("" for its defaults). */
+void st_op_builtin(st_op_t *o, const char *name, const char *bind);
+void st_op_free(st_op_t *o);
+
+float *st_random(syno_rng_t *rng, int64_t n);
+/* max |a - b| / max |b| (or the absolute error when b is all zero). */
+double st_rel_err(const float *a, const float *b, int64_t n);
+
+/* Runs the operator forward under binding b into a fresh buffer. */
+float *st_forward(const st_op_t *o, const syno_nest_t *fwd, int b, float *const *tensors);
+
+/* Checks d(sum(out * gout))/d(tensor t) from the backward nest against
+ * central finite differences on `probes` random elements (all when
+ * probes <= 0); fails the test when the relative error exceeds tol. */
+void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float *const *tensors, int t,
+                       int probes, double tol, syno_rng_t *rng);
+
+#endif
