@@ -81,8 +81,8 @@ int syno_vars_add(syno_vars_t *v, syno_var_kind_t kind, const char *name,
 /* Parses a declaration list: primary specs, then optionally ';' and
  * coefficient specs, each spec `NAME`, `NAME=VALUE`, `NAME: MAXOCC`,
  * `NAME=VALUE: MAXOCC`, or a bare `VALUE` (an anonymous variable named x_<i>
- * or c_<i>). Example: "N: 0, C_in, C_out, H: 2, W: 2; k=3: 4, s=2: 2". A
- * name that is already declared has its metadata updated instead. */
+ * or c_<i>). Example: "N: 0, C_in, C_out, H: 2, W: 2; k=3: 4, s=2: 2".
+ * Declaring a name twice is an error. */
 int syno_vars_declare(syno_vars_t *v, const char *decl, syno_error_t *err);
 
 /* Declares, with default metadata, every variable name mentioned in `text`

@@ -309,6 +309,9 @@ int syno_graph_share(syno_graph_t *g, syno_dim_t out, int weight, syno_dim_t *da
   const syno_prim_t *below = syno_graph_below(g, out);
   if (below && below->kind == SYNO_PRIM_SHARE && g->dims[out].slot == 1)
     return syno_error_set(err, "share: a weight axis cannot be shared again (weights are plain)");
+  /* A chain of shares meets each weight once: w[x] * w[x] is one learned w'[x]. */
+  for (syno_dim_t d = out; (below = syno_graph_below(g, d)) && below->kind == SYNO_PRIM_SHARE; d = below->out[0])
+    if (below->weight == weight) return syno_error_set(err, "share: the dim is already shared with weight %d", weight);
   syno_size_t sz[2] = {g->dims[out].size, g->dims[out].size};
   syno_prim_t key = {.kind = SYNO_PRIM_SHARE, .n_out = 1, .n_in = 2, .out = {out, 0}, .weight = weight};
   uint32_t id;

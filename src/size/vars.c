@@ -100,15 +100,6 @@ static int parse_spec(syno_vars_t *v, syno_lex_t *lx, syno_var_kind_t kind, int 
       return tok_err(err, &lx->tok, "an occurrence limit (0..100)");
     syno_lex_next(lx);
   }
-  syno_var_kind_t have;
-  int idx;
-  if (syno_vars_find(v, name, &have, &idx) == 0) {
-    if (have != kind)
-      return syno_error_set(err, "variable '%s' at column %d is already a %s variable", name, first.col, kind_name(have));
-    v->var[have][idx].max_occurrence = (int)occ;
-    if (value) v->var[have][idx].default_value = value;
-    return 0;
-  }
   if (syno_vars_add(v, kind, name, (int)occ, value, err))
     return syno_error_prefix(err, "at column %d", first.col);
   return 0;
@@ -121,7 +112,8 @@ int syno_vars_declare(syno_vars_t *v, const char *decl, syno_error_t *err) {
   int anon[2] = {0, 0};
   while (lx.tok.kind != SYNO_TOK_END) {
     if (syno_lex_accept(&lx, ';')) {
-      if (kind == SYNO_COEFF) return tok_err(err, &lx.tok, "no second ';'");
+      if (kind == SYNO_COEFF)
+        return syno_error_set(err, "a second ';' before column %d: one ';' separates the primary and the coefficient variables", lx.tok.col);
       kind = SYNO_COEFF;
       continue;
     }
