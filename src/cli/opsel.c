@@ -75,13 +75,13 @@ int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
   if (syno_vars_scan(&c->vars, input, &err)) return syno_cli_usage_error("--input: %s", err.msg);
   if (syno_vars_scan(&c->vars, output, &err)) return syno_cli_usage_error("--output: %s", err.msg);
   if (syno_vars_scan(&c->vars, text, &err)) return syno_cli_usage_error("operator: %s", err.msg);
+  if (syno_shape_parse(&c->vars, input, &c->input, &err)) return syno_cli_usage_error("--input: %s", err.msg);
+  if (syno_shape_parse(&c->vars, output, &c->output, &err)) return syno_cli_usage_error("--output: %s", err.msg);
   if (sel->n_bind == 0) {
     if (syno_vars_bind(&c->vars, "", &err)) return syno_cli_usage_error("%s", err.msg);
   }
   for (int i = 0; i < sel->n_bind; i++)
     if (syno_vars_bind(&c->vars, sel->bind[i], &err)) return syno_cli_usage_error("--bind '%s': %s", sel->bind[i], err.msg);
-  if (syno_shape_parse(&c->vars, input, &c->input, &err)) return syno_cli_usage_error("--input: %s", err.msg);
-  if (syno_shape_parse(&c->vars, output, &c->output, &err)) return syno_cli_usage_error("--output: %s", err.msg);
   c->graph = syno_graph_new(&c->vars);
   if (!c->graph) {
     fprintf(stderr, "syno: out of memory\n");

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The syno command as a user runs it: help, show (text and JSON), run, the
+# round trip of the text form through the shell, and bad input (exit 2, a
+# one-line message on stderr, nothing on stdout).
+set -u
+SYNO=${1:?usage: test_cli.sh path/to/syno}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect_status STATUS CMD... : runs CMD, checks the exit status.
+expect_status() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$want" ]; then bad "exit $got (wanted $want): $*"; cat "$tmp/err"; return 1; fi
+  ok
+}
+
+# expect_usage_error PATTERN CMD... : exit 2, stdout empty, one stderr line matching PATTERN.
+expect_usage_error() {
+  local pattern=$1; shift
+  expect_status 2 "$@" || return
+  if [ -s "$tmp/out" ]; then bad "stdout not empty on error: $*"; fi
+  if [ "$(wc -l <"$tmp/err")" -ne 1 ]; then bad "error is not one line: $*"; cat "$tmp/err"; fi
+  if ! grep -q -- "$pattern" "$tmp/err"; then bad "error lacks '$pattern': $(cat "$tmp/err")"; else ok; fi
+}
+
+expect_status 0 "$SYNO" --help && grep -q "show" "$tmp/out" && ok
+expect_status 0 "$SYNO" show --help && grep -q -- "--builtin" "$tmp/out" && ok
+expect_status 0 "$SYNO" run --help && grep -q -- "--seed" "$tmp/out" && ok
+expect_usage_error "unknown command 'frobnicate'" "$SYNO" frobnicate
+
+# The core issue's acceptance example.
+BIND=N=2,C_in=4,C_out=8,H=9,W=9,k=3
+expect_status 0 "$SYNO" show --builtin conv2d --bind $BIND --json
+json=$(cat "$tmp/out")
+for want in '"input":[2,4,9,9]' '"output":[2,8,9,9]' '"params":288' '"flops":93312' '"shape":[8,4,3,3]' '"op":"' '"weights":['; do
+  if grep -qF -- "$want" <<<"$json"; then ok; else bad "show --json lacks $want"; fi
+done
+[ "$(wc -l <<<"$json")" -eq 1 ] && ok || bad "show --json is not one line"
+
+# Every builtin shows, in text and JSON, and its text form round-trips through the shell.
+for b in conv2d grouped-conv2d depthwise-conv2d strided-conv2d linear avgpool2d; do
+  expect_status 0 "$SYNO" show --builtin $b || continue
+  grep -q "^forward:" "$tmp/out" && grep -q "^gradient of the input" "$tmp/out" && ok || bad "$b: no loop nests"
+  expect_status 0 "$SYNO" show --builtin $b --json || continue
+  op=$(sed -n 's/.*"op":"\([^"]*\)".*/\1/p' "$tmp/out")
+  in=$(sed -n 's/.*"input_symbolic":"\([^"]*\)".*/\1/p' "$tmp/out")
+  out=$(sed -n 's/.*"output_symbolic":"\([^"]*\)".*/\1/p' "$tmp/out")
+  binding=$(sed -n 's/.*"binding":"\([^"]*\)".*/\1/p' "$tmp/out" | head -1 | tr -d ' ')
+  expect_status 0 "$SYNO" show "$op" --input "$in" --output "$out" --bind "$binding" --json || continue
+  op2=$(sed -n 's/.*"op":"\([^"]*\)".*/\1/p' "$tmp/out")
+  [ "$op" = "$op2" ] && ok || bad "$b: text form does not round-trip: '$op' vs '$op2'"
+done
+
+# run: deterministic in its seed, and the two gradient computations agree.
+expect_status 0 "$SYNO" run --builtin conv2d --bind $BIND --seed 3
+a=$(grep '^output' "$tmp/out")
+grep -q "grad_in_1" "$tmp/out" && ok || bad "run prints no weight gradient"
+expect_status 0 "$SYNO" run --builtin conv2d --bind $BIND --seed 3
+[ "$a" = "$(grep '^output' "$tmp/out")" ] && ok || bad "run is not deterministic"
+expect_status 0 "$SYNO" run --builtin conv2d --bind $BIND --seed 4
+[ "$a" != "$(grep '^output' "$tmp/out")" ] && ok || bad "run ignores the seed"
+expect_status 0 "$SYNO" run --builtin strided-conv2d --json
+grep -q '"gather_vs_scatter":' "$tmp/out" && ok || bad "run --json lacks gradients"
+
+# Bad input: exit 2, one line naming the problem, nothing on stdout.
+expect_usage_error "unknown builtin 'conv3d'" "$SYNO" show --builtin conv3d
+expect_usage_error "unknown variable 'Q'" "$SYNO" show --builtin conv2d --bind Q=3
+expect_usage_error "not a legal size\|does not divide" "$SYNO" show --builtin strided-conv2d --bind H=9
+expect_usage_error "is even" "$SYNO" show --builtin conv2d --bind k=4
+expect_usage_error "larger than the unfolded dim" "$SYNO" show --builtin conv2d --bind H=3,W=3,k=5
+expect_usage_error "needs --input" "$SYNO" show 'in[i0]'
+expect_usage_error "expected ',' or ']' but found 'W' at column 4" "$SYNO" show 'in[i0]' --input '[H W]' --output '[H]'
+expect_usage_error "found 'bogus' at column 4" "$SYNO" show 'in[bogus(i0)]' --input '[H]' --output '[H]' --bind H=4
+expect_usage_error "is never produced" "$SYNO" show 'in[i0]' --input '[H]' --output '[H, W]' --bind H=4,W=4
+expect_usage_error "unknown option '--frob'" "$SYNO" show --builtin conv2d --frob
+expect_usage_error "needs a value" "$SYNO" show --builtin conv2d --bind
+expect_usage_error "not a non-negative integer" "$SYNO" run --builtin conv2d --seed x
+expect_usage_error "there are 1 bindings" "$SYNO" run --builtin conv2d --binding 3
+expect_usage_error "no value for variable 'H'" "$SYNO" show 'in[i0]' --input '[H]' --output '[H]'
+expect_usage_error "either --builtin or an operator text" "$SYNO" show --builtin conv2d 'in[i0]'
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
