@@ -296,7 +296,7 @@ int syno_operator_print(const syno_operator_t *op, char *buf, size_t n) {
     put_list(&o, "expand", op->exp, op->n_exp);
   }
   for (int t = 1; t < op->n_tensors; t++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "w%d", t);
     put(&o, " ");
     put_list(&o, name, op->axes[t], op->rank[t]);
