@@ -245,6 +245,30 @@ static void test_stride_under_unfold(void **state) {
   assert_non_null(strstr(err.msg, "discards data"));
 }
 
+/* The Contraction compound builds exactly the shares and expansions the
+ * text form spells out, and refuses to share a dim twice. */
+static void test_contraction(void **state) {
+  fixture_t *f = *state;
+  syno_error_t err;
+  syno_dim_t dims[2] = {f->c, f->k}, data[2];
+  bool expand[2] = {true, false};
+  assert_int_equal(syno_graph_contract(f->g, 1, 2, dims, expand, data, &err), 0);
+  syno_dim_t in[3] = {f->h, f->w, data[1]}, w[1][SYNO_MAX_RANK];
+  int wrank = 2;
+  assert_int_equal(syno_graph_share(f->g, f->c, 1, NULL, &w[0][0], &err), 0);
+  assert_int_equal(syno_graph_share(f->g, f->k, 1, NULL, &w[0][1], &err), 0);
+  syno_operator_t built, parsed;
+  assert_int_equal(syno_operator_build(f->g, 3, 3, in, 1, &data[0], 1, &wrank,
+                                       (const syno_dim_t(*)[SYNO_MAX_RANK])w, &built, &err), 0);
+  assert_int_equal(parse_op(f, "r0=sum(k); in[i0, i1, share(r0, 1)] expand[share(i2, 1)] w1[i2, r0]", "[H, W, k]",
+                            "[H, W, C: unordered]", &parsed, &err), 0);
+  assert_true(syno_operator_eq(&built, &parsed));
+  assert_int_equal(syno_operator_count(&built, SYNO_PRIM_SHARE), 2);
+  assert_int_equal(syno_operator_count(&built, SYNO_PRIM_EXPAND), 1);
+  dims[1] = f->c;
+  expect_fail(syno_graph_contract(f->g, 2, 2, dims, expand, data, &err), &err, "same dim twice");
+}
+
 /* Random mutations of valid texts: the parser rejects or accepts cleanly. */
 static void test_parse_mutations(void **state) {
   fixture_t *f = *state;
@@ -283,6 +307,7 @@ int main(void) {
       cmocka_unit_test(test_builtins_round_trip),
       cmocka_unit_test_setup_teardown(test_operator_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stride_under_unfold, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_contraction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_parse_mutations, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
