@@ -77,6 +77,24 @@ typedef struct {
   uint64_t hash;
 } syno_prim_t;
 
+/* Per-dim analysis (spec 2.6), a pure function of the dim and hence
+ * computed once, when the dim is created, from the dims below it. */
+typedef struct {
+  int32_t left, right; /* 0: none; -1: a reduction; > 0: the id of a Merge */
+} syno_neighbors_t;
+
+typedef struct {
+  int height;            /* longest chain of primitives below (a Reduce is 1) */
+  uint8_t weights_below; /* bit w: a Share with weight w lies below */
+  bool discarding;       /* some index value is never read (a Stride not absorbed by an Unfold) */
+  bool ends_up_reduce;   /* every leaf below is a reduction */
+  int unordered_scope;   /* 0: ordered; else the unordered source it descends from */
+  /* The reshape neighbours of the dim in each contraction layer (layer 0 is
+   * below every Share; a Share moves layer 0 to its weight's layer): two dims
+   * are adjacent when they meet at the same Merge, or are both reductions. */
+  syno_neighbors_t block[SYNO_MAX_TENSORS];
+} syno_color_t;
+
 typedef struct syno_graph syno_graph_t;
 
 syno_graph_t *syno_graph_new(const syno_vars_t *vars);
@@ -87,6 +105,9 @@ const syno_dimension_t *syno_graph_dim(const syno_graph_t *g, syno_dim_t d);
 const syno_prim_t *syno_graph_prim(const syno_graph_t *g, uint32_t p);
 uint32_t syno_graph_num_dims(const syno_graph_t *g);
 uint32_t syno_graph_num_prims(const syno_graph_t *g);
+const syno_color_t *syno_graph_color(const syno_graph_t *g, syno_dim_t d);
+/* True when a's right reshape neighbour is b's left one in some layer. */
+bool syno_graph_adjacent(const syno_graph_t *g, syno_dim_t a, syno_dim_t b);
 /* The primitive below a dim (the one consuming it), or NULL for a leaf. */
 const syno_prim_t *syno_graph_below(const syno_graph_t *g, syno_dim_t d);
 

@@ -14,6 +14,7 @@
 struct syno_graph {
   syno_vars_t vars;
   syno_dimension_t *dims;
+  syno_color_t *colors; /* parallel to dims */
   uint32_t n_dims, cap_dims;
   syno_prim_t *prims;
   uint32_t n_prims, cap_prims;
@@ -35,10 +36,11 @@ syno_graph_t *syno_graph_new(const syno_vars_t *vars) {
   g->leaf_cap = 64;
   g->prim_cap = 512;
   g->dims = calloc(g->cap_dims, sizeof *g->dims);
+  g->colors = calloc(g->cap_dims, sizeof *g->colors);
   g->prims = calloc(g->cap_prims, sizeof *g->prims);
   g->leaf_table = calloc(g->leaf_cap, sizeof *g->leaf_table);
   g->prim_table = calloc(g->prim_cap, sizeof *g->prim_table);
-  if (!g->dims || !g->prims || !g->leaf_table || !g->prim_table) {
+  if (!g->dims || !g->colors || !g->prims || !g->leaf_table || !g->prim_table) {
     syno_graph_free(g);
     return NULL;
   }
@@ -50,6 +52,7 @@ syno_graph_t *syno_graph_new(const syno_vars_t *vars) {
 void syno_graph_free(syno_graph_t *g) {
   if (!g) return;
   free(g->dims);
+  free(g->colors);
   free(g->prims);
   free(g->leaf_table);
   free(g->prim_table);
@@ -78,15 +81,107 @@ const char *syno_prim_name(syno_prim_kind_t k) {
   return k < SYNO_PRIM_KINDS ? names[k] : "?";
 }
 
-static syno_dim_t new_dim(syno_graph_t *g, const syno_dimension_t *d) {
+const syno_color_t *syno_graph_color(const syno_graph_t *g, syno_dim_t d) {
+  return d && d < g->n_dims ? &g->colors[d] : NULL;
+}
+
+bool syno_graph_adjacent(const syno_graph_t *g, syno_dim_t a, syno_dim_t b) {
+  const syno_color_t *x = &g->colors[a], *y = &g->colors[b];
+  for (int l = 0; l < SYNO_MAX_TENSORS; l++)
+    if (x->block[l].right != 0 && x->block[l].right == y->block[l].left) return true;
+  return false;
+}
+
+static syno_dim_t new_dim(syno_graph_t *g, const syno_dimension_t *d, const syno_color_t *c) {
   if (g->n_dims == g->cap_dims) {
     syno_dimension_t *nd = realloc(g->dims, 2 * g->cap_dims * sizeof *nd);
     if (!nd) return 0;
     g->dims = nd;
+    syno_color_t *nc = realloc(g->colors, 2 * g->cap_dims * sizeof *nc);
+    if (!nc) return 0;
+    g->colors = nc;
     g->cap_dims *= 2;
   }
   g->dims[g->n_dims] = *d;
+  g->colors[g->n_dims] = *c;
   return g->n_dims++;
+}
+
+/* Leaves (spec 2.6): an iterator has height 0 and is unordered only when its
+ * output axis is; a reduction has height 1, is its own unordered scope and
+ * ends up reduced. */
+static syno_color_t leaf_color(const syno_dimension_t *d, uint32_t id) {
+  syno_color_t c;
+  memset(&c, 0, sizeof c);
+  if (d->kind == SYNO_DIM_ITERATOR) {
+    c.unordered_scope = d->unordered ? 1 + d->index : 0;
+  } else {
+    c.height = 1;
+    c.ends_up_reduce = true;
+    c.unordered_scope = 1000 + (int)id;
+    c.block[0].left = c.block[0].right = -1;
+  }
+  return c;
+}
+
+/* Whether a stride below an unfold's position side is absorbed: with window
+ * k >= 2s-1 the windows of consecutive strided positions overlap and, with
+ * the centred zero padding, reach both ends, so every input element is read
+ * (the standard k x k stride-s convolution). An extension of spec 2.6, which
+ * absorbs strides only on the window side. */
+static bool stride_absorbed(const syno_graph_t *g, const syno_prim_t *unfold) {
+  const syno_dimension_t *pos = &g->dims[unfold->out[0]];
+  if (pos->kind != SYNO_DIM_PRIM_INPUT) return false;
+  const syno_prim_t *st = &g->prims[pos->prim];
+  if (st->kind != SYNO_PRIM_STRIDE || g->colors[st->out[0]].discarding) return false;
+  syno_size_t k = g->dims[unfold->out[1]].size;
+  for (int b = 0; b < g->vars.nbind; b++)
+    if (syno_size_value(&g->vars, k, b) < 2 * syno_size_value(&g->vars, st->param, b) - 1) return false;
+  return g->vars.nbind > 0;
+}
+
+/* The colour of input `slot` of primitive p (id), from its outputs. */
+static syno_color_t input_color(const syno_graph_t *g, const syno_prim_t *p, uint32_t id, int slot) {
+  const syno_color_t *o0 = &g->colors[p->out[0]], *o1 = p->n_out > 1 ? &g->colors[p->out[1]] : NULL;
+  syno_color_t c = *o0;
+  c.height = o0->height + 1;
+  switch (p->kind) {
+    case SYNO_PRIM_SPLIT:
+    case SYNO_PRIM_UNFOLD:
+      c.height = (o0->height > o1->height ? o0->height : o1->height) + 1;
+      c.weights_below = o0->weights_below | o1->weights_below;
+      c.ends_up_reduce = o0->ends_up_reduce && o1->ends_up_reduce;
+      c.unordered_scope = o0->unordered_scope == o1->unordered_scope ? o0->unordered_scope : 0;
+      if (p->kind == SYNO_PRIM_SPLIT) {
+        c.discarding = o0->discarding || o1->discarding;
+        for (int l = 0; l < SYNO_MAX_TENSORS; l++) {
+          c.block[l].left = o0->block[l].left;
+          c.block[l].right = o1->block[l].right;
+        }
+      } else {
+        /* The window side's discarding is absorbed (a dilated window). */
+        c.discarding = o0->discarding && !stride_absorbed(g, p);
+        memset(c.block, 0, sizeof c.block);
+      }
+      break;
+    case SYNO_PRIM_MERGE:
+      if (slot == 0) c.block[0].right = (int32_t)id;
+      else c.block[0].left = (int32_t)id;
+      break;
+    case SYNO_PRIM_SHARE:
+      c.weights_below |= (uint8_t)(1u << p->weight);
+      c.block[p->weight] = o0->block[0];
+      memset(&c.block[0], 0, sizeof c.block[0]);
+      break;
+    case SYNO_PRIM_STRIDE:
+      c.discarding = true;
+      memset(c.block, 0, sizeof c.block);
+      break;
+    default: /* Shift */
+      memset(c.block, 0, sizeof c.block);
+      break;
+  }
+  return c;
 }
 
 /* Inserts id into an open-addressing table, growing it at 50% load. */
@@ -133,7 +228,8 @@ static int intern_leaf(syno_graph_t *g, syno_dimension_t *key, syno_dim_t *out, 
       return 0;
     }
   }
-  syno_dim_t id = new_dim(g, key);
+  syno_color_t color = leaf_color(key, g->n_dims);
+  syno_dim_t id = new_dim(g, key, &color);
   if (!id || table_insert(&g->leaf_table, &g->leaf_cap, g->n_leaves, id, key->hash, g->dims,
                           sizeof *g->dims, offsetof(syno_dimension_t, hash)))
     return syno_error_set(err, "out of memory");
@@ -208,13 +304,15 @@ static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_
     g->cap_prims *= 2;
   }
   uint32_t id = g->n_prims;
+  g->prims[id] = *key;
   for (int i = 0; i < key->n_in; i++) {
     syno_dimension_t d = {.kind = SYNO_DIM_PRIM_INPUT, .size = in_sizes[i], .prim = id, .slot = i,
                           .hash = mix(h, (uint64_t)i + 1)};
-    key->in[i] = new_dim(g, &d);
+    syno_color_t c = input_color(g, key, id, i);
+    key->in[i] = new_dim(g, &d, &c);
     if (!key->in[i]) return syno_error_set(err, "out of memory");
+    g->prims[id].in[i] = key->in[i];
   }
-  g->prims[id] = *key;
   g->n_prims++;
   if (table_insert(&g->prim_table, &g->prim_cap, id - 1, id, h, g->prims, sizeof *g->prims,
                    offsetof(syno_prim_t, hash)))

@@ -43,23 +43,6 @@ static int cmp_reduce(const syno_graph_t *g, syno_dim_t a, syno_dim_t b) {
   return x->index - y->index;
 }
 
-/* Whether a stride below an unfold's position input is absorbed: with window
- * k >= 2s-1 the windows of consecutive strided positions overlap and, with
- * the centred zero padding, reach both ends, so every input element is read
- * (the standard k x k stride-s convolution). An extension of spec 2.6, which
- * absorbs strides only on the window side. */
-static bool stride_absorbed(const syno_graph_t *g, const syno_prim_t *unfold) {
-  const syno_dimension_t *pos = syno_graph_dim(g, unfold->out[0]);
-  if (pos->kind != SYNO_DIM_PRIM_INPUT) return false;
-  const syno_prim_t *st = syno_graph_prim(g, pos->prim);
-  if (st->kind != SYNO_PRIM_STRIDE) return false;
-  const syno_vars_t *v = syno_graph_vars(g);
-  syno_size_t k = syno_graph_dim(g, unfold->out[1])->size;
-  for (int b = 0; b < v->nbind; b++)
-    if (syno_size_value(v, k, b) < 2 * syno_size_value(v, st->param, b) - 1) return false;
-  return v->nbind > 0;
-}
-
 int syno_operator_build(syno_graph_t *g, int n_out, int in_rank, const syno_dim_t *in_axes, int n_exp,
                         const syno_dim_t *exp, int n_weights, const int *weight_rank,
                         const syno_dim_t (*weight_axes)[SYNO_MAX_RANK], syno_operator_t *op,
@@ -165,35 +148,13 @@ int syno_operator_build(syno_graph_t *g, int n_out, int in_rank, const syno_dim_
   op->n_dims = all.n;
   memcpy(op->dims, all.d, sizeof(syno_dim_t) * (size_t)all.n);
 
-  /* Data discarding, bottom-up (reverse data-flow order). */
-  bool disc[SYNO_MAX_OP_DIMS] = {0};
-  for (int i = op->n_prims - 1; i >= 0; i--) {
-    const syno_prim_t *p = syno_graph_prim(g, op->prims[i]);
-    bool o0 = disc[find(&all, p->out[0])], o1 = p->n_out > 1 ? disc[find(&all, p->out[1])] : false;
-    bool in = false;
-    switch (p->kind) {
-      case SYNO_PRIM_SPLIT: in = o0 || o1; break;
-      case SYNO_PRIM_STRIDE: in = true; break;
-      case SYNO_PRIM_UNFOLD: {
-        bool pos_stride_ok = false;
-        if (o0 && stride_absorbed(g, p)) {
-          const syno_prim_t *st = syno_graph_prim(g, syno_graph_dim(g, p->out[0])->prim);
-          pos_stride_ok = !disc[find(&all, st->out[0])];
-        }
-        in = o0 && !pos_stride_ok;
-        break;
-      }
-      default: in = o0; break;
-    }
-    for (int k = 0; k < p->n_in; k++) disc[find(&all, p->in[k])] = in;
-  }
   for (int t = 0; t < op->n_tensors; t++)
     for (int i = 0; i < op->rank[t]; i++)
-      if (disc[find(&all, op->axes[t][i])])
+      if (syno_graph_color(g, op->axes[t][i])->discarding)
         return syno_error_set(err, "%s %d axis %d discards data: a stride must sit inside an unfold window",
                               t ? "weight" : "input", t, i);
   for (int i = 0; i < n_exp; i++)
-    if (disc[find(&all, op->exp[i])]) return syno_error_set(err, "expansion %d discards data", i);
+    if (syno_graph_color(g, op->exp[i])->discarding) return syno_error_set(err, "expansion %d discards data", i);
   return 0;
 }
 
