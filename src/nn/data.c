@@ -47,13 +47,28 @@ void syno_data_free(syno_dataset_t *ds)
 }
 
 /* The zlib error of f, or NULL if the stream is healthy. */
-static const char *gz_problem(gzFile f)
+static const char *gz_problem(gzFile f, const char *path)
 {
     int code = Z_OK;
     const char *msg = gzerror(f, &code);
     if (code == Z_OK || code == Z_STREAM_END)
         return NULL;
-    return msg && *msg ? msg : "zlib error";
+    if (!msg || !*msg)
+        return "zlib error";
+    /* zlib prefixes the path, which our messages already lead with. */
+    size_t n = strlen(path);
+    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+        msg += n + 2;
+    return msg;
+}
+
+/* Reads f to its end, so a damaged stream reports its zlib error (deflate only notices some
+ * damage at the CRC check after the last block). */
+static void gz_drain(gzFile f)
+{
+    char buf[8192];
+    while (gzread(f, buf, sizeof buf) > 0) {
+    }
 }
 
 /* ---------------------------------------------------------------- UCI digits */
@@ -158,9 +173,13 @@ int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *e
                                 v[64], expect);
         lab[n++] = (int32_t)v[64];
     }
-    const char *zproblem = rc ? NULL : gz_problem(f);
+    /* A damaged stream usually also garbles the last line read, so its zlib error is the
+     * real story and replaces any parse error. */
+    if (rc)
+        gz_drain(f);
+    const char *zproblem = gz_problem(f, path);
     if (zproblem)
-        rc = syno_error_set(err, "%s: corrupt or truncated gzip data after line %lld (%s); %s",
+        rc = syno_error_set(err, "%s: corrupt or truncated gzip data near line %lld (%s); %s",
                             path, (long long)lineno, zproblem, expect);
     gzclose(f);
     if (!rc && n == 0)
@@ -233,8 +252,9 @@ static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *w
     }
     unsigned char hdr[16];
     int64_t want = 4 + 4 * (int64_t)ndim, got = read_bytes(f, hdr, want);
-    const char *zp = gz_problem(f);
-    if (got != want || zp) {
+    /* A zlib error with a complete header is left for the payload read to report. */
+    const char *zp = got != want ? gz_problem(f, path) : NULL;
+    if (got != want) {
         syno_error_set(err, "%s: %s: the IDX header needs %lld bytes, got %lld%s%s%s; expected "
                        "an IDX %s file", path, zp ? "corrupt gzip data" : "file too short",
                        (long long)want, (long long)got, zp ? " (" : "", zp ? zp : "",
@@ -259,15 +279,17 @@ static int idx_payload(gzFile f, const char *path, void *buf, int64_t len, const
                        syno_error_t *err)
 {
     int64_t got = read_bytes(f, buf, len);
-    const char *zp = gz_problem(f);
-    if (got != len || zp)
-        return syno_error_set(err, "%s: %s: expected %lld bytes of %s after the header, got "
-                              "%lld%s%s%s", path, zp ? "corrupt gzip data" : "truncated",
-                              (long long)len, what, (long long)got, zp ? " (" : "",
-                              zp ? zp : "", zp ? ")" : "");
+    const char *zp = gz_problem(f, path);
+    if (zp)
+        return syno_error_set(err, "%s: corrupt or truncated gzip data (%s) while reading the "
+                              "%lld bytes of %s after the header", path, zp, (long long)len,
+                              what);
+    if (got != len)
+        return syno_error_set(err, "%s: truncated: expected %lld bytes of %s after the header, "
+                              "got %lld", path, (long long)len, what, (long long)got);
     unsigned char extra;
     int r = gzread(f, &extra, 1);
-    zp = gz_problem(f);
+    zp = gz_problem(f, path);
     if (r > 0)
         return syno_error_set(err, "%s: unexpected bytes after the %lld bytes of %s the header "
                               "announces", path, (long long)len, what);

@@ -24,7 +24,7 @@ typedef struct gc_opts {
     int64_t max_elems; /* per tensor: check a random sample when larger */
 } gc_opts_t;
 
-static const gc_opts_t GC_DEFAULT = {1e-2, 2e-3, 2e-2, 1, 1, 400};
+static const gc_opts_t GC_DEFAULT = {1e-2, 5e-4, 1e-2, 1, 1, 400};
 
 static double gc_loss(syno_layer_t *l, const syno_tensor_t *x, const syno_tensor_t *r, int train)
 {
