@@ -188,10 +188,11 @@ syno_layer_t *syno_nn_relu_create(void);
 syno_layer_t *syno_nn_gelu_create(void);
 
 /* Max pooling over [N, C, H, W]; padding positions never win. Output side
- * floor((H + 2 pad - k) / stride) + 1. stride 0 means stride = kernel. */
+ * floor((H + 2 pad - k) / stride) + 1. stride 0 means stride = kernel; pad may be at most
+ * kernel / 2 (as in PyTorch), so every window holds a real pixel. NULL on bad arguments. */
 syno_layer_t *syno_nn_maxpool2d_create(int64_t kernel, int64_t stride, int64_t pad);
 /* Average pooling; the divisor is always k*k (padding counts as zeros, PyTorch's default
- * count_include_pad=True). stride 0 means stride = kernel. */
+ * count_include_pad=True). Same arguments and limits as max pooling. */
 syno_layer_t *syno_nn_avgpool2d_create(int64_t kernel, int64_t stride, int64_t pad);
 /* Global average pooling: [N, C, H, W] -> [N, C]. */
 syno_layer_t *syno_nn_global_avgpool_create(void);
