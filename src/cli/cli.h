@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "syno/graph.h"
+#include "syno/space.h"
 
 #define SYNO_EXIT_FAIL 1
 #define SYNO_EXIT_USAGE 2
@@ -17,6 +18,7 @@
 /* Options naming an operator, shared by show and run. */
 typedef struct {
   const char *builtin;
+  const char *preset; /* shapes and variables from a search preset */
   const char *text;
   const char *input, *output;
   const char *vars;
@@ -47,6 +49,8 @@ extern const struct option syno_cli_opsel_longopts[];
   "  --vars DECL         variable declarations, e.g. 'N, C_in, H; k=3' (primary;\n"   \
   "                      coefficient); undeclared names are primary when they start\n" \
   "                      with an uppercase letter, coefficients otherwise\n"         \
+  "  --preset NAME       take --input, --output and the variables from a search\n"   \
+  "                      preset (conv2d, linear)\n"                                 \
   "  --bind V=X,...      a concrete binding; repeat for several (one per slot)\n"
 
 /* Builds vars, shapes and the operator; prints the error and returns 2 on
@@ -57,7 +61,23 @@ void syno_cli_op_free(syno_cliop_t *c);
 /* Prints "syno: <message>" to stderr and returns SYNO_EXIT_USAGE. */
 int syno_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Options naming a search spec, shared by sample and space. */
+typedef struct {
+  const char *preset, *file;
+  int n_bind;
+  const char *bind[SYNO_MAX_BINDINGS];
+} syno_cli_spec_t;
+
+/* Builds the spec from a preset (with its bindings) or a JSON file; prints
+ * the error and returns 2 on bad input. */
+int syno_cli_spec_resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec);
+
+/* Strict number parsing for options: 0 on success. */
+int syno_cli_parse_long(const char *s, long lo, long hi, long *out);
+int syno_cli_parse_seed(const char *s, unsigned long long *out);
+
 int syno_cmd_show(int argc, char **argv);
+int syno_cmd_sample(int argc, char **argv);
 int syno_cmd_run(int argc, char **argv);
 
 #endif

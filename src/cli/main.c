@@ -13,6 +13,7 @@ typedef struct {
 static const command_t commands[] = {
     {"show", syno_cmd_show, "print an operator: shapes, FLOPs, parameters, loop nests"},
     {"run", syno_cmd_run, "run an operator through the reference interpreter on seeded data"},
+    {"sample", syno_cmd_sample, "draw random operators from the search space"},
 };
 
 static void usage(FILE *f) {

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-enum { OPT_BUILTIN = 1000, OPT_INPUT, OPT_OUTPUT, OPT_VARS, OPT_BIND };
+enum { OPT_BUILTIN = 1000, OPT_INPUT, OPT_OUTPUT, OPT_VARS, OPT_BIND, OPT_PRESET };
 
 const struct option syno_cli_opsel_longopts[] = {
     {"builtin", required_argument, NULL, OPT_BUILTIN},
@@ -14,6 +14,7 @@ const struct option syno_cli_opsel_longopts[] = {
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"vars", required_argument, NULL, OPT_VARS},
     {"bind", required_argument, NULL, OPT_BIND},
+    {"preset", required_argument, NULL, OPT_PRESET},
     {NULL, 0, NULL, 0},
 };
 
@@ -33,6 +34,7 @@ int syno_cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg) {
     case OPT_INPUT: sel->input = arg; return 1;
     case OPT_OUTPUT: sel->output = arg; return 1;
     case OPT_VARS: sel->vars = arg; return 1;
+    case OPT_PRESET: sel->preset = arg; return 1;
     case OPT_BIND:
       if (sel->n_bind >= SYNO_MAX_BINDINGS) {
         syno_cli_usage_error("at most %d --bind options", SYNO_MAX_BINDINGS);
@@ -42,6 +44,21 @@ int syno_cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg) {
       return 1;
     default: return 0;
   }
+}
+
+/* The last step of every selection: the operator itself. */
+static int parse_operator(syno_cliop_t *c, const char *text) {
+  syno_error_t err;
+  c->graph = syno_graph_new(&c->vars);
+  if (!c->graph) {
+    fprintf(stderr, "syno: out of memory\n");
+    return SYNO_EXIT_FAIL;
+  }
+  if (syno_operator_parse(c->graph, text, &c->input, &c->output, &c->op, &err)) {
+    syno_cli_op_free(c);
+    return syno_cli_usage_error("operator: %s", err.msg);
+  }
+  return 0;
 }
 
 int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
@@ -59,12 +76,25 @@ int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
       return syno_cli_usage_error("unknown builtin '%s' (known: %s)", sel->builtin, names);
     }
     if (text) return syno_cli_usage_error("give either --builtin or an operator text, not both");
+    if (sel->preset) return syno_cli_usage_error("--preset cannot be combined with --builtin");
     if (input || output) return syno_cli_usage_error("--input/--output cannot be combined with --builtin");
     if (vars) return syno_cli_usage_error("--vars cannot be combined with --builtin (its variables are fixed)");
     vars = c->builtin->vars;
     input = c->builtin->input;
     output = c->builtin->output;
     text = c->builtin->text;
+  } else if (sel->preset) {
+    if (!text) return syno_cli_usage_error("--preset needs an operator text");
+    if (input || output || vars) return syno_cli_usage_error("--input/--output/--vars cannot be combined with --preset");
+    syno_cli_spec_t cs = {.preset = sel->preset, .n_bind = sel->n_bind};
+    memcpy(cs.bind, sel->bind, sizeof cs.bind);
+    syno_space_spec_t spec;
+    int rc = syno_cli_spec_resolve(&cs, &spec);
+    if (rc) return rc;
+    c->vars = spec.vars;
+    c->input = spec.input;
+    c->output = spec.output;
+    return parse_operator(c, text);
   } else {
     if (!text) return syno_cli_usage_error("no operator: give --builtin NAME or an operator text (see --help)");
     if (!input) return syno_cli_usage_error("an operator text needs --input SHAPE");
@@ -82,16 +112,7 @@ int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
   }
   for (int i = 0; i < sel->n_bind; i++)
     if (syno_vars_bind(&c->vars, sel->bind[i], &err)) return syno_cli_usage_error("--bind '%s': %s", sel->bind[i], err.msg);
-  c->graph = syno_graph_new(&c->vars);
-  if (!c->graph) {
-    fprintf(stderr, "syno: out of memory\n");
-    return SYNO_EXIT_FAIL;
-  }
-  if (syno_operator_parse(c->graph, text, &c->input, &c->output, &c->op, &err)) {
-    syno_cli_op_free(c);
-    return syno_cli_usage_error("operator: %s", err.msg);
-  }
-  return 0;
+  return parse_operator(c, text);
 }
 
 void syno_cli_op_free(syno_cliop_t *c) {

@@ -68,16 +68,14 @@ int syno_cmd_run(int argc, char **argv) {
     int r = syno_cli_opsel_option(&sel, opt, optarg);
     if (r < 0) return SYNO_EXIT_USAGE;
     if (r) continue;
-    char *end;
     switch (opt) {
       case OPT_JSON: json = true; break;
       case OPT_SEED:
-        seed = strtoull(optarg, &end, 10);
-        if (!*optarg || *end || optarg[0] == '-') return syno_cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
+        if (syno_cli_parse_seed(optarg, &seed)) return syno_cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_BINDING:
-        binding = strtol(optarg, &end, 10);
-        if (!*optarg || *end || binding < 0) return syno_cli_usage_error("run: --binding '%s' is not a binding number", optarg);
+        if (syno_cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS, &binding))
+          return syno_cli_usage_error("run: --binding '%s' is not a binding number", optarg);
         break;
       case OPT_HELP: fputs(help, stdout); return 0;
       case ':': return syno_cli_usage_error("run: option '%s' needs a value", argv[optind - 1]);

@@ -1,0 +1,503 @@
+/* The normal-stage generators (spec 3.2-3.9): each primitive's candidates
+ * and every canonicalization rule that filters them. A rule that removes a
+ * candidate is counted under its name; a switched-off rule lets it through. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "space_internal.h"
+
+typedef struct {
+  syno_space_t *s;
+  uint32_t id;
+  node_t n; /* a copy: the node array may move while children are added */
+  const syno_dim_t *dims;
+  syno_graph_t *g;
+  int n_full, n_simple;
+  syno_dim_t full[SPACE_MAX_IFACE];   /* every non-weight dim with chain left */
+  bool simple[SPACE_MAX_IFACE];       /* above the latest contraction (C1) */
+  syno_error_t *err;
+} gen_t;
+
+/* Checks rule r: when it is on and `hit`, count and report a rejection. */
+static bool reject(gen_t *G, syno_rule_t r, bool hit) {
+  if (!hit || !rule_on(G->s, r)) return false;
+  count_rule(G->s, r);
+  return true;
+}
+
+static const syno_prim_t *below(const gen_t *G, syno_dim_t d) { return syno_graph_below(G->g, d); }
+static bool below_is(const gen_t *G, syno_dim_t d, syno_prim_kind_t k) {
+  const syno_prim_t *p = below(G, d);
+  return p && p->kind == k;
+}
+static int slot(const gen_t *G, syno_dim_t d) { return syno_graph_dim(G->g, d)->slot; }
+static bool is_reduce(const gen_t *G, syno_dim_t d) { return syno_graph_dim(G->g, d)->kind == SYNO_DIM_REDUCE; }
+static bool is_weight_axis(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_SHARE) && slot(G, d) == 1; }
+static bool is_share_data(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_SHARE) && slot(G, d) == 0; }
+static bool is_merge_l(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_MERGE) && slot(G, d) == 0; }
+static bool is_merge_r(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_MERGE) && slot(G, d) == 1; }
+static syno_size_t dsize(const gen_t *G, syno_dim_t d) { return syno_graph_dim(G->g, d)->size; }
+static const syno_color_t *color(const gen_t *G, syno_dim_t d) { return syno_graph_color(G->g, d); }
+static const syno_vars_t *vars(const gen_t *G) { return &G->s->spec.vars; }
+static const syno_space_opts_t *opts(const gen_t *G) { return &G->s->spec.opts; }
+
+/* Adds a child that replaces `gone` dims by `made` dims. */
+static int emit(gen_t *G, const syno_dim_t *gone, int n_gone, const syno_dim_t *made, int n_made, syno_prim_kind_t kind,
+                uint32_t prim, const syno_size_t *use, bool primary_only) {
+  for (int i = 0; i < n_made; i++)
+    if (color(G, made[i])->height > opts(G)->max_chain) {
+      G->s->stats.prune[SYNO_PRUNE_CHAIN]++;
+      return 0;
+    }
+  iface_t f;
+  iface_from(G->s, &G->n, &f);
+  for (int i = 0; i < n_gone; i++) iface_remove(&f, gone[i]);
+  for (int i = 0; i < n_made; i++)
+    if (!iface_add(&f, made[i])) return 0;
+  if (use && !iface_use(G->s, &f, *use, primary_only)) {
+    G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+    return 0;
+  }
+  syno_step_t st = {.kind = SYNO_STEP_PRIM, .prim = kind, .prim_id = prim};
+  return space_add_child(G->s, G->id, SYNO_STAGE_NORMAL, &f, st, G->err);
+}
+
+static uint32_t prim_of(const gen_t *G, syno_dim_t in) { return syno_graph_dim(G->g, in)->prim; }
+
+/* Collects the Share weights reached from d down through Split outputs (R3). */
+static unsigned weights_through_splits(const gen_t *G, syno_dim_t d) {
+  const syno_prim_t *p = below(G, d);
+  if (!p) return 0;
+  if (p->kind == SYNO_PRIM_SHARE && slot(G, d) == 0) return 1u << p->weight;
+  if (p->kind == SYNO_PRIM_SPLIT) return weights_through_splits(G, p->out[0]) | weights_through_splits(G, p->out[1]);
+  return 0;
+}
+
+/* Follows Merge inputs down to the merged dim (U3). */
+static syno_dim_t merge_root(const gen_t *G, syno_dim_t d, int *steps) {
+  const syno_prim_t *p;
+  *steps = 0;
+  while ((p = below(G, d)) && p->kind == SYNO_PRIM_MERGE) {
+    d = p->out[0];
+    (*steps)++;
+  }
+  return d;
+}
+
+static double lb(const gen_t *G, syno_size_t x) { return syno_size_lower_bound(vars(G), x); }
+static double ub(const gen_t *G, syno_size_t x) { return syno_size_upper_bound(vars(G), x); }
+
+static bool odd_everywhere(const gen_t *G, syno_size_t k) {
+  for (int b = 0; b < vars(G)->nbind; b++) {
+    int64_t x;
+    if (syno_size_eval(vars(G), k, b, &x, NULL) || x % 2 == 0) return false;
+  }
+  return true;
+}
+
+static int gen_split(gen_t *G) {
+  for (int a = 0; a < G->n_full; a++)
+    for (int b = 0; b < G->n_full; b++) {
+      if (a == b) continue;
+      syno_dim_t l = G->full[a], r = G->full[b];
+      if (reject(G, SYNO_RULE_R0, below_is(G, l, SYNO_PRIM_SPLIT))) continue;
+      if (reject(G, SYNO_RULE_C1, !G->simple[a] && !G->simple[b])) continue;
+      if (reject(G, SYNO_RULE_R1, syno_graph_adjacent(G->g, l, r))) continue;
+      if (reject(G, SYNO_RULE_R3, (weights_through_splits(G, l) & weights_through_splits(G, r)) != 0)) continue;
+      const syno_color_t *cl = color(G, l), *cr = color(G, r);
+      bool same_scope = cl->unordered_scope && cl->unordered_scope == cr->unordered_scope;
+      int sl, sr;
+      bool same_merge = same_scope && merge_root(G, l, &sl) == merge_root(G, r, &sr) && sl > 0 && sr > 0;
+      if (reject(G, SYNO_RULE_U3, same_merge)) continue;
+      if (reject(G, SYNO_RULE_U1, same_scope && syno_size_cmp(dsize(G, r), dsize(G, l)) < 0)) continue;
+      syno_size_t prod = syno_size_mul(dsize(G, l), dsize(G, r));
+      if (!space_size_valid(G->s, prod)) {
+        G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+        continue;
+      }
+      syno_dim_t in;
+      if (syno_graph_split(G->g, l, r, &in, NULL)) {
+        G->s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
+        continue;
+      }
+      syno_dim_t gone[2] = {l, r};
+      if (emit(G, gone, 2, &in, 1, SYNO_PRIM_SPLIT, prim_of(G, in), NULL, false)) return -1;
+    }
+  return 0;
+}
+
+/* Merge blocks to try for a dim of size S (spec 1.5 enumerateDivisors). */
+static int enum_divisors(const gen_t *G, syno_size_t S, syno_size_t *out, int max) {
+  const syno_vars_t *v = vars(G);
+  int me = opts(G)->max_enumerations;
+  int lo[2][SYNO_MAX_VARS], hi[2][SYNO_MAX_VARS], cur[2][SYNO_MAX_VARS];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < v->n[k]; i++) {
+      int p = k == SYNO_PRIMARY ? S.p[i] : S.c[i];
+      int a = v->var[k][i].max_occurrence - G->n.usage[k][i];
+      if (a < 0) a = 0;
+      int l = p / 2 - me / 2, h;
+      if (k == SYNO_PRIMARY) {
+        if (l < 0) l = 0;
+        h = l + me - 1;
+        if (h > p) h = p;
+      } else {
+        h = l + me - 1;
+        int alo = p >= 0 ? -a : p - a, ahi = p >= 0 ? p + a : a;
+        if (l < alo) l = alo;
+        if (h > ahi) h = ahi;
+      }
+      lo[k][i] = l;
+      hi[k][i] = h;
+      cur[k][i] = l;
+      if (l > h) return 0;
+    }
+  int n = 0;
+  for (;;) {
+    syno_size_t d = syno_size_one();
+    for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) d.p[i] = (int8_t)cur[SYNO_PRIMARY][i];
+    for (int i = 0; i < v->n[SYNO_COEFF]; i++) d.c[i] = (int8_t)cur[SYNO_COEFF][i];
+    syno_size_t q = syno_size_div(S, d);
+    if (!syno_size_is_one(d) && !syno_size_is_one(q) && space_size_valid(G->s, d) && space_size_valid(G->s, q) && n < max)
+      out[n++] = d;
+    int k = SYNO_COEFF, i = v->n[SYNO_COEFF] - 1;
+    for (;;) {
+      if (i < 0) {
+        if (k == SYNO_PRIMARY) return n;
+        k = SYNO_PRIMARY;
+        i = v->n[SYNO_PRIMARY] - 1;
+        continue;
+      }
+      if (cur[k][i] < hi[k][i]) {
+        cur[k][i]++;
+        break;
+      }
+      cur[k][i] = lo[k][i];
+      i--;
+    }
+  }
+}
+
+static int gen_merge(gen_t *G) {
+  for (int a = 0; a < G->n_full; a++) {
+    if (!G->simple[a]) continue;
+    syno_dim_t d = G->full[a];
+    if (is_share_data(G, d)) continue; /* the data side of a share is never reshaped in place (S2-like, C4) */
+    if (reject(G, SYNO_RULE_R0, below_is(G, d, SYNO_PRIM_SPLIT) || is_merge_l(G, d))) continue;
+    if (reject(G, SYNO_RULE_R4, is_reduce(G, d))) continue;
+    syno_size_t blocks[256];
+    int nb = enum_divisors(G, dsize(G, d), blocks, 256);
+    for (int i = 0; i < nb; i++) {
+      syno_size_t B = blocks[i], L = syno_size_div(dsize(G, d), B);
+      const syno_prim_t *p = below(G, d);
+      if (reject(G, SYNO_RULE_S3, p && p->kind == SYNO_PRIM_SHIFT && ub(G, B) > opts(G)->max_shift_pattern)) continue;
+      if (reject(G, SYNO_RULE_T4, p && p->kind == SYNO_PRIM_STRIDE && lb(G, syno_size_div(B, p->param)) >= 1)) continue;
+      if (p && p->kind == SYNO_PRIM_UNFOLD) {
+        syno_size_t k = dsize(G, p->out[1]);
+        if (reject(G, SYNO_RULE_O3, lb(G, syno_size_div(B, k)) >= 1)) continue;
+        if (syno_size_trait(syno_size_div(k, B)) == SYNO_TRAIT_COEFFICIENT) { /* B properly divides the window */
+          count_rule(G->s, SYNO_RULE_O3);
+          continue;
+        }
+      }
+      if (color(G, d)->unordered_scope) {
+        if (reject(G, SYNO_RULE_U1, syno_size_cmp(B, L) < 0)) continue;
+        if (is_merge_r(G, d)) {
+          syno_size_t group = syno_size_div(dsize(G, p->out[0]), p->param);
+          if (reject(G, SYNO_RULE_U1, syno_size_cmp(L, group) < 0)) continue;
+        }
+      }
+      syno_dim_t l, r;
+      if (syno_graph_merge(G->g, d, B, &l, &r, NULL)) {
+        G->s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
+        continue;
+      }
+      syno_dim_t made[2] = {l, r};
+      if (emit(G, &d, 1, made, 2, SYNO_PRIM_MERGE, prim_of(G, l), NULL, false)) return -1;
+    }
+  }
+  return 0;
+}
+
+static int gen_shift(gen_t *G) {
+  for (int a = 0; a < G->n_full; a++) {
+    if (!G->simple[a]) continue;
+    syno_dim_t d = G->full[a];
+    if (reject(G, SYNO_RULE_S1, is_reduce(G, d))) continue;
+    if (reject(G, SYNO_RULE_S2, is_share_data(G, d) || below_is(G, d, SYNO_PRIM_SHIFT))) continue;
+    if (reject(G, SYNO_RULE_U2, color(G, d)->unordered_scope != 0)) continue;
+    const syno_prim_t *p = below(G, d);
+    if (reject(G, SYNO_RULE_S3, p && p->kind == SYNO_PRIM_SPLIT && ub(G, dsize(G, p->out[1])) > opts(G)->max_shift_pattern))
+      continue;
+    syno_dim_t in;
+    if (syno_graph_shift(G->g, d, &in, NULL)) continue;
+    if (emit(G, &d, 1, &in, 1, SYNO_PRIM_SHIFT, prim_of(G, in), NULL, false)) return -1;
+  }
+  return 0;
+}
+
+static int gen_stride(gen_t *G) {
+  syno_size_t cand[256];
+  int nc = space_enum_sizes(G->s, &G->n.usage[0][0], cand, 256);
+  for (int a = 0; a < G->n_full; a++) {
+    if (!G->simple[a]) continue;
+    syno_dim_t d = G->full[a];
+    if (reject(G, SYNO_RULE_T1, below_is(G, d, SYNO_PRIM_STRIDE))) continue;
+    if (reject(G, SYNO_RULE_T2, below_is(G, d, SYNO_PRIM_UNFOLD))) continue;
+    if (reject(G, SYNO_RULE_T3, below_is(G, d, SYNO_PRIM_SPLIT))) continue;
+    if (is_share_data(G, d)) continue;
+    for (int i = 0; i < nc; i++) {
+      syno_size_t in_size = syno_size_mul(cand[i], dsize(G, d));
+      if (ub(G, in_size) > opts(G)->max_strided_dim || !space_size_valid(G->s, in_size)) {
+        G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+        continue;
+      }
+      syno_dim_t in;
+      if (syno_graph_stride(G->g, d, cand[i], &in, NULL)) continue;
+      if (emit(G, &d, 1, &in, 1, SYNO_PRIM_STRIDE, prim_of(G, in), &cand[i], false)) return -1;
+    }
+  }
+  return 0;
+}
+
+static int gen_unfold(gen_t *G) {
+  for (int a = 0; a < G->n_full; a++)
+    for (int b = 0; b < G->n_full; b++) {
+      if (a == b) continue;
+      syno_dim_t l = G->full[a], r = G->full[b];
+      if (reject(G, SYNO_RULE_O2, below_is(G, l, SYNO_PRIM_SPLIT))) continue;
+      if (reject(G, SYNO_RULE_S4, below_is(G, l, SYNO_PRIM_SHIFT))) continue;
+      if (reject(G, SYNO_RULE_O4, is_reduce(G, r) || color(G, l)->ends_up_reduce)) continue;
+      syno_size_t k = dsize(G, r);
+      if (!odd_everywhere(G, k) || ub(G, k) > opts(G)->max_unfold_kernel ||
+          lb(G, syno_size_div(dsize(G, l), k)) < opts(G)->min_unfold_ratio) {
+        G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+        continue;
+      }
+      const syno_prim_t *p = below(G, l);
+      if (reject(G, SYNO_RULE_O1, p && p->kind == SYNO_PRIM_UNFOLD && lb(G, syno_size_div(k, dsize(G, p->out[1]))) < 1))
+        continue;
+      syno_dim_t in;
+      if (syno_graph_unfold(G->g, l, r, &in, NULL)) {
+        G->s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
+        continue;
+      }
+      syno_dim_t gone[2] = {l, r};
+      if (emit(G, gone, 2, &in, 1, SYNO_PRIM_UNFOLD, prim_of(G, in), NULL, false)) return -1;
+    }
+  return 0;
+}
+
+/* A stand-alone Expand of a Merge's minor input: repeat_interleave (spec 3.7). */
+static int gen_expand(gen_t *G) {
+  const syno_dim_t *exps = node_exps(G->s, &G->n);
+  double repeat = 1;
+  for (int i = 0; i < G->n.n_exp; i++)
+    if (below_is(G, exps[i], SYNO_PRIM_MERGE)) repeat *= ub(G, dsize(G, exps[i]));
+  for (int a = 0; a < G->n_full; a++) {
+    if (!G->simple[a]) continue;
+    syno_dim_t d = G->full[a];
+    if (!is_merge_r(G, d) && !is_merge_l(G, d)) continue;
+    bool adjacent = false;
+    for (int i = 0; i < G->n.n_exp; i++)
+      adjacent = adjacent || syno_graph_adjacent(G->g, d, exps[i]) || syno_graph_adjacent(G->g, exps[i], d);
+    if (reject(G, SYNO_RULE_R2, adjacent)) continue;
+    if (repeat * ub(G, dsize(G, d)) > opts(G)->max_expansion_repeat) {
+      G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+      continue;
+    }
+    uint32_t prim;
+    if (syno_graph_expand(G->g, d, &prim, NULL)) continue;
+    iface_t f;
+    iface_from(G->s, &G->n, &f);
+    iface_remove(&f, d);
+    iface_add_exp(&f, d);
+    syno_step_t st = {.kind = SYNO_STEP_PRIM, .prim = SYNO_PRIM_EXPAND, .prim_id = prim};
+    if (space_add_child(G->s, G->id, SYNO_STAGE_NORMAL, &f, st, G->err)) return -1;
+  }
+  return 0;
+}
+
+/* --- Contraction (spec 3.9) --- */
+
+typedef enum { CT_NORMAL = 0, CT_MERGE, CT_SHARED } ctype_t;
+
+typedef struct {
+  gen_t *G;
+  int w;             /* the new weight id */
+  int n;
+  syno_dim_t cand[SPACE_MAX_IFACE];
+  ctype_t type[SPACE_MAX_IFACE];
+  int choice[SPACE_MAX_IFACE]; /* 0 skip, 1 share, 2 expand + share */
+  int8_t usage[2][SYNO_MAX_VARS];
+  syno_dim_t prev_leader;      /* of weight w-1, or 0 */
+} contract_t;
+
+static ctype_t contraction_type(const gen_t *G, syno_dim_t d) {
+  int through = 0;
+  const syno_prim_t *p;
+  syno_dim_t b = d;
+  while ((p = below(G, b)) && p->kind == SYNO_PRIM_SHARE && slot(G, b) == 0) {
+    b = p->out[0];
+    through++;
+  }
+  const syno_dimension_t *bd = syno_graph_dim(G->g, b);
+  if (bd->kind == SYNO_DIM_ITERATOR || (p && p->kind == SYNO_PRIM_MERGE)) return CT_MERGE;
+  if (bd->kind == SYNO_DIM_REDUCE && through > 0) return CT_SHARED;
+  return CT_NORMAL;
+}
+
+/* GlobalLessThan: by height, then by id (stable within a space). */
+static bool global_less(const gen_t *G, syno_dim_t a, syno_dim_t b) {
+  int ha = color(G, a)->height, hb = color(G, b)->height;
+  return ha != hb ? ha < hb : a < b;
+}
+
+static int finish_contraction(contract_t *C) {
+  gen_t *G = C->G;
+  int shares = 0, outer = 0, inner = 0;
+  syno_size_t numel = syno_size_one();
+  syno_dim_t leader = 0;
+  unsigned tags = 0;
+  for (int i = 0; i < C->n; i++) {
+    if (!C->choice[i]) continue;
+    shares++;
+    outer += C->choice[i] == 2;
+    inner += C->choice[i] == 1;
+    numel = syno_size_mul(numel, dsize(G, C->cand[i]));
+    if (!leader || global_less(G, C->cand[i], leader)) leader = C->cand[i];
+    tags |= color(G, C->cand[i])->weights_below;
+  }
+  if (shares == 0) return 0;
+  if (reject(G, SYNO_RULE_C3, shares < 2 || outer < 1 || inner < 1)) return 0;
+  if (lb(G, numel) < opts(G)->min_weight_params) {
+    G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+    return 0;
+  }
+  /* R2: the outer dims' reshape blocks must not be adjacent. */
+  for (int i = 0; i < C->n; i++)
+    for (int j = 0; j < C->n; j++)
+      if (i != j && C->choice[i] == 2 && C->choice[j] == 2 && reject(G, SYNO_RULE_R2, syno_graph_adjacent(G->g, C->cand[i], C->cand[j])))
+        return 0;
+  /* C2: a contraction not stacked on the previous weight comes in leader order. */
+  int last = 0;
+  for (int w = 1; w < SYNO_MAX_TENSORS; w++)
+    if (tags & (1u << w)) last = w;
+  if (C->prev_leader && last + 1 != C->w && reject(G, SYNO_RULE_C2, !global_less(G, C->prev_leader, leader))) return 0;
+  iface_t f;
+  iface_from(G->s, &G->n, &f);
+  memcpy(f.usage, C->usage, sizeof f.usage);
+  f.n_weights = C->w;
+  for (int i = 0; i < C->n; i++) {
+    if (!C->choice[i]) continue;
+    syno_dim_t data, wdim;
+    if (syno_graph_share(G->g, C->cand[i], C->w, &data, &wdim, NULL)) {
+      G->s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
+      return 0;
+    }
+    iface_remove(&f, C->cand[i]);
+    if (!iface_add(&f, wdim)) return 0;
+    if (C->choice[i] == 2) {
+      if (syno_graph_expand(G->g, data, NULL, NULL) || !iface_add_exp(&f, data)) return 0;
+    } else if (!iface_add(&f, data)) {
+      return 0;
+    }
+    if (color(G, data)->height > opts(G)->max_chain) {
+      G->s->stats.prune[SYNO_PRUNE_CHAIN]++;
+      return 0;
+    }
+  }
+  syno_step_t st = {.kind = SYNO_STEP_CONTRACT, .prim_id = (uint32_t)C->w};
+  return space_add_child(G->s, G->id, SYNO_STAGE_NORMAL, &f, st, G->err);
+}
+
+static int enum_contraction(contract_t *C, int i, double outer_numel) {
+  if (i == C->n) return finish_contraction(C);
+  gen_t *G = C->G;
+  C->choice[i] = 0;
+  if (enum_contraction(C, i + 1, outer_numel)) return -1;
+  syno_size_t sz = dsize(G, C->cand[i]);
+  int8_t saved[2][SYNO_MAX_VARS];
+  memcpy(saved, C->usage, sizeof saved);
+  /* The allowance counts the primary part of every shared size (spec 1.5). */
+  bool fits = true;
+  for (int v = 0; v < vars(G)->n[SYNO_PRIMARY]; v++) {
+    int u = C->usage[SYNO_PRIMARY][v] + abs(sz.p[v]);
+    if (u > vars(G)->var[SYNO_PRIMARY][v].max_occurrence) fits = false;
+    C->usage[SYNO_PRIMARY][v] = (int8_t)u;
+  }
+  if (fits) {
+    C->choice[i] = 1;
+    if (enum_contraction(C, i + 1, outer_numel)) return -1;
+    bool can_expand = C->type[i] == CT_MERGE ? outer_numel * ub(G, sz) <= opts(G)->max_expansion_merge
+                      : C->type[i] == CT_SHARED ? lb(G, sz) >= opts(G)->min_shared_weight_dim && ub(G, sz) <= opts(G)->max_shared_weight_dim
+                                                : false;
+    if (can_expand) {
+      C->choice[i] = 2;
+      if (enum_contraction(C, i + 1, C->type[i] == CT_MERGE ? outer_numel * ub(G, sz) : outer_numel)) return -1;
+    }
+  } else {
+    G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+  }
+  memcpy(C->usage, saved, sizeof saved);
+  C->choice[i] = 0;
+  return 0;
+}
+
+static int gen_contraction(gen_t *G) {
+  if (G->n.n_weights + 1 >= opts(G)->max_tensors) return 0;
+  contract_t C;
+  memset(&C, 0, sizeof C);
+  C.G = G;
+  C.w = G->n.n_weights + 1;
+  memcpy(C.usage, G->n.usage, sizeof C.usage);
+  for (int a = 0; a < G->n_full; a++) {
+    syno_dim_t d = G->full[a];
+    if (color(G, d)->discarding) continue;
+    C.cand[C.n] = d;
+    C.type[C.n++] = contraction_type(G, d);
+  }
+  /* The previous weight's leader: the least of its shares' outputs. */
+  for (int i = 0; i < G->n.n_dims; i++) {
+    syno_dim_t d = G->dims[i];
+    if (!is_weight_axis(G, d) || below(G, d)->weight != G->n.n_weights) continue;
+    syno_dim_t o = below(G, d)->out[0];
+    if (!C.prev_leader || global_less(G, o, C.prev_leader)) C.prev_leader = o;
+  }
+  return enum_contraction(&C, 0, 1);
+}
+
+int space_gen_normal(syno_space_t *s, uint32_t id, syno_error_t *err) {
+  gen_t G;
+  memset(&G, 0, sizeof G);
+  G.s = s;
+  G.id = id;
+  G.n = s->nodes[id];
+  G.g = s->g;
+  G.err = err;
+  /* The node's dims are copied: the pool may move while children are added. */
+  syno_dim_t dims[SPACE_MAX_IFACE];
+  memcpy(dims, node_dims(s, &G.n), sizeof(syno_dim_t) * (size_t)G.n.n_dims);
+  G.dims = dims;
+  for (int i = 0; i < G.n.n_dims; i++) {
+    syno_dim_t d = dims[i];
+    if (is_weight_axis(&G, d)) continue;
+    if (color(&G, d)->height >= s->spec.opts.max_chain) {
+      s->stats.prune[SYNO_PRUNE_CHAIN]++;
+      continue;
+    }
+    G.simple[G.n_full] = G.n.n_weights == 0 || (color(&G, d)->weights_below & (1u << G.n.n_weights));
+    G.full[G.n_full++] = d;
+  }
+  const syno_space_opts_t *o = &s->spec.opts;
+  if (o->enable[SYNO_PRIM_SHARE] && gen_contraction(&G)) return -1;
+  if (o->enable[SYNO_PRIM_SPLIT] && gen_split(&G)) return -1;
+  if (o->enable[SYNO_PRIM_MERGE] && gen_merge(&G)) return -1;
+  if (o->enable[SYNO_PRIM_SHIFT] && gen_shift(&G)) return -1;
+  if (o->enable[SYNO_PRIM_STRIDE] && gen_stride(&G)) return -1;
+  if (o->enable[SYNO_PRIM_UNFOLD] && gen_unfold(&G)) return -1;
+  if (o->enable[SYNO_PRIM_EXPAND] && gen_expand(&G)) return -1;
+  return 0;
+}

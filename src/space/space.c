@@ -1,0 +1,668 @@
+/* The space's node store, the reduction stage, shape distance and
+ * finalization. The normal-stage generators live in gen.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "space_internal.h"
+#include "syno/lower.h"
+#include "syno/train.h"
+
+static int cmp_dim(const void *a, const void *b) {
+  syno_dim_t x = *(const syno_dim_t *)a, y = *(const syno_dim_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+void iface_from(const syno_space_t *s, const node_t *n, iface_t *f) {
+  f->n_dims = n->n_dims;
+  f->n_exp = n->n_exp;
+  memcpy(f->dims, node_dims(s, n), sizeof(syno_dim_t) * (size_t)n->n_dims);
+  memcpy(f->exp, node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
+  f->n_weights = n->n_weights;
+  memcpy(f->usage, n->usage, sizeof f->usage);
+}
+
+bool iface_remove(iface_t *f, syno_dim_t d) {
+  for (int i = 0; i < f->n_dims; i++)
+    if (f->dims[i] == d) {
+      f->dims[i] = f->dims[--f->n_dims];
+      return true;
+    }
+  return false;
+}
+
+bool iface_add(iface_t *f, syno_dim_t d) {
+  if (f->n_dims >= SPACE_MAX_IFACE) return false;
+  f->dims[f->n_dims++] = d;
+  return true;
+}
+
+bool iface_add_exp(iface_t *f, syno_dim_t d) {
+  if (f->n_exp >= SPACE_MAX_IFACE) return false;
+  f->exp[f->n_exp++] = d;
+  return true;
+}
+
+bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only) {
+  const syno_vars_t *v = &s->spec.vars;
+  for (int k = 0; k < (primary_only ? 1 : 2); k++) {
+    const int8_t *pw = k == SYNO_PRIMARY ? size.p : size.c;
+    for (int i = 0; i < v->n[k]; i++) {
+      int u = f->usage[k][i] + abs(pw[i]);
+      if (u > v->var[k][i].max_occurrence) return false;
+      f->usage[k][i] = (int8_t)u;
+    }
+  }
+  return true;
+}
+
+bool space_size_valid(const syno_space_t *s, syno_size_t x) {
+  const syno_space_opts_t *o = &s->spec.opts;
+  if (syno_size_num_vars(x) > o->max_vars_in_size || syno_size_total_power(x) > o->max_powers_in_size) return false;
+  syno_trait_t t = syno_size_trait(x);
+  if (t != SYNO_TRAIT_GENERAL && t != SYNO_TRAIT_COEFFICIENT) return false;
+  if (!syno_size_is_integral(&s->spec.vars, x)) return false;
+  return syno_size_lower_bound(&s->spec.vars, x) >= 1.0;
+}
+
+/* Odometer over the exponents each variable may take (spec 1.5). */
+int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max) {
+  const syno_vars_t *v = &s->spec.vars;
+  int me = s->spec.opts.max_enumerations;
+  int lo[2][SYNO_MAX_VARS], hi[2][SYNO_MAX_VARS], cur[2][SYNO_MAX_VARS];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < v->n[k]; i++) {
+      int allow = v->var[k][i].max_occurrence - usage[k * SYNO_MAX_VARS + i];
+      if (allow < 0) allow = 0;
+      if (k == SYNO_PRIMARY) {
+        lo[k][i] = 0;
+        hi[k][i] = allow < me - 1 ? allow : me - 1;
+      } else {
+        lo[k][i] = me / 2 - me + 1 > -allow ? me / 2 - me + 1 : -allow;
+        hi[k][i] = me / 2 < allow ? me / 2 : allow;
+      }
+      cur[k][i] = lo[k][i];
+    }
+  int n = 0;
+  for (;;) {
+    syno_size_t x = syno_size_one();
+    for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) x.p[i] = (int8_t)cur[SYNO_PRIMARY][i];
+    for (int i = 0; i < v->n[SYNO_COEFF]; i++) x.c[i] = (int8_t)cur[SYNO_COEFF][i];
+    if (!syno_size_is_one(x) && space_size_valid(s, x) && n < max) out[n++] = x;
+    /* Advance: coefficients are the inner loop, primaries the outer. */
+    int k = SYNO_COEFF, i = v->n[SYNO_COEFF] - 1;
+    for (;;) {
+      if (i < 0) {
+        if (k == SYNO_PRIMARY) return n;
+        k = SYNO_PRIMARY;
+        i = v->n[SYNO_PRIMARY] - 1;
+        continue;
+      }
+      if (cur[k][i] < hi[k][i]) {
+        cur[k][i]++;
+        break;
+      }
+      cur[k][i] = lo[k][i];
+      i--;
+    }
+  }
+}
+
+/* --- the node store --- */
+
+static uint64_t iface_hash(syno_stage_t stage, const iface_t *f) {
+  uint64_t h = 0x9e3779b97f4a7c15ull * (stage + 1);
+  for (int i = 0; i < f->n_dims; i++) h = (h ^ f->dims[i]) * 0x100000001b3ull;
+  h ^= 0xabcdefull;
+  for (int i = 0; i < f->n_exp; i++) h = (h ^ f->exp[i]) * 0x100000001b3ull;
+  return h ^ (h >> 29);
+}
+
+static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stage, const iface_t *f) {
+  return n->stage == stage && n->n_dims == f->n_dims && n->n_exp == f->n_exp &&
+         !memcmp(node_dims(s, n), f->dims, sizeof(syno_dim_t) * (size_t)f->n_dims) &&
+         !memcmp(node_exps(s, n), f->exp, sizeof(syno_dim_t) * (size_t)f->n_exp);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t nc = *cap ? *cap : 64;
+  while (nc < need) nc *= 2;
+  void *np = realloc(*p, nc * elem);
+  if (!np) return -1;
+  *p = np;
+  *cap = nc;
+  return 0;
+}
+
+/* Finds or creates the node; *id receives it, *created whether it is new. */
+static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int depth, uint32_t *id, bool *created,
+                       syno_error_t *err) {
+  qsort(f->dims, (size_t)f->n_dims, sizeof(syno_dim_t), cmp_dim);
+  qsort(f->exp, (size_t)f->n_exp, sizeof(syno_dim_t), cmp_dim);
+  uint64_t h = iface_hash(stage, f);
+  uint32_t mask = s->table_cap - 1;
+  for (uint32_t j = (uint32_t)h & mask;; j = (j + 1) & mask) {
+    uint32_t e = s->table[j];
+    if (!e) break;
+    if (s->nodes[e].hash == h && same_iface(s, &s->nodes[e], stage, f)) {
+      *id = e;
+      *created = false;
+      return 0;
+    }
+  }
+  if (2 * (s->n_nodes + 1) > s->table_cap) { /* rehash */
+    uint32_t ncap = s->table_cap * 2, *nt = calloc(ncap, sizeof *nt);
+    if (!nt) return syno_error_set(err, "out of memory");
+    for (uint32_t i = 1; i < s->n_nodes; i++) {
+      uint32_t j = (uint32_t)s->nodes[i].hash & (ncap - 1);
+      while (nt[j]) j = (j + 1) & (ncap - 1);
+      nt[j] = i;
+    }
+    free(s->table);
+    s->table = nt;
+    s->table_cap = ncap;
+    mask = ncap - 1;
+  }
+  size_t cap_nodes = s->cap_nodes;
+  if (grow((void **)&s->nodes, &cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
+      grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool))
+    return syno_error_set(err, "out of memory");
+  s->cap_nodes = (uint32_t)cap_nodes;
+  node_t *n = &s->nodes[s->n_nodes];
+  memset(n, 0, sizeof *n);
+  n->stage = stage;
+  n->depth = depth;
+  n->n_dims = f->n_dims;
+  n->n_exp = f->n_exp;
+  n->off = (uint32_t)s->n_pool;
+  memcpy(s->pool + s->n_pool, f->dims, sizeof(syno_dim_t) * (size_t)f->n_dims);
+  memcpy(s->pool + s->n_pool + f->n_dims, f->exp, sizeof(syno_dim_t) * (size_t)f->n_exp);
+  s->n_pool += (size_t)f->n_dims + (size_t)f->n_exp;
+  n->n_weights = f->n_weights;
+  memcpy(n->usage, f->usage, sizeof n->usage);
+  n->distance = -1;
+  n->hash = h;
+  uint32_t j = (uint32_t)h & mask;
+  while (s->table[j]) j = (j + 1) & mask;
+  s->table[j] = s->n_nodes;
+  *id = s->n_nodes++;
+  *created = true;
+  s->stats.nodes++;
+  return 0;
+}
+
+static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
+  if (grow((void **)&s->steps, &s->cap_steps, s->n_steps + 1, sizeof *s->steps)) return syno_error_set(err, "out of memory");
+  s->steps[s->n_steps++] = st;
+  return 0;
+}
+
+int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
+                    syno_error_t *err) {
+  int depth = s->nodes[parent].depth + (step.kind == SYNO_STEP_BEGIN ? 0 : 1);
+  if (depth > s->spec.opts.depth) return 0;
+  uint32_t id;
+  bool created;
+  if (intern_node(s, stage, f, depth, &id, &created, err)) return -1;
+  if (s->spec.opts.prune_distance && depth + syno_node_distance(s, id) > s->spec.opts.depth) {
+    s->stats.prune[SYNO_PRUNE_DISTANCE]++;
+    return 0;
+  }
+  step.target = id;
+  return push_step(s, step, err);
+}
+
+/* --- construction --- */
+
+int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error_t *err) {
+  if (syno_space_spec_check(spec, err)) return -1;
+  syno_space_t *s = calloc(1, sizeof *s);
+  if (!s) return syno_error_set(err, "out of memory");
+  s->spec = *spec;
+  s->g = syno_graph_new(&spec->vars);
+  s->table_cap = 1024;
+  s->table = calloc(s->table_cap, sizeof *s->table);
+  s->n_nodes = 1; /* id 0 is "none" */
+  s->walk_bias = 2.0;
+  if (!s->g || !s->table || grow((void **)&s->nodes, &(size_t){0}, 1, sizeof *s->nodes)) {
+    syno_space_free(s);
+    return syno_error_set(err, "out of memory");
+  }
+  s->cap_nodes = 1;
+  for (int b = 0; b < spec->vars.nbind; b++)
+    s->input_numel[b] = syno_size_value(&spec->vars, syno_shape_numel(&spec->input), b);
+  /* The desired input sizes, without the fixed axes. */
+  for (int i = 0; i < spec->input.rank; i++) {
+    bool fixed = false;
+    for (int f = 0; f < spec->n_fixed; f++) fixed = fixed || spec->fixed_in[f] == i;
+    if (!fixed) {
+      s->want_axis[s->n_want] = i;
+      s->want[s->n_want++] = spec->input.dim[i];
+    }
+  }
+  iface_t root = {0};
+  for (int i = 0; i < spec->output.rank; i++) {
+    if (syno_graph_iterator(s->g, i, spec->output.dim[i], spec->output.unordered[i], &s->iter[i], err)) {
+      syno_space_free(s);
+      return syno_error_prefix(err, "output axis %d", i);
+    }
+    bool fixed = false;
+    for (int f = 0; f < spec->n_fixed; f++) fixed = fixed || spec->fixed_out[f] == i;
+    if (!fixed) iface_add(&root, s->iter[i]);
+  }
+  uint32_t id;
+  bool created;
+  if (intern_node(s, SYNO_STAGE_REDUCTION, &root, 0, &id, &created, err)) {
+    syno_space_free(s);
+    return -1;
+  }
+  *out = s;
+  return 0;
+}
+
+void syno_space_free(syno_space_t *s) {
+  if (!s) return;
+  syno_graph_free(s->g);
+  free(s->nodes);
+  free(s->pool);
+  free(s->steps);
+  free(s->finals);
+  free(s->table);
+  free(s);
+}
+
+syno_graph_t *syno_space_graph(syno_space_t *s) { return s->g; }
+const syno_space_spec_t *syno_space_spec(const syno_space_t *s) { return &s->spec; }
+const syno_space_stats_t *syno_space_stats(const syno_space_t *s) { return &s->stats; }
+uint32_t syno_space_root(const syno_space_t *s) {
+  (void)s;
+  return 1;
+}
+syno_stage_t syno_node_stage(const syno_space_t *s, uint32_t node) { return s->nodes[node].stage; }
+int syno_node_depth(const syno_space_t *s, uint32_t node) { return s->nodes[node].depth; }
+int syno_node_dims(const syno_space_t *s, uint32_t node, const syno_dim_t **dims) {
+  *dims = node_dims(s, &s->nodes[node]);
+  return s->nodes[node].n_dims;
+}
+
+/* --- shape distance (spec 4.4) ---
+ *
+ * A lower bound on the steps still needed. Let the current dims be the
+ * interface's non-weight dims, and the wanted ones the input sizes. m is the
+ * size of the largest matching between current and wanted sizes (equal sizes,
+ * never a data-discarding dim), t = wanted - m, u = current - m.
+ *  (1) Each step raises the matching by at most 2 (a Merge makes two new
+ *      dims; every other primitive at most one; a Contraction none), so at
+ *      least ceil(t/2) steps remain.
+ *  (2) Each unmatched current dim must be consumed. Splits and Unfolds
+ *      consume two per step, other views one; only a Contraction removes
+ *      several at once, and only dims it can broadcast (outer dims). With e
+ *      unmatched broadcastable dims and u - e others, at least
+ *      min(ceil(u/2), 1 + ceil((u-e)/2)) steps remain when a Contraction is
+ *      still possible, else ceil(u/2).
+ *  (3) With no weight yet, a Contraction is still needed, and it consumes
+ *      no non-broadcastable dim: at least 1 + ceil((u-e)/2).
+ *  (4) Numel: Split, Merge, Shift and plain Shares keep the product of the
+ *      current sizes; an Unfold divides it by its window (at least 3), an
+ *      expansion by its size, a Stride multiplies it. With R = current
+ *      product / input numel under some binding: without Stride, R < 1 can
+ *      never be repaired; R != 1 needs at least one step; and when only
+ *      Unfolds can still divide, at least log(R) / log(max window) of them.
+ * The bound is the largest of these; tests compare it with the true shortest
+ * completion on exhaustively enumerated small spaces. */
+static bool weight_axis(const syno_graph_t *g, syno_dim_t d) {
+  const syno_prim_t *p = syno_graph_below(g, d);
+  return p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, d)->slot == 1;
+}
+
+/* Whether a Contraction could broadcast d (spec 3.9 types Merge and
+ * WeightsSharing): follow data-side shares down to the first other dim. */
+bool space_broadcastable(const syno_graph_t *g, syno_dim_t d) {
+  if (syno_graph_color(g, d)->discarding) return false;
+  int through = 0;
+  const syno_prim_t *p;
+  while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) {
+    d = p->out[0];
+    through++;
+  }
+  const syno_dimension_t *b = syno_graph_dim(g, d);
+  if (b->kind == SYNO_DIM_ITERATOR) return true;
+  if (b->kind == SYNO_DIM_REDUCE) return through > 0;
+  return p && p->kind == SYNO_PRIM_MERGE;
+}
+
+int syno_node_distance(syno_space_t *s, uint32_t id) {
+  node_t *n = &s->nodes[id];
+  if (n->distance >= 0) return n->distance;
+  const syno_dim_t *dims = node_dims(s, n);
+  bool used[SYNO_MAX_RANK] = {0};
+  int cur = 0, matched = 0, exp_unmatched = 0;
+  for (int i = 0; i < n->n_dims; i++) {
+    syno_dim_t d = dims[i];
+    if (weight_axis(s->g, d)) continue;
+    cur++;
+    bool m = false;
+    if (!syno_graph_color(s->g, d)->discarding)
+      for (int w = 0; w < s->n_want && !m; w++)
+        if (!used[w] && syno_size_eq(syno_graph_dim(s->g, d)->size, s->want[w])) used[w] = m = true;
+    if (m) matched++;
+    else exp_unmatched += space_broadcastable(s->g, d);
+  }
+  int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
+  bool can_contract = n->n_weights < s->spec.opts.max_tensors - 1;
+  int b1 = (t + 1) / 2;
+  int b2 = (u + 1) / 2;
+  if (can_contract && e > 0) {
+    int alt = 1 + (u - e + 1) / 2;
+    if (alt < b2) b2 = alt;
+  }
+  int b3 = n->n_weights == 0 ? 1 + (u - e + 1) / 2 : 0;
+  if (n->n_weights == 0 && !can_contract) b3 = 1000;
+  int d = b1 > b2 ? b1 : b2;
+  if (b3 > d) d = b3;
+  /* (4) the numel ratio. */
+  syno_size_t prod = syno_size_one(), want = syno_size_one();
+  for (int i = 0; i < n->n_dims; i++)
+    if (!weight_axis(s->g, dims[i])) prod = syno_size_mul(prod, syno_graph_dim(s->g, dims[i])->size);
+  for (int w = 0; w < s->n_want; w++) want = syno_size_mul(want, s->want[w]);
+  syno_size_t ratio = syno_size_div(prod, want);
+  const syno_space_opts_t *o = &s->spec.opts;
+  double rmax = 1;
+  bool differs = false;
+  for (int b = 0; b < s->spec.vars.nbind; b++) {
+    double r = syno_size_value(&s->spec.vars, ratio, b);
+    if (r < 1 - 1e-9 && !o->enable[SYNO_PRIM_STRIDE]) d = 1000;
+    if (r < 1 - 1e-9 || r > 1 + 1e-9) differs = true;
+    if (r > rmax) rmax = r;
+  }
+  if (differs && d < 1) d = 1;
+  if (rmax > 1 + 1e-9 && !can_contract && !o->enable[SYNO_PRIM_EXPAND]) {
+    int unfolds = (int)ceil(log(rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
+    if (unfolds > d) d = unfolds;
+  }
+  n->distance = d;
+  return d;
+}
+
+/* --- the reduction stage --- */
+
+static int gen_reductions(syno_space_t *s, uint32_t id, syno_error_t *err) {
+  node_t n = s->nodes[id];
+  const syno_space_opts_t *o = &s->spec.opts;
+  /* Reductions form a multiset: add them in non-decreasing order of domain. */
+  int n_red = 0;
+  syno_size_t last = syno_size_one(), total = syno_size_one();
+  /* A copy: the pool may move while children are added. */
+  syno_dim_t dims[SPACE_MAX_IFACE];
+  memcpy(dims, node_dims(s, &n), sizeof(syno_dim_t) * (size_t)n.n_dims);
+  for (int i = 0; i < n.n_dims; i++) {
+    const syno_dimension_t *d = syno_graph_dim(s->g, dims[i]);
+    if (d->kind != SYNO_DIM_REDUCE) continue;
+    n_red++;
+    total = syno_size_mul(total, d->size);
+    if (syno_size_cmp(d->size, last) > 0 || n_red == 1) last = d->size;
+  }
+  if (n_red < o->max_reductions) {
+    syno_size_t cand[512];
+    int nc = space_enum_sizes(s, &n.usage[0][0], cand, 512);
+    for (int c = 0; c < nc; c++) {
+      if (n_red > 0 && syno_size_cmp(cand[c], last) < 0) continue;
+      /* The total reduction domain stays within a few times the input. */
+      syno_size_t all = syno_size_mul(total, cand[c]);
+      bool small = true;
+      for (int b = 0; b < s->spec.vars.nbind; b++)
+        small = small && syno_size_value(&s->spec.vars, all, b) <= o->max_rdom_multiplier * s->input_numel[b];
+      if (!small) {
+        s->stats.prune[SYNO_PRUNE_LIMIT]++;
+        continue;
+      }
+      int mult = 0;
+      for (int i = 0; i < n.n_dims; i++) {
+        const syno_dimension_t *d = syno_graph_dim(s->g, dims[i]);
+        mult += d->kind == SYNO_DIM_REDUCE && syno_size_eq(d->size, cand[c]);
+      }
+      syno_dim_t r;
+      if (syno_graph_reduce(s->g, cand[c], SYNO_REDUCE_SUM, mult, &r, NULL)) {
+        s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
+        continue;
+      }
+      iface_t f;
+      iface_from(s, &n, &f);
+      if (!iface_use(s, &f, cand[c], false) || !iface_add(&f, r)) {
+        s->stats.prune[SYNO_PRUNE_LIMIT]++;
+        continue;
+      }
+      syno_step_t st = {.kind = SYNO_STEP_REDUCE, .prim_id = r};
+      if (space_add_child(s, id, SYNO_STAGE_REDUCTION, &f, st, err)) return -1;
+    }
+  }
+  iface_t f;
+  iface_from(s, &n, &f);
+  syno_step_t st = {.kind = SYNO_STEP_BEGIN};
+  return space_add_child(s, id, SYNO_STAGE_NORMAL, &f, st, err);
+}
+
+/* --- finalization (spec 4.3) --- */
+
+static int build_final(syno_space_t *s, const final_t *fin, syno_operator_t *op, syno_error_t *err) {
+  int wrank[SYNO_MAX_TENSORS - 1];
+  for (int t = 1; t < fin->n_tensors; t++) wrank[t - 1] = fin->rank[t];
+  return syno_operator_build(s->g, s->spec.output.rank, fin->rank[0], fin->axes[0], fin->n_exp, fin->exp,
+                             fin->n_tensors - 1, wrank, (const syno_dim_t(*)[SYNO_MAX_RANK])&fin->axes[1], op, err);
+}
+
+/* Costs a candidate; false when a limit rejects it. */
+static bool cost_final(syno_space_t *s, final_t *fin) {
+  syno_operator_t op;
+  syno_nest_t nest;
+  if (build_final(s, fin, &op, NULL) || syno_lower_forward(&op, &nest, NULL)) {
+    s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
+    return false;
+  }
+  const syno_space_opts_t *o = &s->spec.opts;
+  const syno_vars_t *v = &s->spec.vars;
+  double flops = 0, params0 = 0;
+  for (int b = 0; b < v->nbind; b++) {
+    int64_t f, p;
+    if (syno_nest_flops(&nest, v, b, &f, NULL) || syno_operator_params(&op, b, &p, NULL)) return false;
+    flops += (double)f;
+    if (b == 0) params0 = (double)p;
+    if (o->max_params > 0 && (double)p > o->max_params) {
+      s->stats.prune[SYNO_PRUNE_LIMIT]++;
+      return false;
+    }
+  }
+  if ((o->max_flops > 0 && flops > o->max_flops) || flops < o->min_flops) {
+    s->stats.prune[SYNO_PRUNE_LIMIT]++;
+    return false;
+  }
+  /* Pooling: reductions that no weight reads are a plain (box) sum. */
+  double pool = 1;
+  for (int r = 0; r < nest.n_inner; r++) {
+    bool weighted = false;
+    for (int f = 1; f < nest.n_factors && !weighted; f++)
+      for (int i = 0; i < nest.factor[f].rank && !weighted; i++) {
+        /* A weight axis is a plain loop variable or constant; check the node. */
+        const syno_expr_t *e = &nest.node[nest.factor[f].idx[i]];
+        weighted = e->kind == SYNO_EXPR_INNER && e->var == r;
+      }
+    if (!weighted) pool *= syno_size_upper_bound(v, nest.inner[r]);
+  }
+  if (pool > o->max_pooling) {
+    s->stats.prune[SYNO_PRUNE_LIMIT]++;
+    return false;
+  }
+  fin->flops = flops;
+  fin->params = params0;
+  return true;
+}
+
+/* Tries every assignment of interface dims to the wanted input axes. */
+static void assign(syno_space_t *s, const syno_dim_t *cand, int n_cand, int pos, bool *taken, final_t *fin,
+                   final_t *best, int *n_best) {
+  const syno_space_spec_t *sp = &s->spec;
+  if (pos == s->n_want) {
+    final_t f = *fin;
+    if (!cost_final(s, &f)) return;
+    int max = sp->opts.max_finalizations;
+    /* Keep the cheapest few, ordered by (tensors, FLOPs). */
+    int at = *n_best;
+    while (at > 0 && (best[at - 1].n_tensors > f.n_tensors ||
+                      (best[at - 1].n_tensors == f.n_tensors && best[at - 1].flops > f.flops)))
+      at--;
+    if (at >= max) return;
+    int last = *n_best < max ? *n_best : max - 1;
+    for (int i = last; i > at; i--) best[i] = best[i - 1];
+    best[at] = f;
+    if (*n_best < max) (*n_best)++;
+    return;
+  }
+  for (int i = 0; i < n_cand; i++) {
+    if (taken[i] || !syno_size_eq(syno_graph_dim(s->g, cand[i])->size, s->want[pos])) continue;
+    taken[i] = true;
+    fin->axes[0][s->want_axis[pos]] = cand[i];
+    assign(s, cand, n_cand, pos + 1, taken, fin, best, n_best);
+    taken[i] = false;
+  }
+}
+
+static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
+  node_t *n = &s->nodes[id];
+  if (n->n_weights == 0) return 0;
+  const syno_dim_t *dims = node_dims(s, n);
+  syno_dim_t cand[SPACE_MAX_IFACE];
+  int n_cand = 0;
+  final_t fin;
+  memset(&fin, 0, sizeof fin);
+  fin.n_tensors = 1 + n->n_weights;
+  fin.rank[0] = s->spec.input.rank;
+  for (int i = 0; i < n->n_dims; i++) {
+    syno_dim_t d = dims[i];
+    if (syno_graph_color(s->g, d)->discarding) return 0;
+    if (weight_axis(s->g, d)) {
+      int w = syno_graph_below(s->g, d)->weight;
+      if (fin.rank[w] >= SYNO_MAX_RANK) return 0;
+      fin.axes[w][fin.rank[w]++] = d; /* interface order is id order: deterministic */
+    } else {
+      cand[n_cand++] = d;
+    }
+  }
+  if (n_cand != s->n_want) return 0;
+  for (int t = 1; t < fin.n_tensors; t++)
+    if (fin.rank[t] == 0) return 0;
+  for (int f = 0; f < s->spec.n_fixed; f++) fin.axes[0][s->spec.fixed_in[f]] = s->iter[s->spec.fixed_out[f]];
+  fin.n_exp = n->n_exp;
+  memcpy(fin.exp, node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
+  final_t best[16];
+  int n_best = 0;
+  bool taken[SPACE_MAX_IFACE] = {0};
+  assign(s, cand, n_cand, 0, taken, &fin, best, &n_best);
+  n = &s->nodes[id];
+  if (n_best == 0) return 0;
+  if (grow((void **)&s->finals, &s->cap_finals, s->n_finals + (size_t)n_best, sizeof *s->finals))
+    return syno_error_set(err, "out of memory");
+  n->finals = (uint32_t)s->n_finals;
+  n->n_finals = n_best;
+  for (int i = 0; i < n_best; i++) {
+    s->finals[s->n_finals++] = best[i];
+    syno_step_t st = {.kind = SYNO_STEP_FINALIZE, .target = (uint32_t)i};
+    if (push_step(s, st, err)) return -1;
+  }
+  s->stats.finals += (uint64_t)n_best;
+  return 0;
+}
+
+int syno_node_children(syno_space_t *s, uint32_t id, const syno_step_t **steps, syno_error_t *err) {
+  if (id == 0 || id >= s->n_nodes) return syno_error_set(err, "no node %u", id);
+  if (!s->nodes[id].expanded) {
+    size_t start = s->n_steps;
+    int rc = s->nodes[id].stage == SYNO_STAGE_REDUCTION ? gen_reductions(s, id, err) : space_gen_normal(s, id, err);
+    if (!rc && s->nodes[id].stage == SYNO_STAGE_NORMAL) rc = gen_finals(s, id, err);
+    if (rc) {
+      s->n_steps = start;
+      return -1;
+    }
+    node_t *n = &s->nodes[id];
+    n->expanded = true;
+    n->children = (uint32_t)start;
+    n->n_children = (int)(s->n_steps - start);
+  }
+  *steps = s->steps + s->nodes[id].children;
+  return s->nodes[id].n_children;
+}
+
+int syno_node_final(syno_space_t *s, uint32_t node, uint32_t index, syno_operator_t *op, syno_error_t *err) {
+  const node_t *n = &s->nodes[node];
+  if (!n->expanded || (int)index >= n->n_finals) return syno_error_set(err, "node %u has no finalization %u", node, index);
+  return build_final(s, &s->finals[n->finals + index], op, err);
+}
+
+int syno_node_final_cost(syno_space_t *s, uint32_t node, uint32_t index, double *flops, double *params) {
+  const node_t *n = &s->nodes[node];
+  if (!n->expanded || (int)index >= n->n_finals) return -1;
+  *flops = s->finals[n->finals + index].flops;
+  *params = s->finals[n->finals + index].params;
+  return 0;
+}
+
+int syno_step_print(syno_space_t *s, const syno_step_t *st, char *buf, size_t n) {
+  switch (st->kind) {
+    case SYNO_STEP_REDUCE: {
+      char sz[128];
+      syno_size_print(&s->spec.vars, syno_graph_dim(s->g, st->prim_id)->size, sz, sizeof sz);
+      return snprintf(buf, n, "reduce(%s)", sz);
+    }
+    case SYNO_STEP_BEGIN: return snprintf(buf, n, "begin");
+    case SYNO_STEP_PRIM: return snprintf(buf, n, "%s", syno_prim_name(st->prim));
+    case SYNO_STEP_CONTRACT: return snprintf(buf, n, "contract(w%u)", st->prim_id);
+    case SYNO_STEP_FINALIZE: return snprintf(buf, n, "finalize");
+  }
+  return snprintf(buf, n, "?");
+}
+
+int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, uint32_t *node, uint32_t *final,
+                           int *walks, syno_error_t *err) {
+  for (*walks = 1; *walks <= max_walks; (*walks)++) {
+    uint32_t id = syno_space_root(s);
+    if (s->nodes[id].dead) return 0;
+    for (;;) {
+      const syno_step_t *steps;
+      int n = syno_node_children(s, id, &steps, err);
+      if (n < 0) return -1;
+      /* Choose among live children, weighting each by exp(-distance): every
+       * live child stays possible, but walks lean toward finishing. */
+      double total = 0, wgt[4096];
+      int m = n < 4096 ? n : 4096;
+      for (int i = 0; i < m; i++) {
+        bool alive = steps[i].kind == SYNO_STEP_FINALIZE || !s->nodes[steps[i].target].dead;
+        int dist = steps[i].kind == SYNO_STEP_FINALIZE ? 0 : syno_node_distance(s, steps[i].target);
+        wgt[i] = alive ? exp(-s->walk_bias * dist) : 0;
+        total += wgt[i];
+      }
+      if (total <= 0) {
+        s->nodes[id].dead = true;
+        break;
+      }
+      double pick = syno_nn_rng_uniform(rng) * total;
+      const syno_step_t *st = &steps[m - 1];
+      for (int i = 0; i < m; i++) {
+        if (wgt[i] > 0 && pick < wgt[i]) {
+          st = &steps[i];
+          break;
+        }
+        pick -= wgt[i];
+      }
+      while (st > steps && wgt[st - steps] <= 0) st--;
+      if (st->kind == SYNO_STEP_FINALIZE) {
+        *node = id;
+        *final = st->target;
+        return 1;
+      }
+      id = st->target;
+    }
+  }
+  (*walks)--;
+  return 0;
+}

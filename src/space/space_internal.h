@@ -1,0 +1,101 @@
+/* Internals shared by the space's files: the node store and the child
+ * builder. Not part of the public API. */
+#ifndef SYNO_SPACE_INTERNAL_H
+#define SYNO_SPACE_INTERNAL_H
+
+#include "syno/space.h"
+
+#define SPACE_MAX_IFACE 24 /* dims in one interface */
+
+typedef struct {
+  syno_stage_t stage;
+  int depth;
+  int n_dims, n_exp;
+  uint32_t off;   /* dims then expansions, in the pool */
+  int n_weights;  /* the largest weight id so far */
+  int8_t usage[2][SYNO_MAX_VARS]; /* occurrence of each variable (spec 1.5) */
+  int distance;   /* -1 until computed */
+  bool expanded;
+  bool dead;      /* known to lead to no operator */
+  int n_children;
+  uint32_t children; /* offset into the step array */
+  int n_finals;
+  uint32_t finals;   /* offset into the final array */
+  uint64_t hash;
+} node_t;
+
+/* A finished operator in compact form: its top. */
+typedef struct {
+  int n_tensors;
+  int rank[SYNO_MAX_TENSORS];
+  syno_dim_t axes[SYNO_MAX_TENSORS][SYNO_MAX_RANK];
+  int n_exp;
+  syno_dim_t exp[SYNO_MAX_RANK];
+  double flops, params;
+} final_t;
+
+struct syno_space {
+  syno_space_spec_t spec;
+  syno_graph_t *g;
+  node_t *nodes;
+  uint32_t n_nodes, cap_nodes;
+  syno_dim_t *pool;
+  size_t n_pool, cap_pool;
+  syno_step_t *steps;
+  size_t n_steps, cap_steps;
+  final_t *finals;
+  size_t n_finals, cap_finals;
+  uint32_t *table; /* node ids by interface, open addressing */
+  uint32_t table_cap;
+  syno_dim_t iter[SYNO_MAX_RANK];   /* the output iterators */
+  int n_want;
+  syno_size_t want[SYNO_MAX_RANK];  /* input sizes the search must reach (fixed axes excluded) */
+  int want_axis[SYNO_MAX_RANK];     /* their input positions */
+  double input_numel[SYNO_MAX_BINDINGS];
+  syno_space_stats_t stats;
+  double walk_bias; /* random walks weight children by exp(-bias * distance) */
+};
+
+/* A candidate child interface under construction. */
+typedef struct {
+  int n_dims, n_exp;
+  syno_dim_t dims[SPACE_MAX_IFACE];
+  syno_dim_t exp[SPACE_MAX_IFACE];
+  int n_weights;
+  int8_t usage[2][SYNO_MAX_VARS];
+} iface_t;
+
+static inline node_t *space_node(const syno_space_t *s, uint32_t id) { return &s->nodes[id]; }
+static inline const syno_dim_t *node_dims(const syno_space_t *s, const node_t *n) { return s->pool + n->off; }
+static inline const syno_dim_t *node_exps(const syno_space_t *s, const node_t *n) { return s->pool + n->off + n->n_dims; }
+
+/* Starts a child interface as a copy of node n's. */
+void iface_from(const syno_space_t *s, const node_t *n, iface_t *f);
+bool iface_remove(iface_t *f, syno_dim_t d);
+bool iface_add(iface_t *f, syno_dim_t d);
+bool iface_add_exp(iface_t *f, syno_dim_t d);
+/* Adds |powers| of `size` (primary only when primary_only) to the usage;
+ * false when some variable would exceed its occurrence limit. */
+bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only);
+
+/* Records a child step from `parent` to the node with interface f (found or
+ * created), unless the depth would be exceeded or the shape distance says it
+ * cannot finish. Returns -1 on error. */
+int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
+                    syno_error_t *err);
+
+/* The normal-stage generators (gen.c). */
+int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);
+/* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
+int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
+/* Whether a Contraction could broadcast d (spec 3.9 types Merge and
+ * WeightsSharing). */
+bool space_broadcastable(const syno_graph_t *g, syno_dim_t d);
+/* Whether a size is valid for the space: legal, integral under every
+ * binding, and within the per-size variable limits. */
+bool space_size_valid(const syno_space_t *s, syno_size_t x);
+
+static inline void count_rule(syno_space_t *s, syno_rule_t r) { s->stats.rule[r]++; }
+static inline bool rule_on(const syno_space_t *s, syno_rule_t r) { return s->spec.opts.rule[r]; }
+
+#endif

@@ -1,0 +1,307 @@
+/* Search specs: the published defaults, the presets, reading a spec from
+ * JSON, and checking a spec for contradictions. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "syno/space.h"
+
+static const struct {
+  const char *name, *description;
+} rules[] = {
+#define SYNO_RULE_ROW(id, name, what) {name, what},
+    SYNO_RULES(SYNO_RULE_ROW)
+#undef SYNO_RULE_ROW
+};
+
+const char *syno_rule_name(syno_rule_t r) { return r < SYNO_RULE_COUNT ? rules[r].name : "?"; }
+const char *syno_rule_description(syno_rule_t r) { return r < SYNO_RULE_COUNT ? rules[r].description : "?"; }
+
+syno_rule_t syno_rule_find(const char *name) {
+  for (int r = 0; r < SYNO_RULE_COUNT; r++)
+    if (strcmp(rules[r].name, name) == 0) return (syno_rule_t)r;
+  return SYNO_RULE_COUNT;
+}
+
+void syno_space_opts_default(syno_space_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->depth = 12;
+  o->max_chain = 6;
+  o->max_tensors = 2;
+  o->max_reductions = 5;
+  o->max_pooling = 8;
+  for (int k = 0; k < SYNO_PRIM_KINDS; k++) o->enable[k] = true;
+  o->enable[SYNO_PRIM_STRIDE] = false;
+  o->enable[SYNO_PRIM_EXPAND] = false;
+  for (int r = 0; r < SYNO_RULE_COUNT; r++) o->rule[r] = true;
+  o->max_enumerations = 5;
+  o->max_vars_in_size = 3;
+  o->max_powers_in_size = 16;
+  o->max_rdom_multiplier = 4;
+  o->min_weight_params = 100;
+  o->max_unfold_kernel = 30;
+  o->min_unfold_ratio = 2.0;
+  o->max_strided_dim = 30;
+  o->max_shift_pattern = 2.0;
+  o->max_expansion_repeat = 5;
+  o->max_expansion_merge = 6144;
+  o->min_shared_weight_dim = 3;
+  o->max_shared_weight_dim = 8;
+  o->max_finalizations = 2;
+  o->prune_distance = true;
+}
+
+typedef struct {
+  const char *name, *vars, *input, *output;
+  int n_fixed;
+  int fixed[2];
+} preset_t;
+
+static const preset_t presets[] = {
+    {"conv2d", "N=8: 0, C_in=16: 2, C_out=16: 2, H=28: 2, W=28: 2; k=3: 4, s=2: 2", "[N, C_in: unordered, H, W]",
+     "[N, C_out: unordered, H, W]", 1, {0}},
+    {"linear", "N=8: 0, S=64: 0, C_in=128: 2, C_out=128: 2; k=4: 4, s=2: 2", "[N, S, C_in: unordered]",
+     "[N, S, C_out: unordered]", 2, {0, 1}},
+};
+
+static int finish_spec(syno_space_spec_t *spec, const char *input, const char *output, syno_error_t *err) {
+  if (syno_vars_scan(&spec->vars, input, err)) return syno_error_prefix(err, "input shape");
+  if (syno_vars_scan(&spec->vars, output, err)) return syno_error_prefix(err, "output shape");
+  if (syno_shape_parse(&spec->vars, input, &spec->input, err)) return syno_error_prefix(err, "input shape");
+  if (syno_shape_parse(&spec->vars, output, &spec->output, err)) return syno_error_prefix(err, "output shape");
+  return 0;
+}
+
+int syno_space_preset(const char *name, const char *bind, syno_space_spec_t *spec, syno_error_t *err) {
+  const preset_t *p = NULL;
+  for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
+    if (strcmp(presets[i].name, name) == 0) p = &presets[i];
+  if (!p) return syno_error_set(err, "unknown preset '%s' (known: conv2d, linear)", name);
+  memset(spec, 0, sizeof *spec);
+  syno_space_opts_default(&spec->opts);
+  syno_vars_init(&spec->vars);
+  if (syno_vars_declare(&spec->vars, p->vars, err)) return -1;
+  if (syno_vars_scan(&spec->vars, p->input, err) || syno_vars_scan(&spec->vars, p->output, err)) return -1;
+  if (syno_vars_bind(&spec->vars, bind ? bind : "", err)) return -1;
+  if (finish_spec(spec, p->input, p->output, err)) return -1;
+  spec->n_fixed = p->n_fixed;
+  for (int i = 0; i < p->n_fixed; i++) spec->fixed_in[i] = spec->fixed_out[i] = p->fixed[i];
+  return syno_space_spec_check(spec, err);
+}
+
+int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err) {
+  const syno_space_opts_t *o = &spec->opts;
+  if (spec->vars.nbind < 1) return syno_error_set(err, "the spec has no binding");
+  if (o->depth < 1 || o->depth > 40) return syno_error_set(err, "depth %d out of range 1..40", o->depth);
+  if (o->max_chain < 1) return syno_error_set(err, "max_chain %d must be at least 1", o->max_chain);
+  if (o->max_tensors < 2 || o->max_tensors > SYNO_MAX_TENSORS)
+    return syno_error_set(err, "max_tensors %d out of range 2..%d (the input plus at least one weight)", o->max_tensors, SYNO_MAX_TENSORS);
+  if (o->max_reductions < 0 || o->max_reductions > SYNO_MAX_REDUCTIONS)
+    return syno_error_set(err, "max_reductions %d out of range 0..%d", o->max_reductions, SYNO_MAX_REDUCTIONS);
+  if (o->min_flops < 0 || o->max_flops < 0) return syno_error_set(err, "FLOPs limits must not be negative");
+  if (o->max_flops > 0 && o->min_flops > o->max_flops)
+    return syno_error_set(err, "min_flops %g is above max_flops %g: no operator can satisfy both", o->min_flops, o->max_flops);
+  if (o->max_params < 0) return syno_error_set(err, "max_params must not be negative");
+  if (o->max_enumerations < 1 || o->max_enumerations > 9) return syno_error_set(err, "max_enumerations out of range 1..9");
+  if (o->max_finalizations < 1) return syno_error_set(err, "max_finalizations must be at least 1");
+  if (!o->enable[SYNO_PRIM_SHARE]) return syno_error_set(err, "contractions cannot be disabled: every operator needs a weight");
+  if (spec->input.rank < 1 || spec->output.rank < 1) return syno_error_set(err, "input and output shapes need at least one axis");
+  for (int i = 0; i < spec->n_fixed; i++) {
+    int a = spec->fixed_in[i], b = spec->fixed_out[i];
+    if (a < 0 || a >= spec->input.rank || b < 0 || b >= spec->output.rank)
+      return syno_error_set(err, "fixed pair %d (%d, %d) is outside the shapes", i, a, b);
+    if (!syno_size_eq(spec->input.dim[a], spec->output.dim[b]))
+      return syno_error_set(err, "fixed pair %d joins axes of different sizes", i);
+  }
+  /* Every shape dim must be a positive integer under every binding. */
+  for (int side = 0; side < 2; side++) {
+    const syno_shape_t *sh = side ? &spec->output : &spec->input;
+    for (int i = 0; i < sh->rank; i++)
+      for (int b = 0; b < spec->vars.nbind; b++) {
+        int64_t x;
+        if (syno_size_eval(&spec->vars, sh->dim[i], b, &x, err) || x < 1)
+          return syno_error_prefix(err, "%s axis %d", side ? "output" : "input", i);
+      }
+  }
+  return 0;
+}
+
+/* --- JSON --- */
+
+static int get_number(const cJSON *obj, const char *key, double *out, bool integer, syno_error_t *err) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!x) return 0;
+  if (!cJSON_IsNumber(x)) return syno_error_set(err, "field '%s' must be a number", key);
+  if (integer && x->valuedouble != (double)(int64_t)x->valuedouble)
+    return syno_error_set(err, "field '%s' must be an integer", key);
+  *out = x->valuedouble;
+  return 0;
+}
+
+static int get_int(const cJSON *obj, const char *key, int *out, syno_error_t *err) {
+  double d = *out;
+  if (get_number(obj, key, &d, true, err)) return -1;
+  *out = (int)d;
+  return 0;
+}
+
+static const char *get_string(const cJSON *obj, const char *key, syno_error_t *err, int *rc) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!x) return NULL;
+  if (!cJSON_IsString(x)) *rc = syno_error_set(err, "field '%s' must be a string", key);
+  return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static const char *known_fields[] = {
+    "preset", "vars", "input", "output", "bind", "fixed", "depth", "max_chain", "max_tensors", "max_reductions",
+    "min_flops", "max_flops", "max_params", "max_pooling", "primitives", "rules", "max_finalizations",
+    "min_weight_params", "max_rdom_multiplier", "max_unfold_kernel", "min_unfold_ratio", "max_shift_pattern", NULL};
+
+int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_error_t *err) {
+  cJSON *root = cJSON_Parse(json);
+  if (!root) {
+    const char *at = cJSON_GetErrorPtr();
+    return syno_error_set(err, "not valid JSON near '%.20s'", at ? at : "");
+  }
+  int rc = 0;
+  if (!cJSON_IsObject(root)) {
+    rc = syno_error_set(err, "the spec must be a JSON object");
+    goto done;
+  }
+  for (const cJSON *f = root->child; f; f = f->next) {
+    bool known = false;
+    for (int i = 0; known_fields[i]; i++) known = known || strcmp(f->string, known_fields[i]) == 0;
+    if (!known) {
+      rc = syno_error_set(err, "unknown field '%s'", f->string);
+      goto done;
+    }
+  }
+  const char *preset = get_string(root, "preset", err, &rc), *vars = get_string(root, "vars", err, &rc);
+  const char *input = get_string(root, "input", err, &rc), *output = get_string(root, "output", err, &rc);
+  if (rc) goto done;
+  /* Bindings: one string or an array of strings. */
+  const cJSON *bind = cJSON_GetObjectItemCaseSensitive(root, "bind");
+  const char *binds[SYNO_MAX_BINDINGS];
+  int n_bind = 0;
+  if (cJSON_IsString(bind)) binds[n_bind++] = bind->valuestring;
+  else if (cJSON_IsArray(bind)) {
+    for (const cJSON *b = bind->child; b; b = b->next) {
+      if (!cJSON_IsString(b) || n_bind >= SYNO_MAX_BINDINGS) {
+        rc = syno_error_set(err, "field 'bind' must be a string or an array of at most %d strings", SYNO_MAX_BINDINGS);
+        goto done;
+      }
+      binds[n_bind++] = b->valuestring;
+    }
+  } else if (bind) {
+    rc = syno_error_set(err, "field 'bind' must be a string or an array of strings");
+    goto done;
+  }
+  if (preset) {
+    if (vars || input || output) {
+      rc = syno_error_set(err, "field 'preset' cannot be combined with 'vars', 'input' or 'output'");
+      goto done;
+    }
+    if ((rc = syno_space_preset(preset, n_bind ? binds[0] : "", spec, err))) {
+      syno_error_prefix(err, "field 'preset'");
+      goto done;
+    }
+    for (int i = 1; i < n_bind; i++)
+      if ((rc = syno_vars_bind(&spec->vars, binds[i], err))) {
+        syno_error_prefix(err, "field 'bind'");
+        goto done;
+      }
+  } else {
+    if (!input || !output) {
+      rc = syno_error_set(err, "the spec needs 'input' and 'output' shapes (or a 'preset')");
+      goto done;
+    }
+    memset(spec, 0, sizeof *spec);
+    syno_space_opts_default(&spec->opts);
+    syno_vars_init(&spec->vars);
+    if (vars && (rc = syno_vars_declare(&spec->vars, vars, err))) {
+      syno_error_prefix(err, "field 'vars'");
+      goto done;
+    }
+    if ((rc = syno_vars_scan(&spec->vars, input, err)) || (rc = syno_vars_scan(&spec->vars, output, err))) {
+      syno_error_prefix(err, "field 'input'/'output'");
+      goto done;
+    }
+    if (n_bind == 0) binds[n_bind++] = "";
+    for (int i = 0; i < n_bind; i++)
+      if ((rc = syno_vars_bind(&spec->vars, binds[i], err))) {
+        syno_error_prefix(err, "field 'bind'");
+        goto done;
+      }
+    if ((rc = finish_spec(spec, input, output, err))) goto done;
+    const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(root, "fixed");
+    if (fixed) {
+      if (!cJSON_IsArray(fixed)) {
+        rc = syno_error_set(err, "field 'fixed' must be an array of [input axis, output axis] pairs");
+        goto done;
+      }
+      for (const cJSON *p = fixed->child; p; p = p->next) {
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(p->child) ||
+            !cJSON_IsNumber(p->child->next) || spec->n_fixed >= SYNO_MAX_FIXED) {
+          rc = syno_error_set(err, "field 'fixed' must be an array of at most %d [input axis, output axis] pairs", SYNO_MAX_FIXED);
+          goto done;
+        }
+        spec->fixed_in[spec->n_fixed] = p->child->valueint;
+        spec->fixed_out[spec->n_fixed++] = p->child->next->valueint;
+      }
+    }
+  }
+  syno_space_opts_t *o = &spec->opts;
+  if ((rc = get_int(root, "depth", &o->depth, err)) || (rc = get_int(root, "max_chain", &o->max_chain, err)) ||
+      (rc = get_int(root, "max_tensors", &o->max_tensors, err)) ||
+      (rc = get_int(root, "max_reductions", &o->max_reductions, err)) ||
+      (rc = get_int(root, "max_finalizations", &o->max_finalizations, err)) ||
+      (rc = get_number(root, "min_flops", &o->min_flops, false, err)) ||
+      (rc = get_number(root, "max_flops", &o->max_flops, false, err)) ||
+      (rc = get_number(root, "max_params", &o->max_params, false, err)) ||
+      (rc = get_number(root, "max_pooling", &o->max_pooling, false, err)) ||
+      (rc = get_number(root, "min_weight_params", &o->min_weight_params, false, err)) ||
+      (rc = get_number(root, "max_rdom_multiplier", &o->max_rdom_multiplier, false, err)) ||
+      (rc = get_number(root, "max_unfold_kernel", &o->max_unfold_kernel, false, err)) ||
+      (rc = get_number(root, "min_unfold_ratio", &o->min_unfold_ratio, false, err)) ||
+      (rc = get_number(root, "max_shift_pattern", &o->max_shift_pattern, false, err)))
+    goto done;
+  /* "primitives": {"stride": true, "expand": false, ...}; "rules": {"R1": false, ...} */
+  const cJSON *prims = cJSON_GetObjectItemCaseSensitive(root, "primitives");
+  for (const cJSON *p = prims ? prims->child : NULL; p; p = p->next) {
+    int k = 0;
+    while (k < SYNO_PRIM_KINDS && strcmp(syno_prim_name((syno_prim_kind_t)k), p->string) != 0) k++;
+    if (k == SYNO_PRIM_KINDS || !cJSON_IsBool(p)) {
+      rc = syno_error_set(err, "field 'primitives': '%s' is not a primitive with a true/false value", p->string);
+      goto done;
+    }
+    o->enable[k] = cJSON_IsTrue(p);
+  }
+  const cJSON *rl = cJSON_GetObjectItemCaseSensitive(root, "rules");
+  for (const cJSON *r = rl ? rl->child : NULL; r; r = r->next) {
+    syno_rule_t id = syno_rule_find(r->string);
+    if (id == SYNO_RULE_COUNT || !cJSON_IsBool(r)) {
+      rc = syno_error_set(err, "field 'rules': '%s' is not a rule with a true/false value", r->string);
+      goto done;
+    }
+    o->rule[id] = cJSON_IsTrue(r);
+  }
+  rc = syno_space_spec_check(spec, err);
+done:
+  cJSON_Delete(root);
+  return rc ? -1 : 0;
+}
+
+int syno_space_spec_load(const char *path, syno_space_spec_t *spec, syno_error_t *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return syno_error_set(err, "cannot open spec file '%s': %s", path, strerror(errno));
+  char *buf = malloc(1 << 20);
+  size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  if (!buf) return syno_error_set(err, "out of memory");
+  buf[n] = 0;
+  int rc = syno_space_spec_from_json(buf, spec, err);
+  free(buf);
+  return rc ? syno_error_prefix(err, "%s", path) : 0;
+}
