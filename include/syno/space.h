@@ -166,15 +166,18 @@ int syno_node_final(syno_space_t *s, uint32_t node, uint32_t index, syno_operato
 /* Forward FLOPs (all bindings) and params (first binding) of a finalization. */
 int syno_node_final_cost(syno_space_t *s, uint32_t node, uint32_t index, double *flops, double *params);
 
-/* A uniform random walk from the root to a finished operator. A walk that
- * reaches a node with no live children marks it dead and starts again, up
- * to max_walks walks; *walks receives how many were drawn. Returns 1 with
- * the node and finalization index when an operator was reached, 0 when
- * none was within max_walks, -1 on error. The rng is the one of
+/* A random walk from the root to a finished operator. Each live child is
+ * chosen with weight exp(-2 x its shape distance), so every operator can be
+ * reached but walks lean toward finishing. A walk that reaches a node with
+ * no live children marks it dead and backs up one step, up to max_walks
+ * times; *walks receives 1 + the number of back-ups. With `distinct`, an operator once
+ * returned is not returned again (sampling without replacement). Returns 1
+ * with the node and finalization index when an operator was reached, 0 when
+ * none was (the space may be exhausted), -1 on error. The rng is the one of
  * syno/train.h (PCG32). */
 struct syno_rng;
-int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, uint32_t *node, uint32_t *final,
-                           int *walks, syno_error_t *err);
+int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
+                           uint32_t *final, int *walks, syno_error_t *err);
 
 /* A short text for a step ("split(C_in, k)", "contract{C_out+, C_in}", ...). */
 int syno_step_print(syno_space_t *s, const syno_step_t *st, char *buf, size_t n);

@@ -14,9 +14,10 @@
 static const char *help =
     "usage: syno sample (--preset NAME | --spec FILE) [OPTIONS]\n"
     "\n"
-    "Draws random walks from the root of the search space; a walk picks a live\n"
-    "child uniformly at each node until it finalizes an operator; a walk that meets\n"
-    "a dead end marks it dead and starts again.\n"
+    "Draws random walks from the root of the search space until each finalizes an\n"
+    "operator. A walk picks a live child with weight exp(-2 x its shape distance),\n"
+    "so every operator is reachable but walks lean toward finishing; a walk that\n"
+    "meets a dead end marks it dead and backs up one step.\n"
     "Prints each operator found (text form, FLOPs, parameters, the walk's depth),\n"
     "then a summary: operators per second, the fraction of walks that reached an\n"
     "operator, and how many distinct operators were found.\n"
@@ -30,6 +31,8 @@ static const char *help =
     "  --threads T         sample in T threads, one space each (default 1; the\n"
     "                      operators found depend on T, not on timing)\n"
     "  --depth D           override the spec's depth\n"
+    "  --repeat            sample with replacement (by default a space returns\n"
+    "                      each operator once, so all are distinct per thread)\n"
     "  --json              one JSON object per line\n"
     "  -h, --help          this help\n";
 
@@ -42,6 +45,7 @@ typedef struct {
   double *flops, *params;
   int *depth, *walks;
   int max_walks;
+  bool distinct;
   char errmsg[SYNO_ERROR_LEN];
   int rc;
 } job_t;
@@ -60,7 +64,7 @@ static void *run_job(void *arg) {
     syno_nn_rng_seed(&rng, j->seed, (uint64_t)w);
     uint32_t node, final;
     int walks;
-    int found = syno_space_random_walk(s, &rng, j->max_walks, &node, &final, &walks, &err);
+    int found = syno_space_random_walk(s, &rng, j->max_walks, j->distinct, &node, &final, &walks, &err);
     j->walks[w] = walks;
     if (found < 0) {
       snprintf(j->errmsg, sizeof j->errmsg, "%s", err.msg);
@@ -89,17 +93,17 @@ static double now(void) {
 }
 
 int syno_cmd_sample(int argc, char **argv) {
-  enum { OPT_PRESET = 1, OPT_SPEC, OPT_BIND, OPT_SEED, OPT_THREADS, OPT_DEPTH, OPT_JSON, OPT_HELP = 'h', OPT_N = 'n' };
+  enum { OPT_REPEAT = 100, OPT_PRESET = 1, OPT_SPEC, OPT_BIND, OPT_SEED, OPT_THREADS, OPT_DEPTH, OPT_JSON, OPT_HELP = 'h', OPT_N = 'n' };
   static const struct option opts[] = {
       {"preset", required_argument, NULL, OPT_PRESET}, {"spec", required_argument, NULL, OPT_SPEC},
       {"bind", required_argument, NULL, OPT_BIND},     {"seed", required_argument, NULL, OPT_SEED},
       {"threads", required_argument, NULL, OPT_THREADS}, {"depth", required_argument, NULL, OPT_DEPTH},
-      {"json", no_argument, NULL, OPT_JSON},           {"help", no_argument, NULL, OPT_HELP},
+      {"json", no_argument, NULL, OPT_JSON},           {"repeat", no_argument, NULL, OPT_REPEAT},           {"help", no_argument, NULL, OPT_HELP},
       {NULL, 0, NULL, 0}};
   syno_cli_spec_t cs = {0};
   long n = 100, threads = 1, depth = 0;
   unsigned long long seed = 1;
-  bool json = false;
+  bool json = false, repeat = false;
   int opt;
   optind = 1;
   opterr = 0;
@@ -124,6 +128,7 @@ int syno_cmd_sample(int argc, char **argv) {
         if (syno_cli_parse_long(optarg, 1, 40, &depth)) return syno_cli_usage_error("sample: --depth '%s' is not 1..40", optarg);
         break;
       case OPT_JSON: json = true; break;
+      case OPT_REPEAT: repeat = true; break;
       case OPT_HELP: fputs(help, stdout); return 0;
       case ':': return syno_cli_usage_error("sample: option '%s' needs a value", argv[optind - 1]);
       default: return syno_cli_usage_error("sample: unknown option '%s' (see syno sample --help)", argv[optind - 1]);
@@ -147,7 +152,7 @@ int syno_cmd_sample(int argc, char **argv) {
   for (long t = 0; t < threads; t++) {
     jobs[t] = (job_t){.spec = &spec, .thread = (int)t, .threads = (int)threads, .n = n, .seed = seed,
                       .text = text, .flops = flops, .params = params, .depth = dep,
-                      .walks = walks, .max_walks = 100000};
+                      .walks = walks, .max_walks = 1000000, .distinct = !repeat};
     if (threads == 1) run_job(&jobs[t]);
     else pthread_create(&tid[t], NULL, run_job, &jobs[t]);
   }
@@ -204,7 +209,7 @@ int syno_cmd_sample(int argc, char **argv) {
       free(s);
       cJSON_Delete(o);
     } else {
-      printf("%ld operators from %ld walks (%.1f%% reached an operator), %ld distinct, %.2f s, %.1f operators/s, %ld thread%s\n",
+      printf("%ld operators from %ld walks (%.1f%% of walks and back-ups ended in one), %ld distinct, %.2f s, %.1f operators/s, %ld thread%s\n",
              found, total_walks, total_walks ? 100.0 * (double)found / (double)total_walks : 0.0, distinct, elapsed, rate,
              threads, threads > 1 ? "s" : "");
     }

@@ -622,47 +622,53 @@ int syno_step_print(syno_space_t *s, const syno_step_t *st, char *buf, size_t n)
   return snprintf(buf, n, "?");
 }
 
-int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, uint32_t *node, uint32_t *final,
-                           int *walks, syno_error_t *err) {
-  for (*walks = 1; *walks <= max_walks; (*walks)++) {
-    uint32_t id = syno_space_root(s);
-    if (s->nodes[id].dead) return 0;
-    for (;;) {
-      const syno_step_t *steps;
-      int n = syno_node_children(s, id, &steps, err);
-      if (n < 0) return -1;
-      /* Choose among live children, weighting each by exp(-distance): every
-       * live child stays possible, but walks lean toward finishing. */
-      double total = 0, wgt[4096];
-      int m = n < 4096 ? n : 4096;
-      for (int i = 0; i < m; i++) {
-        bool alive = steps[i].kind == SYNO_STEP_FINALIZE || !s->nodes[steps[i].target].dead;
-        int dist = steps[i].kind == SYNO_STEP_FINALIZE ? 0 : syno_node_distance(s, steps[i].target);
-        wgt[i] = alive ? exp(-s->walk_bias * dist) : 0;
-        total += wgt[i];
-      }
-      if (total <= 0) {
-        s->nodes[id].dead = true;
-        break;
-      }
-      double pick = syno_nn_rng_uniform(rng) * total;
-      const syno_step_t *st = &steps[m - 1];
-      for (int i = 0; i < m; i++) {
-        if (wgt[i] > 0 && pick < wgt[i]) {
-          st = &steps[i];
-          break;
-        }
-        pick -= wgt[i];
-      }
-      while (st > steps && wgt[st - steps] <= 0) st--;
-      if (st->kind == SYNO_STEP_FINALIZE) {
-        *node = id;
-        *final = st->target;
-        return 1;
-      }
-      id = st->target;
+int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
+                           uint32_t *final, int *walks, syno_error_t *err) {
+  uint32_t path[64];
+  int len = 0, backups = 0;
+  uint32_t id = syno_space_root(s);
+  *walks = 1;
+  for (;;) {
+    const syno_step_t *steps;
+    int n = syno_node_children(s, id, &steps, err);
+    if (n < 0) return -1;
+    /* Choose among live children, weighting each by exp(-bias * distance):
+     * every live child stays possible, but walks lean toward finishing. */
+    double total = 0, wgt[4096];
+    int m = n < 4096 ? n : 4096;
+    for (int i = 0; i < m; i++) {
+      bool alive = steps[i].kind == SYNO_STEP_FINALIZE ? !s->finals[s->nodes[id].finals + steps[i].target].taken
+                                                       : !s->nodes[steps[i].target].dead;
+      int dist = steps[i].kind == SYNO_STEP_FINALIZE ? 0 : syno_node_distance(s, steps[i].target);
+      wgt[i] = alive ? exp(-s->walk_bias * dist) : 0;
+      total += wgt[i];
     }
+    if (total <= 0) {
+      /* A dead end: mark it, back up a step or two (the neighbourhood of a
+       * failure is often alive), then start over from the root. */
+      s->nodes[id].dead = true;
+      if (id == syno_space_root(s)) return 0; /* the whole space is exhausted */
+      if (++*walks > max_walks) return 0;
+      id = ++backups <= 2 && len > 0 ? path[--len] : syno_space_root(s);
+      if (id == syno_space_root(s)) backups = len = 0;
+      continue;
+    }
+    double pick = syno_nn_rng_uniform(rng) * total;
+    int chosen = -1;
+    for (int i = 0; i < m && chosen < 0; i++) {
+      if (wgt[i] > 0 && pick < wgt[i]) chosen = i;
+      pick -= wgt[i];
+    }
+    for (int i = m - 1; i >= 0 && chosen < 0; i--) /* rounding */
+      if (wgt[i] > 0) chosen = i;
+    const syno_step_t *st = &steps[chosen];
+    if (st->kind == SYNO_STEP_FINALIZE) {
+      *node = id;
+      *final = st->target;
+      if (distinct) s->finals[s->nodes[id].finals + st->target].taken = true;
+      return 1;
+    }
+    if (len < 64) path[len++] = id;
+    id = st->target;
   }
-  (*walks)--;
-  return 0;
 }

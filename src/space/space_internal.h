@@ -32,6 +32,7 @@ typedef struct {
   int n_exp;
   syno_dim_t exp[SYNO_MAX_RANK];
   double flops, params;
+  bool taken; /* already returned by a walk that samples without replacement */
 } final_t;
 
 struct syno_space {
