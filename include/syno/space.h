@@ -179,6 +179,14 @@ struct syno_rng;
 int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
                            uint32_t *final, int *walks, syno_error_t *err);
 
+/* Visits every node reachable from the root once (depth first, children in
+ * order) and calls `final` for each finalization; stops early when it
+ * returns non-zero. nodes_by_depth[d] and finals_by_depth[d] (each of
+ * opts.depth + 1 entries, may be NULL) receive the counts per depth. */
+typedef int (*syno_space_final_fn)(syno_space_t *s, uint32_t node, uint32_t index, void *ctx);
+int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, uint64_t *nodes_by_depth,
+                       uint64_t *finals_by_depth, syno_error_t *err);
+
 /* A short text for a step ("split(C_in, k)", "contract{C_out+, C_in}", ...). */
 int syno_step_print(syno_space_t *s, const syno_step_t *st, char *buf, size_t n);
 

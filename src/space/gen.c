@@ -349,10 +349,13 @@ static ctype_t contraction_type(const gen_t *G, syno_dim_t d) {
   return CT_NORMAL;
 }
 
-/* GlobalLessThan: by height, then by id (stable within a space). */
+/* GlobalLessThan: by height, then by the structural hash, so the order
+ * does not depend on the order dims were created in. */
 static bool global_less(const gen_t *G, syno_dim_t a, syno_dim_t b) {
   int ha = color(G, a)->height, hb = color(G, b)->height;
-  return ha != hb ? ha < hb : a < b;
+  if (ha != hb) return ha < hb;
+  uint64_t xa = syno_graph_dim(G->g, a)->hash, xb = syno_graph_dim(G->g, b)->hash;
+  return xa != xb ? xa < xb : a < b;
 }
 
 static int finish_contraction(contract_t *C) {

@@ -337,19 +337,24 @@ int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   if (n->distance >= 0) return n->distance;
   const syno_dim_t *dims = node_dims(s, n);
+  /* Match dims a Contraction cannot broadcast first: the matching is then
+   * the best for every term of the bound at once. */
   bool used[SYNO_MAX_RANK] = {0};
   int cur = 0, matched = 0, exp_unmatched = 0;
-  for (int i = 0; i < n->n_dims; i++) {
-    syno_dim_t d = dims[i];
-    if (weight_axis(s->g, d)) continue;
-    cur++;
-    bool m = false;
-    if (!syno_graph_color(s->g, d)->discarding)
-      for (int w = 0; w < s->n_want && !m; w++)
-        if (!used[w] && syno_size_eq(syno_graph_dim(s->g, d)->size, s->want[w])) used[w] = m = true;
-    if (m) matched++;
-    else exp_unmatched += space_broadcastable(s->g, d);
-  }
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n->n_dims; i++) {
+      syno_dim_t d = dims[i];
+      if (weight_axis(s->g, d)) continue;
+      bool broadcastable = space_broadcastable(s->g, d);
+      if (broadcastable != (pass == 1)) continue;
+      cur++;
+      bool m = false;
+      if (!syno_graph_color(s->g, d)->discarding)
+        for (int w = 0; w < s->n_want && !m; w++)
+          if (!used[w] && syno_size_eq(syno_graph_dim(s->g, d)->size, s->want[w])) used[w] = m = true;
+      if (m) matched++;
+      else exp_unmatched += broadcastable;
+    }
   int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
   bool can_contract = n->n_weights < s->spec.opts.max_tensors - 1;
   int b1 = (t + 1) / 2;
@@ -528,6 +533,15 @@ static void assign(syno_space_t *s, const syno_dim_t *cand, int n_cand, int pos,
   }
 }
 
+static void sort_by_hash(const syno_graph_t *g, syno_dim_t *d, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && syno_graph_dim(g, d[j - 1])->hash > syno_graph_dim(g, d[j])->hash; j--) {
+      syno_dim_t t = d[j];
+      d[j] = d[j - 1];
+      d[j - 1] = t;
+    }
+}
+
 static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   node_t *n = &s->nodes[id];
   if (n->n_weights == 0) return 0;
@@ -544,7 +558,7 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
     if (weight_axis(s->g, d)) {
       int w = syno_graph_below(s->g, d)->weight;
       if (fin.rank[w] >= SYNO_MAX_RANK) return 0;
-      fin.axes[w][fin.rank[w]++] = d; /* interface order is id order: deterministic */
+      fin.axes[w][fin.rank[w]++] = d;
     } else {
       cand[n_cand++] = d;
     }
@@ -555,6 +569,10 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   for (int f = 0; f < s->spec.n_fixed; f++) fin.axes[0][s->spec.fixed_in[f]] = s->iter[s->spec.fixed_out[f]];
   fin.n_exp = n->n_exp;
   memcpy(fin.exp, node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
+  /* Weight axes and expansions in structural-hash order (spec 4.3), so an
+   * operator prints the same in every space. */
+  for (int t = 1; t < fin.n_tensors; t++) sort_by_hash(s->g, fin.axes[t], fin.rank[t]);
+  sort_by_hash(s->g, fin.exp, fin.n_exp);
   final_t best[16];
   int n_best = 0;
   bool taken[SPACE_MAX_IFACE] = {0};
@@ -671,4 +689,72 @@ int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks,
     if (len < 64) path[len++] = id;
     id = st->target;
   }
+}
+
+int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, uint64_t *nodes_by_depth,
+                       uint64_t *finals_by_depth, syno_error_t *err) {
+  /* An explicit stack of (node, next child); a node is expanded when first met. */
+  typedef struct {
+    uint32_t node;
+    int next;
+  } frame_t;
+  size_t cap = 256, top = 0;
+  frame_t *stack = malloc(cap * sizeof *stack);
+  bool *seen = calloc(s->n_nodes + 1, 1);
+  size_t seen_cap = s->n_nodes + 1;
+  if (!stack || !seen) {
+    free(stack);
+    free(seen);
+    return syno_error_set(err, "out of memory");
+  }
+  int rc = 0;
+  stack[top++] = (frame_t){syno_space_root(s), 0};
+  seen[syno_space_root(s)] = true;
+  if (nodes_by_depth) nodes_by_depth[0]++;
+  while (top > 0 && rc == 0) {
+    frame_t *f = &stack[top - 1];
+    const syno_step_t *steps;
+    int n = syno_node_children(s, f->node, &steps, err);
+    if (n < 0) {
+      rc = -1;
+      break;
+    }
+    if (f->next >= n) {
+      top--;
+      continue;
+    }
+    syno_step_t st = steps[f->next++];
+    if (st.kind == SYNO_STEP_FINALIZE) {
+      if (finals_by_depth) finals_by_depth[s->nodes[f->node].depth]++;
+      if (final) rc = final(s, f->node, st.target, ctx);
+      continue;
+    }
+    if (st.target >= seen_cap) { /* the space grew */
+      size_t nc = s->n_nodes + 1024;
+      bool *ns = realloc(seen, nc);
+      if (!ns) {
+        rc = syno_error_set(err, "out of memory");
+        break;
+      }
+      memset(ns + seen_cap, 0, nc - seen_cap);
+      seen = ns;
+      seen_cap = nc;
+    }
+    if (seen[st.target]) continue;
+    seen[st.target] = true;
+    if (nodes_by_depth) nodes_by_depth[s->nodes[st.target].depth]++;
+    if (top == cap) {
+      frame_t *ns = realloc(stack, 2 * cap * sizeof *ns);
+      if (!ns) {
+        rc = syno_error_set(err, "out of memory");
+        break;
+      }
+      stack = ns;
+      cap *= 2;
+    }
+    stack[top++] = (frame_t){st.target, 0};
+  }
+  free(stack);
+  free(seen);
+  return rc > 0 ? 0 : rc;
 }

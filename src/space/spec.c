@@ -224,17 +224,13 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
       syno_error_prefix(err, "field 'vars'");
       goto done;
     }
-    if ((rc = syno_vars_scan(&spec->vars, input, err)) || (rc = syno_vars_scan(&spec->vars, output, err))) {
-      syno_error_prefix(err, "field 'input'/'output'");
-      goto done;
-    }
+    if ((rc = finish_spec(spec, input, output, err))) goto done;
     if (n_bind == 0) binds[n_bind++] = "";
     for (int i = 0; i < n_bind; i++)
       if ((rc = syno_vars_bind(&spec->vars, binds[i], err))) {
         syno_error_prefix(err, "field 'bind'");
         goto done;
       }
-    if ((rc = finish_spec(spec, input, output, err))) goto done;
     const cJSON *fixed = cJSON_GetObjectItemCaseSensitive(root, "fixed");
     if (fixed) {
       if (!cJSON_IsArray(fixed)) {

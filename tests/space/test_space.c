@@ -1,0 +1,388 @@
+/* The search space: specs and their errors, the reality of every operator
+ * it yields, canonicalization rules, and the shape distance as a lower bound
+ * on the true shortest completion. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synotest.h"
+#include "syno/space.h"
+
+static void expect_spec_error(const char *json, const char *want) {
+  syno_space_spec_t spec;
+  syno_error_t err = {{0}};
+  if (syno_space_spec_from_json(json, &spec, &err) == 0) fail_msg("accepted: %s", json);
+  print_message("%s -> %s\n", json, err.msg);
+  if (!strstr(err.msg, want)) fail_msg("'%s': message '%s' lacks '%s'", json, err.msg, want);
+}
+
+static void test_specs(void **state) {
+  (void)state;
+  syno_space_spec_t spec;
+  syno_error_t err;
+  assert_int_equal(syno_space_preset("conv2d", "", &spec, &err), 0);
+  assert_int_equal(spec.opts.depth, 12);
+  assert_int_equal(spec.opts.max_chain, 6);
+  assert_int_equal(spec.opts.max_reductions, 5);
+  assert_false(spec.opts.enable[SYNO_PRIM_STRIDE]);
+  assert_false(spec.opts.enable[SYNO_PRIM_EXPAND]);
+  assert_int_equal(spec.n_fixed, 1);
+  assert_int_equal(syno_space_preset("linear", "N=2, S=4", &spec, &err), 0);
+  assert_int_equal(spec.n_fixed, 2);
+  assert_int_not_equal(syno_space_preset("conv3d", "", &spec, &err), 0);
+  assert_non_null(strstr(err.msg, "unknown preset 'conv3d'"));
+  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"depth\": 6, \"rules\": {\"R1\": false}, "
+                                             "\"primitives\": {\"stride\": true}, \"bind\": [\"H=8, W=8\", \"H=16, W=16\"]}",
+                                             &spec, &err), 0);
+  assert_int_equal(spec.opts.depth, 6);
+  assert_false(spec.opts.rule[SYNO_RULE_R1]);
+  assert_true(spec.opts.rule[SYNO_RULE_R2]);
+  assert_true(spec.opts.enable[SYNO_PRIM_STRIDE]);
+  assert_int_equal(spec.vars.nbind, 2);
+  expect_spec_error("{\"preset\": \"conv2d\", \"min_flops\": 5e6, \"max_flops\": 1e6}", "min_flops");
+  expect_spec_error("{\"preset\": \"conv2d\", \"depth\": 0}", "depth 0");
+  expect_spec_error("{\"preset\": \"conv2d\", \"deep\": 3}", "unknown field 'deep'");
+  expect_spec_error("{\"preset\": \"conv2d\", \"depth\": \"six\"}", "field 'depth' must be a number");
+  expect_spec_error("{\"input\": \"[N, C\", \"output\": \"[N]\"}", "input shape");
+  expect_spec_error("{\"preset\": \"conv2d\", \"bind\": \"Q=3\"}", "unknown variable 'Q'");
+  expect_spec_error("{\"preset\": \"conv2d\", \"rules\": {\"R9\": false}}", "'R9' is not a rule");
+  expect_spec_error("{\"input\": \"[H]\", \"output\": \"[H]\", \"bind\": \"H=3\", \"fixed\": [[0, 4]]}", "outside the shapes");
+  expect_spec_error("{\"preset\": \"conv2d\"", "not valid JSON");
+  expect_spec_error("{\"preset\": \"conv2d\", \"bind\": \"H=9\", \"max_tensors\": 7}", "max_tensors");
+  assert_int_not_equal(syno_space_spec_load("/nonexistent/spec.json", &spec, &err), 0);
+  assert_non_null(strstr(err.msg, "/nonexistent/spec.json"));
+}
+
+typedef struct {
+  st_op_t o; /* vars and shapes of the space, to reparse texts */
+  int seen, checked_fd;
+  double max_flops, max_params;
+  syno_rng_t rng;
+} reality_t;
+
+/* Every operator must lower, run with the output shape, stay within the
+ * limits, parse back to itself, and have consistent gradients. */
+static void check_real(syno_space_t *s, uint32_t node, uint32_t index, reality_t *r) {
+  syno_operator_t op;
+  syno_error_t err;
+  if (syno_node_final(s, node, index, &op, &err)) fail_msg("%s", err.msg);
+  char text[4096];
+  syno_operator_print(&op, text, sizeof text);
+  const syno_space_spec_t *spec = syno_space_spec(s);
+  syno_operator_t again;
+  if (syno_operator_parse(syno_space_graph(s), text, &spec->input, &spec->output, &again, &err))
+    fail_msg("'%s' does not parse back: %s", text, err.msg);
+  assert_true(syno_operator_eq(&op, &again));
+  syno_shape_t out;
+  syno_operator_output_shape(&op, &out);
+  assert_int_equal(out.rank, spec->output.rank);
+  for (int i = 0; i < out.rank; i++) assert_true(syno_size_eq(out.dim[i], spec->output.dim[i]));
+  double flops, params;
+  assert_int_equal(syno_node_final_cost(s, node, index, &flops, &params), 0);
+  if (r->max_flops > 0 && flops > r->max_flops) fail_msg("'%s': %g FLOPs over the limit", text, flops);
+  if (flops < spec->opts.min_flops) fail_msg("'%s': %g FLOPs under the limit", text, flops);
+  if (r->max_params > 0 && params > r->max_params) fail_msg("'%s': %g params over the limit", text, params);
+  syno_lowered_t *low = malloc(sizeof *low);
+  if (syno_lower(&op, low, &err)) fail_msg("'%s' does not lower: %s", text, err.msg);
+  st_op_t view = {.vars = spec->vars, .input = spec->input, .output = spec->output, .g = syno_space_graph(s), .op = op};
+  float *t[SYNO_MAX_TENSORS] = {0};
+  int64_t numel[SYNO_MAX_TENSORS], n_out;
+  for (int i = 0; i < op.n_tensors; i++) {
+    assert_int_equal(syno_tensor_numel(&op, i, 0, &numel[i], &err), 0);
+    t[i] = st_random(&r->rng, numel[i]);
+  }
+  assert_int_equal(syno_output_numel(&op, 0, &n_out, &err), 0);
+  float *y = st_forward(&view, &low->forward, 0, t);
+  for (int64_t i = 0; i < n_out; i++)
+    if (!isfinite(y[i])) fail_msg("'%s': non-finite output", text);
+  float *gout = st_random(&r->rng, n_out);
+  for (int i = 0; i < op.n_tensors; i++) {
+    float *g1 = malloc(sizeof(float) * (size_t)numel[i]), *g2 = malloc(sizeof(float) * (size_t)numel[i]);
+    if (syno_interp_nest(&low->backward[i], &spec->vars, 0, (const float *const *)t, gout, g1, &err) ||
+        syno_interp_grad_scatter(&low->forward, &spec->vars, 0, i, (const float *const *)t, gout, g2, &err))
+      fail_msg("%s", err.msg);
+    double e = st_rel_err(g1, g2, numel[i]);
+    if (e > 1e-4) fail_msg("'%s': gradient %d, backward nest vs scatter %g", text, i, e);
+    free(g1);
+    free(g2);
+  }
+  if (r->seen % 25 == 0) { /* finite differences on a sample */
+    for (int i = 0; i < op.n_tensors; i++) st_check_gradient(&view, low, 0, t, i, 6, 1e-3, &r->rng);
+    r->checked_fd++;
+  }
+  free(gout);
+  free(y);
+  for (int i = 0; i < op.n_tensors; i++) free(t[i]);
+  free(low);
+  r->seen++;
+}
+
+static void sample_and_check(const char *json, int n, int min_found) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  reality_t r = {.max_flops = spec.opts.max_flops, .max_params = spec.opts.max_params};
+  syno_nn_rng_seed(&r.rng, 9, 0);
+  syno_rng_t walk;
+  syno_nn_rng_seed(&walk, 1, 0);
+  for (int i = 0; i < n; i++) {
+    uint32_t node, final;
+    int walks;
+    int found = syno_space_random_walk(s, &walk, 1000000, true, &node, &final, &walks, &err);
+    assert_true(found >= 0);
+    if (!found) break; /* exhausted */
+    check_real(s, node, final, &r);
+  }
+  print_message("%s: %d operators checked, %d with finite differences\n", json, r.seen, r.checked_fd);
+  assert_true(r.seen >= min_found);
+  syno_space_free(s);
+}
+
+static void test_sampled_operators_are_real(void **state) {
+  (void)state;
+  sample_and_check("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 5, "
+                   "\"max_flops\": 2e5, \"max_params\": 3000}",
+                   1000, 1000);
+  sample_and_check("{\"preset\": \"linear\", \"bind\": \"N=2, S=3, C_in=16, C_out=16\", \"depth\": 6}", 1000, 20);
+}
+
+/* The true number of steps from each node to its nearest finalization (or
+ * a large value), computed without distance pruning. */
+typedef struct {
+  int *best;
+  size_t cap;
+} truth_t;
+
+static int true_distance(syno_space_t *s, uint32_t node, truth_t *t, syno_error_t *err) {
+  if (node < t->cap && t->best[node] != -2) return t->best[node];
+  const syno_step_t *steps;
+  int n = syno_node_children(s, node, &steps, err);
+  assert_true(n >= 0);
+  int best = 1000;
+  for (int i = 0; i < n; i++) {
+    syno_step_t st = steps[i];
+    if (st.kind == SYNO_STEP_FINALIZE) {
+      best = 0;
+      continue;
+    }
+    int d = true_distance(s, st.target, t, err);
+    int cost = d + (st.kind == SYNO_STEP_BEGIN ? 0 : 1);
+    if (cost < best) best = cost;
+    steps = NULL;
+    n = syno_node_children(s, node, &steps, err); /* the step array may have moved */
+  }
+  if (node >= t->cap) {
+    size_t nc = node + 4096;
+    t->best = realloc(t->best, nc * sizeof *t->best);
+    for (size_t i = t->cap; i < nc; i++) t->best[i] = -2;
+    t->cap = nc;
+  }
+  t->best[node] = best;
+  return best;
+}
+
+/* "size(kind) ..." for a node's interface, for failure messages. */
+static const char *describe(syno_space_t *s, uint32_t node) {
+  static char buf[1024];
+  syno_graph_t *g = syno_space_graph(s);
+  const syno_dim_t *dims;
+  int n = syno_node_dims(s, node, &dims);
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && len < sizeof buf - 80; i++) {
+    char sz[64];
+    syno_size_print(syno_graph_vars(g), syno_graph_dim(g, dims[i])->size, sz, sizeof sz);
+    const syno_prim_t *p = syno_graph_below(g, dims[i]);
+    const char *kind = p ? syno_prim_name(p->kind) : syno_graph_dim(g, dims[i])->kind == SYNO_DIM_REDUCE ? "reduce" : "iterator";
+    len += (size_t)snprintf(buf + len, sizeof buf - len, " %s(%s%s)", sz, kind,
+                            p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, dims[i])->slot ? " weight" : "");
+  }
+  return buf;
+}
+
+static void test_distance_is_a_lower_bound(void **state) {
+  (void)state;
+  const char *specs[] = {
+      "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, "
+      "H=8: 2; k=3: 2, s=2: 2\", \"depth\": 4, \"min_weight_params\": 4, \"max_finalizations\": 4}",
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}",
+  };
+  for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+    syno_space_spec_t spec;
+    syno_error_t err;
+    if (syno_space_spec_from_json(specs[k], &spec, &err)) fail_msg("%s", err.msg);
+    spec.opts.prune_distance = false;
+    syno_space_t *s;
+    assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+    truth_t t = {0};
+    int root = true_distance(s, syno_space_root(s), &t, &err);
+    assert_true(root < 1000);
+    int checked = 0, tight = 0;
+    for (uint32_t id = 1; id < t.cap; id++) {
+      if (t.best[id] < 0 || t.best[id] >= 1000) continue;
+      int d = syno_node_distance(s, id);
+      if (d > t.best[id])
+        fail_msg("spec %zu node %u: distance %d exceeds the true %d at%s", k, id, d, t.best[id], describe(s, id));
+      checked++;
+      tight += d == t.best[id];
+    }
+    print_message("spec %zu: distance checked on %d nodes that can finish, exact on %d\n", k, checked, tight);
+    assert_true(checked > 30);
+    free(t.best);
+    syno_space_free(s);
+  }
+}
+
+/* Pruning by distance only removes nodes that cannot finish: the operators
+ * found are the same with and without it. */
+static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
+  syno_operator_t op;
+  syno_error_t err;
+  if (syno_node_final(s, node, index, &op, &err)) return -1;
+  char buf[4096];
+  syno_operator_print(&op, buf, sizeof buf);
+  FILE *f = ctx;
+  fprintf(f, "%s\n", buf);
+  return 0;
+}
+
+static char *enumerate(const char *json, bool prune, uint64_t *count) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  spec.opts.prune_distance = prune;
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  uint64_t finals[64] = {0};
+  if (syno_space_exhaust(s, collect, f, NULL, finals, &err)) fail_msg("%s", err.msg);
+  fclose(f);
+  *count = 0;
+  for (int i = 0; i < 64; i++) *count += finals[i];
+  syno_space_free(s);
+  return buf;
+}
+
+static int cmp_line(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int sorted_lines(char *buf, char ***lines) {
+  int n = 0;
+  for (char *p = buf; *p; p++) n += *p == '\n';
+  *lines = malloc(sizeof(char *) * (size_t)(n + 1));
+  int i = 0;
+  for (char *tok = strtok(buf, "\n"); tok; tok = strtok(NULL, "\n")) (*lines)[i++] = tok;
+  qsort(*lines, (size_t)i, sizeof(char *), cmp_line);
+  return i;
+}
+
+static void test_pruning_keeps_every_operator(void **state) {
+  (void)state;
+  const char *json = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}";
+  uint64_t a, b;
+  char *with = enumerate(json, true, &a), *without = enumerate(json, false, &b);
+  char **la, **lb;
+  int na = sorted_lines(with, &la), nb = sorted_lines(without, &lb);
+  assert_int_equal(na, nb);
+  for (int i = 0; i < na; i++) assert_string_equal(la[i], lb[i]);
+  print_message("%d operators with and without distance pruning\n", na);
+  assert_true(na > 10);
+  /* No operator is found twice: equal interfaces are one node. */
+  for (int i = 1; i < na; i++)
+    if (!strcmp(la[i], la[i - 1])) fail_msg("operator found twice: %s", la[i]);
+  free(la);
+  free(lb);
+  free(with);
+  free(without);
+}
+
+/* A rule that is switched off lets its uncanonical twin through, and the
+ * canonical form is generated either way. */
+static bool space_has(const char *json, bool rule_on, syno_rule_t rule, const char *text) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  spec.opts.rule[rule] = rule_on;
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (syno_space_exhaust(s, collect, f, NULL, NULL, &err)) fail_msg("%s", err.msg);
+  fclose(f);
+  bool found = false;
+  for (char *tok = strtok(buf, "\n"); tok && !found; tok = strtok(NULL, "\n")) {
+    found = !strcmp(tok, text);
+    if (getenv("SYNO_TEST_VERBOSE")) print_message("  generated: %s\n", tok);
+  }
+  free(buf);
+  syno_space_free(s);
+  return found;
+}
+
+static void check_rule(syno_rule_t rule, const char *json, const char *uncanonical, const char *canonical) {
+  if (space_has(json, true, rule, uncanonical)) fail_msg("%s on: '%s' was generated", syno_rule_name(rule), uncanonical);
+  if (!space_has(json, false, rule, uncanonical)) fail_msg("%s off: '%s' was not generated", syno_rule_name(rule), uncanonical);
+  if (!space_has(json, true, rule, canonical)) fail_msg("%s on: the canonical '%s' was not generated", syno_rule_name(rule), canonical);
+}
+
+#define SMALL "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, H=8: 2; k=3: 2, s=2: 2\", \"min_weight_params\": 4, \"max_finalizations\": 4, \"depth\": "
+
+static void test_rules(void **state) {
+  (void)state;
+  /* S2: shifting a shared dim is the same as a rolled (learned) weight. */
+  check_rule(SYNO_RULE_S2, SMALL "3}", "r0=sum(C_in); in[share(r0, 1), shift(share(i1, 1))] expand[share(i0, 1)] w1[r0, i0, i1]",
+             "r0=sum(C_in); in[share(r0, 1), share(i1, 1)] expand[share(i0, 1)] w1[r0, i0, i1]");
+}
+
+/* Switching any rule off only ever adds operators, and each rule that fires
+ * in this space removes some. */
+static void test_rules_only_remove(void **state) {
+  (void)state;
+  const char *json = SMALL "3}";
+  uint64_t n_on;
+  char *on = enumerate(json, true, &n_on);
+  char **lon;
+  int non = sorted_lines(on, &lon);
+  for (int r = 0; r < SYNO_RULE_COUNT; r++) {
+    syno_space_spec_t spec;
+    syno_error_t err;
+    assert_int_equal(syno_space_spec_from_json(json, &spec, &err), 0);
+    spec.opts.rule[r] = false;
+    syno_space_t *s;
+    assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(syno_space_exhaust(s, collect, f, NULL, NULL, &err), 0);
+    fclose(f);
+    char **loff;
+    int noff = sorted_lines(buf, &loff);
+    for (int i = 0, j = 0; i < non; i++) {
+      while (j < noff && strcmp(loff[j], lon[i]) < 0) j++;
+      if (j >= noff || strcmp(loff[j], lon[i])) fail_msg("%s off lost '%s'", syno_rule_name((syno_rule_t)r), lon[i]);
+    }
+    print_message("%s off: %d operators (%d with every rule on)\n", syno_rule_name((syno_rule_t)r), noff, non);
+    free(loff);
+    free(buf);
+    syno_space_free(s);
+  }
+  free(lon);
+  free(on);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_specs),
+      cmocka_unit_test(test_sampled_operators_are_real),
+      cmocka_unit_test(test_distance_is_a_lower_bound),
+      cmocka_unit_test(test_pruning_keeps_every_operator),
+      cmocka_unit_test(test_rules),
+      cmocka_unit_test(test_rules_only_remove),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
