@@ -78,6 +78,7 @@ int syno_cli_parse_seed(const char *s, unsigned long long *out);
 
 int syno_cmd_show(int argc, char **argv);
 int syno_cmd_sample(int argc, char **argv);
+int syno_cmd_space(int argc, char **argv);
 int syno_cmd_run(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const command_t commands[] = {
     {"show", syno_cmd_show, "print an operator: shapes, FLOPs, parameters, loop nests"},
     {"run", syno_cmd_run, "run an operator through the reference interpreter on seeded data"},
     {"sample", syno_cmd_sample, "draw random operators from the search space"},
+    {"space", syno_cmd_space, "count the search space per depth; find missed duplicates"},
 };
 
 static void usage(FILE *f) {

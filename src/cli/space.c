@@ -1,0 +1,253 @@
+/* syno space: the size of the search space per depth, what each rule and
+ * the shape distance removed, and (with --duplicates) the operators that
+ * canonicalization failed to tell apart. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "syno/normal.h"
+#include "syno/space.h"
+#include "syno/train.h"
+
+static const char *help =
+    "usage: syno space (--preset NAME | --spec FILE) [OPTIONS]\n"
+    "\n"
+    "Counts the nodes and finished operators of the search space per depth, and how\n"
+    "many children each canonicalization rule and the shape distance removed.\n"
+    "\n"
+    "options:\n"
+    "  --preset NAME       conv2d or linear\n"
+    "  --spec FILE         a search spec in JSON (see README)\n"
+    "  --bind V=X,...      a binding for the preset (repeat for several)\n"
+    "  --depth D           override the spec's depth\n"
+    "  --exhaustive        enumerate every node (exact counts); otherwise the counts\n"
+    "                      are estimated from random walks (Knuth's estimator, which\n"
+    "                      counts a node once per path to it)\n"
+    "  --walks N           walks for the estimate (default 2000)\n"
+    "  --seed S            random seed of the estimate (default 1)\n"
+    "  --duplicates        with --exhaustive: put every operator's loop nest in a\n"
+    "                      normal form and list operators whose forms collide\n"
+    "  --json              one JSON object\n"
+    "  -h, --help          this help\n";
+
+typedef struct {
+  char **text, **form;
+  size_t n, cap;
+  int failed;
+} collect_t;
+
+static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
+  collect_t *c = ctx;
+  syno_operator_t op;
+  syno_error_t err;
+  if (syno_node_final(s, node, index, &op, &err)) return -1;
+  char text[4096], form[8192];
+  syno_operator_print(&op, text, sizeof text);
+  if (syno_operator_normal_form(&op, form, sizeof form, &err) < 0) {
+    c->failed++;
+    return 0;
+  }
+  if (c->n == c->cap) {
+    c->cap = c->cap ? 2 * c->cap : 1024;
+    c->text = realloc(c->text, c->cap * sizeof *c->text);
+    c->form = realloc(c->form, c->cap * sizeof *c->form);
+    if (!c->text || !c->form) return -1;
+  }
+  c->text[c->n] = strdup(text);
+  c->form[c->n++] = strdup(form);
+  return 0;
+}
+
+static const collect_t *sort_ctx;
+static int by_form(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  int c = strcmp(sort_ctx->form[i], sort_ctx->form[j]);
+  return c ? c : (i > j) - (i < j);
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int syno_cmd_space(int argc, char **argv) {
+  enum { OPT_PRESET = 1, OPT_SPEC, OPT_BIND, OPT_DEPTH, OPT_EXH, OPT_DUP, OPT_JSON, OPT_WALKS, OPT_SEED, OPT_HELP = 'h' };
+  static const struct option opts[] = {
+      {"preset", required_argument, NULL, OPT_PRESET}, {"spec", required_argument, NULL, OPT_SPEC},
+      {"bind", required_argument, NULL, OPT_BIND},     {"depth", required_argument, NULL, OPT_DEPTH},
+      {"exhaustive", no_argument, NULL, OPT_EXH},      {"duplicates", no_argument, NULL, OPT_DUP},
+      {"walks", required_argument, NULL, OPT_WALKS},   {"seed", required_argument, NULL, OPT_SEED},
+      {"json", no_argument, NULL, OPT_JSON},           {"help", no_argument, NULL, OPT_HELP},
+      {NULL, 0, NULL, 0}};
+  syno_cli_spec_t cs = {0};
+  long depth = 0, walks = 2000;
+  unsigned long long seed = 1;
+  bool exhaustive = false, duplicates = false, json = false;
+  int opt;
+  optind = 1;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (opt) {
+      case OPT_PRESET: cs.preset = optarg; break;
+      case OPT_SPEC: cs.file = optarg; break;
+      case OPT_BIND:
+        if (cs.n_bind >= SYNO_MAX_BINDINGS) return syno_cli_usage_error("space: too many --bind");
+        cs.bind[cs.n_bind++] = optarg;
+        break;
+      case OPT_DEPTH:
+        if (syno_cli_parse_long(optarg, 1, 40, &depth)) return syno_cli_usage_error("space: --depth '%s' is not 1..40", optarg);
+        break;
+      case OPT_WALKS:
+        if (syno_cli_parse_long(optarg, 1, 100000000, &walks)) return syno_cli_usage_error("space: --walks '%s' is not a count", optarg);
+        break;
+      case OPT_SEED:
+        if (syno_cli_parse_seed(optarg, &seed)) return syno_cli_usage_error("space: --seed '%s' is not a non-negative integer", optarg);
+        break;
+      case OPT_EXH: exhaustive = true; break;
+      case OPT_DUP: duplicates = true; break;
+      case OPT_JSON: json = true; break;
+      case OPT_HELP: fputs(help, stdout); return 0;
+      case ':': return syno_cli_usage_error("space: option '%s' needs a value", argv[optind - 1]);
+      default: return syno_cli_usage_error("space: unknown option '%s' (see syno space --help)", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return syno_cli_usage_error("space: unexpected argument '%s'", argv[optind]);
+  if (duplicates && !exhaustive) return syno_cli_usage_error("space: --duplicates needs --exhaustive");
+  syno_space_spec_t spec;
+  int rc = syno_cli_spec_resolve(&cs, &spec);
+  if (rc) return rc;
+  if (depth) spec.opts.depth = (int)depth;
+  syno_space_t *s;
+  syno_error_t err;
+  if (syno_space_new(&spec, &s, &err)) return syno_cli_usage_error("space: %s", err.msg);
+  int D = spec.opts.depth;
+  double *nodes = calloc((size_t)D + 1, sizeof *nodes), *finals = calloc((size_t)D + 1, sizeof *finals);
+  collect_t c = {0};
+  double t0 = now();
+  if (exhaustive) {
+    uint64_t *nd = calloc((size_t)D + 1, sizeof *nd), *fd = calloc((size_t)D + 1, sizeof *fd);
+    rc = syno_space_exhaust(s, duplicates ? collect : NULL, &c, nd, fd, &err);
+    for (int d = 0; d <= D; d++) {
+      nodes[d] = (double)nd[d];
+      finals[d] = (double)fd[d];
+    }
+    free(nd);
+    free(fd);
+  } else {
+    /* Knuth's estimator: along a uniform walk, the product of the branching
+     * factors estimates the number of paths of that length. */
+    for (long w = 0; w < walks && !rc; w++) {
+      syno_rng_t rng;
+      syno_nn_rng_seed(&rng, seed, (uint64_t)w);
+      uint32_t id = syno_space_root(s);
+      double weight = 1;
+      nodes[0] += 1.0 / (double)walks;
+      for (;;) {
+        const syno_step_t *steps;
+        int n = syno_node_children(s, id, &steps, &err);
+        if (n < 0) {
+          rc = -1;
+          break;
+        }
+        int n_final = 0;
+        for (int i = 0; i < n; i++) n_final += steps[i].kind == SYNO_STEP_FINALIZE;
+        finals[syno_node_depth(s, id)] += weight * n_final / (double)walks;
+        if (n == n_final) break;
+        weight *= n - n_final;
+        const syno_step_t *st = &steps[syno_nn_rng_below(&rng, (uint64_t)(n - n_final))];
+        id = st->target;
+        nodes[syno_node_depth(s, id)] += weight / (double)walks;
+      }
+    }
+  }
+  double elapsed = now() - t0;
+  if (rc) {
+    fprintf(stderr, "syno: %s\n", err.msg);
+    syno_space_free(s);
+    return SYNO_EXIT_FAIL;
+  }
+  /* Duplicates: operators whose normal forms collide. */
+  size_t *order = NULL, n_dup_pairs = 0;
+  if (duplicates) {
+    order = malloc(sizeof *order * (c.n ? c.n : 1));
+    for (size_t i = 0; i < c.n; i++) order[i] = i;
+    sort_ctx = &c;
+    qsort(order, c.n, sizeof *order, by_form);
+    for (size_t i = 1; i < c.n; i++) n_dup_pairs += !strcmp(c.form[order[i]], c.form[order[i - 1]]);
+  }
+  const syno_space_stats_t *st = syno_space_stats(s);
+  cJSON *root = cJSON_CreateObject();
+  double tn = 0, tf = 0;
+  if (!json) printf("%s space, depth %d (%s)\n%5s %14s %14s\n", cs.preset ? cs.preset : cs.file, D,
+                    exhaustive ? "exhaustive" : "estimated", "depth", "nodes", "operators");
+  cJSON *per = cJSON_AddArrayToObject(root, "depths");
+  for (int d = 0; d <= D; d++) {
+    tn += nodes[d];
+    tf += finals[d];
+    if (json) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "depth", d);
+      cJSON_AddNumberToObject(o, "nodes", nodes[d]);
+      cJSON_AddNumberToObject(o, "operators", finals[d]);
+      cJSON_AddItemToArray(per, o);
+    } else {
+      printf("%5d %14.0f %14.0f\n", d, nodes[d], finals[d]);
+    }
+  }
+  if (!json) {
+    printf("%5s %14.0f %14.0f\n", "all", tn, tf);
+    printf("children removed by rule:");
+    for (int r = 0; r < SYNO_RULE_COUNT; r++)
+      if (st->rule[r]) printf(" %s %llu", syno_rule_name((syno_rule_t)r), (unsigned long long)st->rule[r]);
+    printf("\nchildren removed by shape distance %llu, chain length %llu, limits %llu\n",
+           (unsigned long long)st->prune[SYNO_PRUNE_DISTANCE], (unsigned long long)st->prune[SYNO_PRUNE_CHAIN],
+           (unsigned long long)st->prune[SYNO_PRUNE_LIMIT]);
+    printf("%.3f s\n", elapsed);
+    if (duplicates) {
+      printf("duplicates missed by canonicalization: %zu (among %zu operators)\n", n_dup_pairs, c.n);
+      for (size_t i = 1; i < c.n; i++)
+        if (!strcmp(c.form[order[i]], c.form[order[i - 1]]))
+          printf("  %s\n  == %s\n", c.text[order[i - 1]], c.text[order[i]]);
+    }
+  } else {
+    cJSON_AddBoolToObject(root, "exhaustive", exhaustive);
+    cJSON_AddNumberToObject(root, "depth", D);
+    cJSON_AddNumberToObject(root, "nodes", tn);
+    cJSON_AddNumberToObject(root, "operators", tf);
+    cJSON *rules = cJSON_AddObjectToObject(root, "rules");
+    for (int r = 0; r < SYNO_RULE_COUNT; r++) cJSON_AddNumberToObject(rules, syno_rule_name((syno_rule_t)r), (double)st->rule[r]);
+    cJSON_AddNumberToObject(root, "pruned_by_distance", (double)st->prune[SYNO_PRUNE_DISTANCE]);
+    cJSON_AddNumberToObject(root, "seconds", elapsed);
+    if (duplicates) {
+      cJSON_AddNumberToObject(root, "duplicates", (double)n_dup_pairs);
+      cJSON *pairs = cJSON_AddArrayToObject(root, "duplicate_pairs");
+      for (size_t i = 1; i < c.n; i++)
+        if (!strcmp(c.form[order[i]], c.form[order[i - 1]])) {
+          cJSON *p = cJSON_CreateArray();
+          cJSON_AddItemToArray(p, cJSON_CreateString(c.text[order[i - 1]]));
+          cJSON_AddItemToArray(p, cJSON_CreateString(c.text[order[i]]));
+          cJSON_AddItemToArray(pairs, p);
+        }
+    }
+    char *out = cJSON_PrintUnformatted(root);
+    puts(out);
+    free(out);
+  }
+  cJSON_Delete(root);
+  for (size_t i = 0; i < c.n; i++) {
+    free(c.text[i]);
+    free(c.form[i]);
+  }
+  free(c.text);
+  free(c.form);
+  free(order);
+  free(nodes);
+  free(finals);
+  syno_space_free(s);
+  return 0;
+}
