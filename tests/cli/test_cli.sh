@@ -84,5 +84,38 @@ expect_usage_error "there are 1 bindings" "$SYNO" run --builtin conv2d --binding
 expect_usage_error "no value for variable 'H'" "$SYNO" show 'in[i0]' --input '[H]' --output '[H]'
 expect_usage_error "either --builtin or an operator text" "$SYNO" show --builtin conv2d 'in[i0]'
 
+# sample: operators that show accepts back, reproducible in the seed.
+SMALL="--preset conv2d --bind N=2,C_in=4,C_out=8,H=8,W=8 --depth 5"
+expect_status 0 "$SYNO" sample $SMALL -n 40 --seed 1 --json
+cp "$tmp/out" "$tmp/s1"
+[ "$(grep -c '^{"op":' "$tmp/s1")" -eq 40 ] && ok || bad "sample did not print 40 operators"
+tail -1 "$tmp/s1" | grep -q '"summary":' && ok || bad "sample printed no summary"
+tail -1 "$tmp/s1" | grep -q '"distinct":40' && ok || bad "sampled operators are not distinct"
+while read -r line; do
+  op=$(sed -n 's/^{"op":"\([^"]*\)".*/\1/p' <<<"$line")
+  [ -z "$op" ] && continue
+  "$SYNO" show "$op" --preset conv2d --bind N=2,C_in=4,C_out=8,H=8,W=8 >/dev/null 2>"$tmp/err" && ok || bad "show rejects sampled '$op': $(cat "$tmp/err")"
+done <"$tmp/s1"
+expect_status 0 "$SYNO" sample $SMALL -n 40 --seed 1 --json
+cmp -s <(grep '^{"op"' "$tmp/s1") <(grep '^{"op"' "$tmp/out") && ok || bad "sample is not reproducible"
+expect_status 0 "$SYNO" sample $SMALL -n 40 --seed 2 --json
+cmp -s <(grep '^{"op"' "$tmp/s1") <(grep '^{"op"' "$tmp/out") && bad "sample ignores the seed" || ok
+expect_status 0 "$SYNO" sample $SMALL -n 20 --seed 1 --threads 2
+grep -q "20 operators" "$tmp/out" && ok || bad "threaded sample"
+
+# space: exact counts and missed duplicates.
+expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --duplicates
+grep -q "^duplicates missed by canonicalization: " "$tmp/out" && ok || bad "space --duplicates prints no count"
+expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --json
+grep -q '"operators":176' "$tmp/out" && ok || bad "space --exhaustive --json: $(cut -c1-200 "$tmp/out")"
+
+echo '{"preset": "conv2d", "min_flops": 5e6, "max_flops": 1e6}' >"$tmp/bad.json"
+expect_usage_error "min_flops 5e+06 is above max_flops" "$SYNO" sample --spec "$tmp/bad.json"
+echo '{"input": "[N, C", "output": "[N]"}' >"$tmp/bad.json"
+expect_usage_error "input shape" "$SYNO" space --spec "$tmp/bad.json"
+expect_usage_error "unknown variable 'Q'" "$SYNO" sample --preset conv2d --bind Q=1
+expect_usage_error "cannot open spec file" "$SYNO" sample --spec /nonexistent.json
+expect_usage_error "needs --exhaustive" "$SYNO" space --preset conv2d --duplicates
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
