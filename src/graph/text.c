@@ -7,6 +7,7 @@
 
 #include "syno/graph.h"
 #include "syno/lex.h"
+#include "syno/strbuf.h"
 
 typedef struct {
   syno_graph_t *g;
@@ -202,19 +203,11 @@ int syno_operator_parse(syno_graph_t *g, const char *text, const syno_shape_t *i
 /* --- printing --- */
 
 typedef struct {
-  char *buf;
-  size_t n, len;
+  syno_strbuf_t sb;
   const syno_operator_t *op;
 } out_t;
 
-static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out_t *o, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int w = vsnprintf(o->buf + (o->len < o->n ? o->len : o->n), o->len < o->n ? o->n - o->len : 0, fmt, ap);
-  va_end(ap);
-  if (w > 0) o->len += (size_t)w;
-}
+#define put(o, ...) syno_strbuf_printf(&(o)->sb, __VA_ARGS__)
 
 static void put_size(out_t *o, syno_size_t s) {
   char b[128];
@@ -281,8 +274,8 @@ static void put_list(out_t *o, const char *name, const syno_dim_t *d, int n) {
 }
 
 int syno_operator_print(const syno_operator_t *op, char *buf, size_t n) {
-  out_t o = {.buf = buf, .n = n, .op = op};
-  if (n) buf[0] = 0;
+  out_t o = {.op = op};
+  syno_strbuf_init(&o.sb, buf, n);
   for (int i = 0; i < op->n_red; i++) {
     const syno_dimension_t *d = syno_graph_dim(op->g, op->red[i]);
     put(&o, "%sr%d=%s(", i ? " " : "", i, d->reduce == SYNO_REDUCE_MEAN ? "mean" : "sum");
@@ -301,5 +294,5 @@ int syno_operator_print(const syno_operator_t *op, char *buf, size_t n) {
     put(&o, " ");
     put_list(&o, name, op->axes[t], op->rank[t]);
   }
-  return (int)o.len;
+  return (int)o.sb.len;
 }

@@ -4,22 +4,15 @@
 #include <string.h>
 
 #include "syno/lower.h"
+#include "syno/strbuf.h"
 
 typedef struct {
-  char *buf;
-  size_t n, len;
+  syno_strbuf_t sb;
   const syno_nest_t *nest;
   const syno_vars_t *v;
 } out_t;
 
-static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out_t *o, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int w = vsnprintf(o->buf + (o->len < o->n ? o->len : o->n), o->len < o->n ? o->n - o->len : 0, fmt, ap);
-  va_end(ap);
-  if (w > 0) o->len += (size_t)w;
-}
+#define put(o, ...) syno_strbuf_printf(&(o)->sb, __VA_ARGS__)
 
 static void put_size(out_t *o, syno_size_t s) {
   char b[128];
@@ -75,10 +68,10 @@ static void put_expr(out_t *o, int i) {
 }
 
 int syno_expr_print(const syno_nest_t *n, int node, const syno_vars_t *v, char *buf, size_t size) {
-  out_t o = {.buf = buf, .n = size, .nest = n, .v = v};
-  if (size) buf[0] = 0;
+  out_t o = {.nest = n, .v = v};
+  syno_strbuf_init(&o.sb, buf, size);
   put_expr(&o, node);
-  return (int)o.len;
+  return (int)o.sb.len;
 }
 
 static void indent(out_t *o, int depth) { put(o, "%*s", 4 * depth, ""); }
@@ -139,8 +132,8 @@ static void put_target(out_t *o) {
 }
 
 int syno_nest_print(const syno_nest_t *n, const syno_vars_t *v, char *buf, size_t size) {
-  out_t o = {.buf = buf, .n = size, .nest = n, .v = v};
-  if (size) buf[0] = 0;
+  out_t o = {.nest = n, .v = v};
+  syno_strbuf_init(&o.sb, buf, size);
   int depth = 0;
   for (int i = 0; i < n->n_outer; i++, depth++) {
     indent(&o, depth);
@@ -209,5 +202,5 @@ int syno_nest_print(const syno_nest_t *n, const syno_vars_t *v, char *buf, size_
     indent(&o, depth);
     put(&o, "}\n");
   }
-  return (int)o.len;
+  return (int)o.sb.len;
 }

@@ -4,6 +4,7 @@
  * into an int64 fraction with overflow checks, so a size that does not fit
  * is an error, never a wrapped number. */
 #include "syno/size.h"
+#include "syno/strbuf.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -191,9 +192,8 @@ bool syno_size_is_legal(const syno_vars_t *v, syno_size_t a) {
 }
 
 int syno_size_print(const syno_vars_t *v, syno_size_t a, char *buf, size_t n) {
-  size_t len = 0;
-  bool first = true;
-  if (n) buf[0] = 0;
+  syno_strbuf_t b;
+  syno_strbuf_init(&b, buf, n);
   /* Coefficients first, then primaries (spec 1.4 "Printing"). */
   for (int pass = 0; pass < 2; pass++) {
     syno_var_kind_t kind = pass == 0 ? SYNO_COEFF : SYNO_PRIMARY;
@@ -201,16 +201,12 @@ int syno_size_print(const syno_vars_t *v, syno_size_t a, char *buf, size_t n) {
     for (int i = 0; i < SYNO_MAX_VARS; i++) {
       if (!pw[i]) continue;
       const char *name = i < v->n[kind] ? v->var[kind][i].name : "?";
-      int w = pw[i] == 1 ? snprintf(buf + (len < n ? len : n), len < n ? n - len : 0, "%s%s",
-                                    first ? "" : "*", name)
-                         : snprintf(buf + (len < n ? len : n), len < n ? n - len : 0, "%s%s^%d",
-                                    first ? "" : "*", name, pw[i]);
-      len += (size_t)w;
-      first = false;
+      syno_strbuf_printf(&b, "%s%s", b.len ? "*" : "", name);
+      if (pw[i] != 1) syno_strbuf_printf(&b, "^%d", pw[i]);
     }
   }
-  if (first) return snprintf(buf, n, "1");
-  return (int)len;
+  if (b.len == 0) syno_strbuf_printf(&b, "1");
+  return (int)b.len;
 }
 
 syno_size_t syno_shape_numel(const syno_shape_t *s) {
@@ -220,15 +216,14 @@ syno_size_t syno_shape_numel(const syno_shape_t *s) {
 }
 
 int syno_shape_print(const syno_vars_t *v, const syno_shape_t *s, char *buf, size_t n) {
-  size_t len = 0;
-#define PUT(...) len += (size_t)snprintf(buf + (len < n ? len : n), len < n ? n - len : 0, __VA_ARGS__)
-  PUT("[");
+  syno_strbuf_t b;
+  syno_strbuf_init(&b, buf, n);
+  syno_strbuf_printf(&b, "[");
   for (int i = 0; i < s->rank; i++) {
     char d[128];
     syno_size_print(v, s->dim[i], d, sizeof d);
-    PUT("%s%s%s", i ? ", " : "", d, s->unordered[i] ? ": unordered" : "");
+    syno_strbuf_printf(&b, "%s%s%s", i ? ", " : "", d, s->unordered[i] ? ": unordered" : "");
   }
-  PUT("]");
-#undef PUT
-  return (int)len;
+  syno_strbuf_printf(&b, "]");
+  return (int)b.len;
 }

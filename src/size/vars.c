@@ -6,6 +6,7 @@
 
 #include "syno/lex.h"
 #include "syno/size.h"
+#include "syno/strbuf.h"
 
 static const char *kind_name(syno_var_kind_t k) { return k == SYNO_PRIMARY ? "primary" : "coefficient"; }
 
@@ -186,13 +187,11 @@ int syno_vars_bind(syno_vars_t *v, const char *assign, syno_error_t *err) {
 }
 
 void syno_vars_print_binding(const syno_vars_t *v, int b, char *buf, size_t n) {
-  size_t len = 0;
-  if (n) buf[0] = 0;
+  syno_strbuf_t sb;
+  syno_strbuf_init(&sb, buf, n);
   if (b < 0 || b >= v->nbind) return;
   for (int k = 0; k < 2; k++)
-    for (int i = 0; i < v->n[k]; i++) {
-      int64_t val = k == SYNO_PRIMARY ? v->bind[b].p[i] : v->bind[b].c[i];
-      len += (size_t)snprintf(buf + (len < n ? len : n), len < n ? n - len : 0, "%s%s=%lld",
-                              len ? ", " : "", v->var[k][i].name, (long long)val);
-    }
+    for (int i = 0; i < v->n[k]; i++)
+      syno_strbuf_printf(&sb, "%s%s=%lld", sb.len ? ", " : "", v->var[k][i].name,
+                         (long long)(k == SYNO_PRIMARY ? v->bind[b].p[i] : v->bind[b].c[i]));
 }

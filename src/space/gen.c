@@ -128,11 +128,20 @@ static int gen_split(gen_t *G) {
   return 0;
 }
 
-/* Merge blocks to try for a dim of size S (spec 1.5 enumerateDivisors). */
+/* A block B of S is kept when both B and S/B are valid sizes other than 1. */
+static bool keep_divisor(const syno_space_t *s, syno_size_t d, void *ctx) {
+  syno_size_t q = syno_size_div(*(const syno_size_t *)ctx, d);
+  return !syno_size_is_one(d) && !syno_size_is_one(q) && space_size_valid(s, d) && space_size_valid(s, q);
+}
+
+/* Merge blocks to try for a dim of size S (spec 1.5 enumerateDivisors): per
+ * variable a window of max_enumerations powers centred on half the power,
+ * clipped to [0, p] for primaries (no allowance) and to the allowance for
+ * coefficients. */
 static int enum_divisors(const gen_t *G, syno_size_t S, syno_size_t *out, int max) {
   const syno_vars_t *v = vars(G);
   int me = opts(G)->max_enumerations;
-  int lo[2][SYNO_MAX_VARS], hi[2][SYNO_MAX_VARS], cur[2][SYNO_MAX_VARS];
+  int lo[2][SYNO_MAX_VARS], hi[2][SYNO_MAX_VARS];
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < v->n[k]; i++) {
       int p = k == SYNO_PRIMARY ? S.p[i] : S.c[i];
@@ -151,33 +160,8 @@ static int enum_divisors(const gen_t *G, syno_size_t S, syno_size_t *out, int ma
       }
       lo[k][i] = l;
       hi[k][i] = h;
-      cur[k][i] = l;
-      if (l > h) return 0;
     }
-  int n = 0;
-  for (;;) {
-    syno_size_t d = syno_size_one();
-    for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) d.p[i] = (int8_t)cur[SYNO_PRIMARY][i];
-    for (int i = 0; i < v->n[SYNO_COEFF]; i++) d.c[i] = (int8_t)cur[SYNO_COEFF][i];
-    syno_size_t q = syno_size_div(S, d);
-    if (!syno_size_is_one(d) && !syno_size_is_one(q) && space_size_valid(G->s, d) && space_size_valid(G->s, q) && n < max)
-      out[n++] = d;
-    int k = SYNO_COEFF, i = v->n[SYNO_COEFF] - 1;
-    for (;;) {
-      if (i < 0) {
-        if (k == SYNO_PRIMARY) return n;
-        k = SYNO_PRIMARY;
-        i = v->n[SYNO_PRIMARY] - 1;
-        continue;
-      }
-      if (cur[k][i] < hi[k][i]) {
-        cur[k][i]++;
-        break;
-      }
-      cur[k][i] = lo[k][i];
-      i--;
-    }
-  }
+  return space_odometer(G->s, lo, hi, keep_divisor, &S, out, max);
 }
 
 static int gen_merge(gen_t *G) {

@@ -66,22 +66,13 @@ bool space_size_valid(const syno_space_t *s, syno_size_t x) {
   return syno_size_lower_bound(&s->spec.vars, x) >= 1.0;
 }
 
-/* Odometer over the exponents each variable may take (spec 1.5). */
-int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max) {
+int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
+                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max) {
   const syno_vars_t *v = &s->spec.vars;
-  int me = s->spec.opts.max_enumerations;
-  int lo[2][SYNO_MAX_VARS], hi[2][SYNO_MAX_VARS], cur[2][SYNO_MAX_VARS];
+  int cur[2][SYNO_MAX_VARS];
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < v->n[k]; i++) {
-      int allow = v->var[k][i].max_occurrence - usage[k * SYNO_MAX_VARS + i];
-      if (allow < 0) allow = 0;
-      if (k == SYNO_PRIMARY) {
-        lo[k][i] = 0;
-        hi[k][i] = allow < me - 1 ? allow : me - 1;
-      } else {
-        lo[k][i] = me / 2 - me + 1 > -allow ? me / 2 - me + 1 : -allow;
-        hi[k][i] = me / 2 < allow ? me / 2 : allow;
-      }
+      if (lo[k][i] > hi[k][i]) return 0;
       cur[k][i] = lo[k][i];
     }
   int n = 0;
@@ -89,7 +80,7 @@ int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *ou
     syno_size_t x = syno_size_one();
     for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) x.p[i] = (int8_t)cur[SYNO_PRIMARY][i];
     for (int i = 0; i < v->n[SYNO_COEFF]; i++) x.c[i] = (int8_t)cur[SYNO_COEFF][i];
-    if (!syno_size_is_one(x) && space_size_valid(s, x) && n < max) out[n++] = x;
+    if (n < max && keep(s, x, ctx)) out[n++] = x;
     /* Advance: coefficients are the inner loop, primaries the outer. */
     int k = SYNO_COEFF, i = v->n[SYNO_COEFF] - 1;
     for (;;) {
@@ -107,6 +98,32 @@ int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *ou
       i--;
     }
   }
+}
+
+static bool keep_size(const syno_space_t *s, syno_size_t x, void *ctx) {
+  (void)ctx;
+  return !syno_size_is_one(x) && space_size_valid(s, x);
+}
+
+/* Primary powers 0..min(allowance, maxEnum-1); coefficient powers within
+ * the allowance and [maxEnum/2 - maxEnum + 1, maxEnum/2] (spec 1.5). */
+int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max) {
+  const syno_vars_t *v = &s->spec.vars;
+  int me = s->spec.opts.max_enumerations;
+  int lo[2][SYNO_MAX_VARS], hi[2][SYNO_MAX_VARS];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < v->n[k]; i++) {
+      int allow = v->var[k][i].max_occurrence - usage[k * SYNO_MAX_VARS + i];
+      if (allow < 0) allow = 0;
+      if (k == SYNO_PRIMARY) {
+        lo[k][i] = 0;
+        hi[k][i] = allow < me - 1 ? allow : me - 1;
+      } else {
+        lo[k][i] = me / 2 - me + 1 > -allow ? me / 2 - me + 1 : -allow;
+        hi[k][i] = me / 2 < allow ? me / 2 : allow;
+      }
+    }
+  return space_odometer(s, lo, hi, keep_size, NULL, out, max);
 }
 
 /* --- the node store --- */

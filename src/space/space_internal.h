@@ -87,6 +87,10 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
 
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);
+/* Calls keep on every size whose exponents lie in [lo, hi] per variable
+ * (coefficients vary fastest) and stores those it keeps, up to max. */
+int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
+                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max);
 /* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
 int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
 /* Whether a Contraction could broadcast d (spec 3.9 types Merge and
