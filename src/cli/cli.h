@@ -38,8 +38,10 @@ typedef struct {
 /* Handles --builtin/--input/--output/--vars/--bind; returns 1 if the option
  * was one of them, 0 if not, -1 on a bad value (message printed). */
 int syno_cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg);
-/* getopt_long entries for those options (terminated by a zero entry). */
-extern const struct option syno_cli_opsel_longopts[];
+/* Writes the selection's getopt_long entries followed by a command's own
+ * `extra` ones (zero-terminated) into out, which holds 16 entries. */
+#define SYNO_CLI_MAX_OPTS 16
+void syno_cli_opsel_longopts(struct option *out, const struct option *extra);
 #define SYNO_OPSEL_HELP                                                              \
   "  --builtin NAME      a standard operator: conv2d, grouped-conv2d, depthwise-conv2d,\n" \
   "                      strided-conv2d, linear, avgpool2d\n"                         \

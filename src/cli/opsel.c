@@ -8,7 +8,7 @@
 
 enum { OPT_BUILTIN = 1000, OPT_INPUT, OPT_OUTPUT, OPT_VARS, OPT_BIND, OPT_PRESET };
 
-const struct option syno_cli_opsel_longopts[] = {
+static const struct option opsel_longopts[] = {
     {"builtin", required_argument, NULL, OPT_BUILTIN},
     {"input", required_argument, NULL, OPT_INPUT},
     {"output", required_argument, NULL, OPT_OUTPUT},
@@ -17,6 +17,13 @@ const struct option syno_cli_opsel_longopts[] = {
     {"preset", required_argument, NULL, OPT_PRESET},
     {NULL, 0, NULL, 0},
 };
+
+void syno_cli_opsel_longopts(struct option *out, const struct option *extra) {
+  int n = 0;
+  for (const struct option *o = opsel_longopts; o->name; o++) out[n++] = *o;
+  for (const struct option *o = extra; o->name && n < SYNO_CLI_MAX_OPTS - 1; o++) out[n++] = *o;
+  out[n] = (struct option){NULL, 0, NULL, 0};
+}
 
 int syno_cli_usage_error(const char *fmt, ...) {
   va_list ap;

@@ -49,14 +49,13 @@ static float *random_tensor(syno_rng_t *rng, int64_t n) {
 
 int syno_cmd_run(int argc, char **argv) {
   enum { OPT_JSON = 1, OPT_SEED, OPT_BINDING, OPT_HELP = 'h' };
-  struct option opts[16];
-  int n = 0;
-  for (const struct option *o = syno_cli_opsel_longopts; o->name; o++) opts[n++] = *o;
-  opts[n++] = (struct option){"json", no_argument, NULL, OPT_JSON};
-  opts[n++] = (struct option){"seed", required_argument, NULL, OPT_SEED};
-  opts[n++] = (struct option){"binding", required_argument, NULL, OPT_BINDING};
-  opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-  opts[n] = (struct option){NULL, 0, NULL, 0};
+  static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
+                                      {"seed", required_argument, NULL, OPT_SEED},
+                                      {"binding", required_argument, NULL, OPT_BINDING},
+                                      {"help", no_argument, NULL, OPT_HELP},
+                                      {NULL, 0, NULL, 0}};
+  struct option opts[SYNO_CLI_MAX_OPTS];
+  syno_cli_opsel_longopts(opts, own);
   syno_opsel_t sel = {0};
   bool json = false;
   unsigned long long seed = 1;

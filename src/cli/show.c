@@ -200,12 +200,10 @@ static int show_text(const syno_cliop_t *c, const syno_lowered_t *low, const cha
 
 int syno_cmd_show(int argc, char **argv) {
   enum { OPT_JSON = 1, OPT_HELP = 'h' };
-  struct option opts[16];
-  int n = 0;
-  for (const struct option *o = syno_cli_opsel_longopts; o->name; o++) opts[n++] = *o;
-  opts[n++] = (struct option){"json", no_argument, NULL, OPT_JSON};
-  opts[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
-  opts[n] = (struct option){NULL, 0, NULL, 0};
+  static const struct option own[] = {
+      {"json", no_argument, NULL, OPT_JSON}, {"help", no_argument, NULL, OPT_HELP}, {NULL, 0, NULL, 0}};
+  struct option opts[SYNO_CLI_MAX_OPTS];
+  syno_cli_opsel_longopts(opts, own);
   syno_opsel_t sel = {0};
   bool json = false;
   int opt;
