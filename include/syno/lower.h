@@ -100,6 +100,11 @@ int syno_lower(const syno_operator_t *op, syno_lowered_t *out, syno_error_t *err
 int syno_lower_forward(const syno_operator_t *op, syno_nest_t *n, syno_error_t *err);
 int syno_lower_backward(const syno_operator_t *op, int t, syno_nest_t *n, syno_error_t *err);
 
+/* The index arithmetic of loop nests: floor division and the Euclidean
+ * remainder (spec 3.4). Every evaluator and simplifier uses these. */
+int64_t syno_index_div(int64_t a, int64_t b);
+int64_t syno_index_mod(int64_t a, int64_t b);
+
 /* FLOPs of one nest under binding b (see the header comment). */
 int syno_nest_flops(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *flops, syno_error_t *err);
 /* FLOPs of the operator's forward pass, summed over all bindings. */

@@ -16,12 +16,12 @@ typedef struct {
   int64_t stride[SYNO_MAX_TENSORS][SYNO_MAX_RANK];
 } eval_t;
 
-static int64_t floordiv(int64_t a, int64_t b) {
+int64_t syno_index_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-static int64_t emod(int64_t a, int64_t b) {
+int64_t syno_index_mod(int64_t a, int64_t b) {
   int64_t r = a % b;
   return r < 0 ? r + (b < 0 ? -b : b) : r;
 }
@@ -41,8 +41,8 @@ static int64_t eval(const eval_t *e, int i, bool *ok) {
     case SYNO_EXPR_ADD: return a + b;
     case SYNO_EXPR_SUB: return a - b;
     case SYNO_EXPR_MUL: return a * b;
-    case SYNO_EXPR_DIV: return floordiv(a, b);
-    case SYNO_EXPR_MOD: return emod(a, b);
+    case SYNO_EXPR_DIV: return syno_index_div(a, b);
+    case SYNO_EXPR_MOD: return syno_index_mod(a, b);
     case SYNO_EXPR_RESTRICT:
       if (a < 0 || a >= b) *ok = false;
       return a;
@@ -58,7 +58,7 @@ static bool guards_hold(const eval_t *e) {
     if (!ok) return false;
     switch (gd->kind) {
       case SYNO_GUARD_RANGE: if (a < 0 || a >= b) return false; break;
-      case SYNO_GUARD_DIVIDES: if (emod(a, b) != 0) return false; break;
+      case SYNO_GUARD_DIVIDES: if (syno_index_mod(a, b) != 0) return false; break;
       case SYNO_GUARD_EQUAL: if (a != b) return false; break;
     }
   }

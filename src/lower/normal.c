@@ -294,17 +294,6 @@ static void add_cond(ctx_t *c, cond_kind_t kind, poly_t a, poly_t b) {
   d->mask = a.mask | b.mask;
 }
 
-/* Same definitions as the interpreter, so folding agrees with evaluation. */
-static int64_t floordiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static int64_t emod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  return r < 0 ? r + (b < 0 ? -b : b) : r;
-}
-
 static poly_t norm_node(ctx_t *c, int i);
 
 static poly_t norm_divmod(ctx_t *c, atom_kind_t kind, poly_t a, poly_t b) {
@@ -313,7 +302,7 @@ static poly_t norm_divmod(ctx_t *c, atom_kind_t kind, poly_t a, poly_t b) {
   /* Folds only where the value is the same at every point the interpreter
    * can evaluate: a nonzero integer divisor (INT64_MIN / -1 excluded). */
   if (cb && y != 0 && !(ca && x == INT64_MIN && y == -1)) {
-    if (ca) return poly_const(c, kind == AT_DIV ? floordiv(x, y) : emod(x, y));
+    if (ca) return poly_const(c, kind == AT_DIV ? syno_index_div(x, y) : syno_index_mod(x, y));
     if (y == 1) return kind == AT_DIV ? a : poly_const(c, 0);
     if (y == -1 && kind == AT_MOD) return poly_const(c, 0);
   }
