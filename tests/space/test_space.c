@@ -337,6 +337,20 @@ static void test_rules(void **state) {
   /* S2: shifting a shared dim is the same as a rolled (learned) weight. */
   check_rule(SYNO_RULE_S2, SMALL "3}", "r0=sum(C_in); in[share(r0, 1), shift(share(i1, 1))] expand[share(i0, 1)] w1[r0, i0, i1]",
              "r0=sum(C_in); in[share(r0, 1), share(i1, 1)] expand[share(i0, 1)] w1[r0, i0, i1]");
+  /* R2: broadcasting both halves of a merged C_out is one broadcast of C_out. */
+  check_rule(SYNO_RULE_R2, SMALL "3}",
+             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(div(i0, s^-1*C_out), 1), share(mod(i0, s^-1*C_out), 1)] "
+             "w1[r0, div(i0, s^-1*C_out), mod(i0, s^-1*C_out)]",
+             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
+  /* R4: summing a merged dim is two reductions; here one half only meets the
+   * weight, so it sums the weight alone. */
+  check_rule(SYNO_RULE_R4, SMALL "3}",
+             "r0=sum(s*C_in); in[share(mod(r0, C_in), 1), i1] expand[share(div(r0, C_in), 1), share(i0, 1)] "
+             "w1[div(r0, C_in), mod(r0, C_in), i0]",
+             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
+  /* C3: a contraction with no inner share is a pure outer product. */
+  check_rule(SYNO_RULE_C3, SMALL "3}", "r0=sum(C_in); in[r0, i1] expand[share(i0, 1)] w1[i0]",
+             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
 }
 
 /* Switching any rule off only ever adds operators, and each rule that fires
