@@ -348,6 +348,15 @@ static void test_rules(void **state) {
              "r0=sum(s*C_in); in[share(mod(r0, C_in), 1), i1] expand[share(div(r0, C_in), 1), share(i0, 1)] "
              "w1[div(r0, C_in), mod(r0, C_in), i0]",
              "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
+  /* R1: splitting the two halves of a merge back together is the identity. */
+  const char *conv = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"min_weight_params\": 8}";
+  check_rule(SYNO_RULE_R1, conv,
+             "r0=sum(C_in); in[i0, r0, share(i2, 1), split(div(i3, k), mod(i3, k))] expand[share(i1, 1)] w1[i1, i2]",
+             "r0=sum(C_in); in[i0, r0, share(i2, 1), i3] expand[share(i1, 1)] w1[i1, i2]");
+  /* O4: a window that is only summed is a weightless box filter. */
+  check_rule(SYNO_RULE_O4, conv,
+             "r0=sum(k) r1=sum(C_in); in[i0, share(r1, 1), i2, unfold(i3, r0)] expand[share(i1, 1)] w1[r1, i1]",
+             "r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]");
   /* C3: a contraction with no inner share is a pure outer product. */
   check_rule(SYNO_RULE_C3, SMALL "3}", "r0=sum(C_in); in[r0, i1] expand[share(i0, 1)] w1[i0]",
              "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
