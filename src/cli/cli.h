@@ -68,11 +68,22 @@ typedef struct {
   const char *preset, *file;
   int n_bind;
   const char *bind[SYNO_MAX_BINDINGS];
+  long depth; /* 0: the spec's own */
 } syno_cli_spec_t;
 
-/* Builds the spec from a preset (with its bindings) or a JSON file; prints
- * the error and returns 2 on bad input. */
+/* --preset, --spec, --bind, --depth, then a command's own `extra` entries
+ * (zero-terminated), into out (SYNO_CLI_MAX_OPTS entries). */
+void syno_cli_spec_longopts(struct option *out, const struct option *extra);
+/* Handles one of those options: 1 if it was one, 0 if not, -1 on a bad
+ * value (message printed). */
+int syno_cli_spec_option(syno_cli_spec_t *cs, int opt, const char *arg);
+
+/* Builds the spec from a preset (with its bindings) or a JSON file, and
+ * applies --depth; prints the error and returns 2 on bad input. */
 int syno_cli_spec_resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec);
+
+/* Monotonic seconds, for timing summaries. */
+double syno_cli_now(void);
 
 /* Strict number parsing for options: 0 on success. */
 int syno_cli_parse_long(const char *s, long lo, long hi, long *out);

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "syno/space.h"
@@ -86,35 +85,26 @@ static void *run_job(void *arg) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 int syno_cmd_sample(int argc, char **argv) {
-  enum { OPT_REPEAT = 100, OPT_PRESET = 1, OPT_SPEC, OPT_BIND, OPT_SEED, OPT_THREADS, OPT_DEPTH, OPT_JSON, OPT_HELP = 'h', OPT_N = 'n' };
-  static const struct option opts[] = {
-      {"preset", required_argument, NULL, OPT_PRESET}, {"spec", required_argument, NULL, OPT_SPEC},
-      {"bind", required_argument, NULL, OPT_BIND},     {"seed", required_argument, NULL, OPT_SEED},
-      {"threads", required_argument, NULL, OPT_THREADS}, {"depth", required_argument, NULL, OPT_DEPTH},
-      {"json", no_argument, NULL, OPT_JSON},           {"repeat", no_argument, NULL, OPT_REPEAT},           {"help", no_argument, NULL, OPT_HELP},
-      {NULL, 0, NULL, 0}};
+  enum { OPT_SEED = 1, OPT_THREADS, OPT_JSON, OPT_REPEAT, OPT_HELP = 'h', OPT_N = 'n' };
+  static const struct option own[] = {
+      {"seed", required_argument, NULL, OPT_SEED}, {"threads", required_argument, NULL, OPT_THREADS},
+      {"json", no_argument, NULL, OPT_JSON},       {"repeat", no_argument, NULL, OPT_REPEAT},
+      {"help", no_argument, NULL, OPT_HELP},       {NULL, 0, NULL, 0}};
+  struct option opts[SYNO_CLI_MAX_OPTS];
+  syno_cli_spec_longopts(opts, own);
   syno_cli_spec_t cs = {0};
-  long n = 100, threads = 1, depth = 0;
+  long n = 100, threads = 1;
   unsigned long long seed = 1;
   bool json = false, repeat = false;
   int opt;
   optind = 1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
+    int r = syno_cli_spec_option(&cs, opt, optarg);
+    if (r < 0) return SYNO_EXIT_USAGE;
+    if (r) continue;
     switch (opt) {
-      case OPT_PRESET: cs.preset = optarg; break;
-      case OPT_SPEC: cs.file = optarg; break;
-      case OPT_BIND:
-        if (cs.n_bind >= SYNO_MAX_BINDINGS) return syno_cli_usage_error("sample: too many --bind");
-        cs.bind[cs.n_bind++] = optarg;
-        break;
       case OPT_N:
         if (syno_cli_parse_long(optarg, 1, 100000000, &n)) return syno_cli_usage_error("sample: -n '%s' is not a count of walks", optarg);
         break;
@@ -123,9 +113,6 @@ int syno_cmd_sample(int argc, char **argv) {
         break;
       case OPT_THREADS:
         if (syno_cli_parse_long(optarg, 1, 64, &threads)) return syno_cli_usage_error("sample: --threads '%s' is not 1..64", optarg);
-        break;
-      case OPT_DEPTH:
-        if (syno_cli_parse_long(optarg, 1, 40, &depth)) return syno_cli_usage_error("sample: --depth '%s' is not 1..40", optarg);
         break;
       case OPT_JSON: json = true; break;
       case OPT_REPEAT: repeat = true; break;
@@ -138,7 +125,6 @@ int syno_cmd_sample(int argc, char **argv) {
   syno_space_spec_t spec;
   int rc = syno_cli_spec_resolve(&cs, &spec);
   if (rc) return rc;
-  if (depth) spec.opts.depth = (int)depth;
   job_t *jobs = calloc((size_t)threads, sizeof *jobs);
   char **text = calloc((size_t)n, sizeof *text);
   double *flops = calloc((size_t)n, sizeof *flops), *params = calloc((size_t)n, sizeof *params);
@@ -148,7 +134,7 @@ int syno_cmd_sample(int argc, char **argv) {
     fprintf(stderr, "syno: out of memory\n");
     return SYNO_EXIT_FAIL;
   }
-  double t0 = now();
+  double t0 = syno_cli_now();
   for (long t = 0; t < threads; t++) {
     jobs[t] = (job_t){.spec = &spec, .thread = (int)t, .threads = (int)threads, .n = n, .seed = seed,
                       .text = text, .flops = flops, .params = params, .depth = dep,
@@ -158,7 +144,7 @@ int syno_cmd_sample(int argc, char **argv) {
   }
   if (threads > 1)
     for (long t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-  double elapsed = now() - t0;
+  double elapsed = syno_cli_now() - t0;
   rc = 0;
   for (long t = 0; t < threads; t++)
     if (jobs[t].rc) {

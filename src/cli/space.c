@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "syno/normal.h"
@@ -69,39 +68,27 @@ static int by_form(const void *a, const void *b) {
   return c ? c : (i > j) - (i < j);
 }
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 int syno_cmd_space(int argc, char **argv) {
-  enum { OPT_PRESET = 1, OPT_SPEC, OPT_BIND, OPT_DEPTH, OPT_EXH, OPT_DUP, OPT_JSON, OPT_WALKS, OPT_SEED, OPT_HELP = 'h' };
-  static const struct option opts[] = {
-      {"preset", required_argument, NULL, OPT_PRESET}, {"spec", required_argument, NULL, OPT_SPEC},
-      {"bind", required_argument, NULL, OPT_BIND},     {"depth", required_argument, NULL, OPT_DEPTH},
-      {"exhaustive", no_argument, NULL, OPT_EXH},      {"duplicates", no_argument, NULL, OPT_DUP},
-      {"walks", required_argument, NULL, OPT_WALKS},   {"seed", required_argument, NULL, OPT_SEED},
-      {"json", no_argument, NULL, OPT_JSON},           {"help", no_argument, NULL, OPT_HELP},
+  enum { OPT_EXH = 1, OPT_DUP, OPT_JSON, OPT_WALKS, OPT_SEED, OPT_HELP = 'h' };
+  static const struct option own[] = {
+      {"exhaustive", no_argument, NULL, OPT_EXH},    {"duplicates", no_argument, NULL, OPT_DUP},
+      {"walks", required_argument, NULL, OPT_WALKS}, {"seed", required_argument, NULL, OPT_SEED},
+      {"json", no_argument, NULL, OPT_JSON},         {"help", no_argument, NULL, OPT_HELP},
       {NULL, 0, NULL, 0}};
+  struct option opts[SYNO_CLI_MAX_OPTS];
+  syno_cli_spec_longopts(opts, own);
   syno_cli_spec_t cs = {0};
-  long depth = 0, walks = 2000;
+  long walks = 2000;
   unsigned long long seed = 1;
   bool exhaustive = false, duplicates = false, json = false;
   int opt;
   optind = 1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    int r = syno_cli_spec_option(&cs, opt, optarg);
+    if (r < 0) return SYNO_EXIT_USAGE;
+    if (r) continue;
     switch (opt) {
-      case OPT_PRESET: cs.preset = optarg; break;
-      case OPT_SPEC: cs.file = optarg; break;
-      case OPT_BIND:
-        if (cs.n_bind >= SYNO_MAX_BINDINGS) return syno_cli_usage_error("space: too many --bind");
-        cs.bind[cs.n_bind++] = optarg;
-        break;
-      case OPT_DEPTH:
-        if (syno_cli_parse_long(optarg, 1, 40, &depth)) return syno_cli_usage_error("space: --depth '%s' is not 1..40", optarg);
-        break;
       case OPT_WALKS:
         if (syno_cli_parse_long(optarg, 1, 100000000, &walks)) return syno_cli_usage_error("space: --walks '%s' is not a count", optarg);
         break;
@@ -121,14 +108,13 @@ int syno_cmd_space(int argc, char **argv) {
   syno_space_spec_t spec;
   int rc = syno_cli_spec_resolve(&cs, &spec);
   if (rc) return rc;
-  if (depth) spec.opts.depth = (int)depth;
   syno_space_t *s;
   syno_error_t err;
   if (syno_space_new(&spec, &s, &err)) return syno_cli_usage_error("space: %s", err.msg);
   int D = spec.opts.depth;
   double *nodes = calloc((size_t)D + 1, sizeof *nodes), *finals = calloc((size_t)D + 1, sizeof *finals);
   collect_t c = {0};
-  double t0 = now();
+  double t0 = syno_cli_now();
   if (exhaustive) {
     uint64_t *nd = calloc((size_t)D + 1, sizeof *nd), *fd = calloc((size_t)D + 1, sizeof *fd);
     rc = syno_space_exhaust(s, duplicates ? collect : NULL, &c, nd, fd, &err);
@@ -165,7 +151,7 @@ int syno_cmd_space(int argc, char **argv) {
       }
     }
   }
-  double elapsed = now() - t0;
+  double elapsed = syno_cli_now() - t0;
   if (rc) {
     fprintf(stderr, "syno: %s\n", err.msg);
     syno_space_free(s);

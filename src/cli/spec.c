@@ -2,10 +2,63 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cli.h"
 
+static int resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec);
+
+enum { OPT_PRESET = 3000, OPT_SPEC, OPT_BIND, OPT_DEPTH };
+
+static const struct option spec_longopts[] = {
+    {"preset", required_argument, NULL, OPT_PRESET},
+    {"spec", required_argument, NULL, OPT_SPEC},
+    {"bind", required_argument, NULL, OPT_BIND},
+    {"depth", required_argument, NULL, OPT_DEPTH},
+    {NULL, 0, NULL, 0},
+};
+
+void syno_cli_spec_longopts(struct option *out, const struct option *extra) {
+  int n = 0;
+  for (const struct option *o = spec_longopts; o->name; o++) out[n++] = *o;
+  for (const struct option *o = extra; o->name && n < SYNO_CLI_MAX_OPTS - 1; o++) out[n++] = *o;
+  out[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+int syno_cli_spec_option(syno_cli_spec_t *cs, int opt, const char *arg) {
+  switch (opt) {
+    case OPT_PRESET: cs->preset = arg; return 1;
+    case OPT_SPEC: cs->file = arg; return 1;
+    case OPT_BIND:
+      if (cs->n_bind >= SYNO_MAX_BINDINGS) {
+        syno_cli_usage_error("at most %d --bind options", SYNO_MAX_BINDINGS);
+        return -1;
+      }
+      cs->bind[cs->n_bind++] = arg;
+      return 1;
+    case OPT_DEPTH:
+      if (syno_cli_parse_long(arg, 1, 40, &cs->depth)) {
+        syno_cli_usage_error("--depth '%s' is not 1..40", arg);
+        return -1;
+      }
+      return 1;
+    default: return 0;
+  }
+}
+
+double syno_cli_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int syno_cli_spec_resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec) {
+  int rc = resolve(cs, spec);
+  if (!rc && cs->depth) spec->opts.depth = (int)cs->depth;
+  return rc;
+}
+
+static int resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec) {
   syno_error_t err;
   if (!cs->preset == !cs->file) return syno_cli_usage_error("give exactly one of --preset NAME and --spec FILE");
   if (cs->preset) {
