@@ -1,0 +1,49 @@
+/* syno/exec.h - running a finished operator on real tensors, fast.
+ *
+ * An executor is an operator compiled for one concrete binding (every size
+ * fixed, the batch N included). It computes the forward pass and the
+ * gradients of the input and of every weight, on dense row-major float32
+ * buffers laid out as in the reference interpreter (syno/lower.h): tensor t
+ * in the axis order of the operator's tensor t, the output in output-axis
+ * order.
+ *
+ * The interpreter is the oracle: every strategy an executor picks must give
+ * its results to within float rounding (tests compare at relative error
+ * 1e-4). syno_exec_strategy names the strategy chosen, so tests and
+ * benchmarks can tell a fast path from the fallback.
+ *
+ * Ownership: the executor copies what it needs from the operator and the
+ * variable table; it does not keep pointers to them. It owns its scratch
+ * buffers and is not thread-safe: one executor serves one call at a time. */
+#ifndef SYNO_EXEC_H
+#define SYNO_EXEC_H
+
+#include <stdint.h>
+
+#include "syno/graph.h"
+#include "syno/lower.h"
+
+typedef struct syno_exec syno_exec_t;
+
+/* Compiles `op` under binding b of `v` (usually the operator's own graph
+ * vars, or a copy with a binding added for a slot's batch size). */
+int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err);
+void syno_exec_free(syno_exec_t *e);
+
+/* Element counts: t = -1 for the output, else the operator's tensor t. */
+int64_t syno_exec_numel(const syno_exec_t *e, int t);
+int syno_exec_num_tensors(const syno_exec_t *e);
+/* Forward FLOPs of this binding (multiply-add = 2), as syno_nest_flops. */
+int64_t syno_exec_flops(const syno_exec_t *e);
+/* A short name of the strategy chosen ("interp" for the fallback). */
+const char *syno_exec_strategy(const syno_exec_t *e);
+
+/* out = op(tensors[0], ..., tensors[n_tensors-1]); out is overwritten. */
+int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err);
+
+/* grads[t] = d(sum(out * grad_out)) / d tensors[t], overwritten, for every t
+ * whose grads[t] is not NULL. The tensors must be the forward's. */
+int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,
+                       syno_error_t *err);
+
+#endif

@@ -1,0 +1,65 @@
+/* The operator executor (syno/exec.h). This file holds the compile step and
+ * the fallback strategy, which runs the lowered loop nests through the
+ * reference interpreter: always correct, slow. Faster strategies plug in at
+ * compile time by choosing another strategy for the operator. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "syno/exec.h"
+
+struct syno_exec {
+  syno_vars_t vars; /* a private copy: the binding index stays valid */
+  int b;
+  syno_operator_t op;
+  syno_lowered_t low;
+  int64_t numel_out;
+  int64_t numel[SYNO_MAX_TENSORS];
+  int64_t flops;
+  const char *strategy;
+};
+
+int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err) {
+  *out = NULL;
+  if (b < 0 || b >= v->nbind) return syno_error_set(err, "executor: no binding %d (the table has %d)", b, v->nbind);
+  syno_exec_t *e = calloc(1, sizeof *e);
+  if (!e) return syno_error_set(err, "executor: out of memory");
+  e->vars = *v;
+  e->b = b;
+  e->op = *op;
+  if (syno_lower(&e->op, &e->low, err)) goto fail;
+  e->low.op = &e->op;
+  if (syno_nest_target_numel(&e->low.forward, &e->vars, b, &e->numel_out, err)) goto fail;
+  for (int t = 0; t < op->n_tensors; t++)
+    if (syno_nest_target_numel(&e->low.backward[t], &e->vars, b, &e->numel[t], err)) goto fail;
+  if (syno_nest_flops(&e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
+  e->strategy = "interp";
+  *out = e;
+  return 0;
+fail:
+  free(e);
+  return -1;
+}
+
+void syno_exec_free(syno_exec_t *e) { free(e); }
+
+int64_t syno_exec_numel(const syno_exec_t *e, int t) {
+  if (t < 0) return e->numel_out;
+  return t < e->op.n_tensors ? e->numel[t] : 0;
+}
+
+int syno_exec_num_tensors(const syno_exec_t *e) { return e->op.n_tensors; }
+int64_t syno_exec_flops(const syno_exec_t *e) { return e->flops; }
+const char *syno_exec_strategy(const syno_exec_t *e) { return e->strategy; }
+
+int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
+  return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);
+}
+
+int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,
+                       syno_error_t *err) {
+  for (int t = 0; t < e->op.n_tensors; t++) {
+    if (!grads[t]) continue;
+    if (syno_interp_nest(&e->low.backward[t], &e->vars, e->b, tensors, grad_out, grads[t], err)) return -1;
+  }
+  return 0;
+}
