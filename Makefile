@@ -29,7 +29,7 @@ demo: $(BUILD)/syno
 	@bash scripts/demo.sh $(BUILD)/syno
 
 bench: $(BUILD)/syno
-	@echo "no benchmarks yet"
+	@bash scripts/bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
