@@ -29,6 +29,7 @@ demo: $(BUILD)/syno
 	@bash scripts/demo.sh $(BUILD)/syno
 
 bench: $(BUILD)/syno
+	@bash scripts/deps.sh bench
 	@bash scripts/bench.sh $(BUILD)
 
 clean:
