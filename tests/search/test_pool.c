@@ -1,0 +1,112 @@
+/* The worker pool: output collection, exit statuses, signals, timeouts. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <string.h>
+
+#include "syno/pool.h"
+
+static syno_job_t *run_one(syno_pool_t *p, const char *script) {
+  char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+  syno_error_t err;
+  assert_int_equal(syno_pool_start(p, 7, argv, &err), 0);
+  syno_job_t *j = NULL;
+  assert_int_equal(syno_pool_wait(p, 20.0, &j, &err), 1);
+  assert_non_null(j);
+  assert_int_equal(j->tag, 7);
+  return j;
+}
+
+static void test_output_and_status(void **state) {
+  (void)state;
+  syno_pool_t *p;
+  syno_error_t err;
+  assert_int_equal(syno_pool_new(1, 10.0, &p, &err), 0);
+  syno_job_t *j = run_one(p, "i=0; while [ $i -lt 3000 ]; do echo line$i; i=$((i+1)); done; echo oops >&2; exit 3");
+  assert_int_equal(j->end, SYNO_JOB_EXITED);
+  assert_int_equal(j->exit_code, 3);
+  assert_non_null(strstr(j->out, "line0\nline1\n"));
+  assert_non_null(strstr(j->out, "line2999\n"));
+  char d[256];
+  syno_pool_job_describe(j, 10.0, d, sizeof d);
+  assert_string_equal(d, "worker exit status 3: oops");
+  syno_pool_job_free(j);
+  syno_pool_free(p);
+}
+
+static void test_signal(void **state) {
+  (void)state;
+  syno_pool_t *p;
+  syno_error_t err;
+  assert_int_equal(syno_pool_new(1, 10.0, &p, &err), 0);
+  syno_job_t *j = run_one(p, "echo partial; kill -SEGV $$");
+  assert_int_equal(j->end, SYNO_JOB_SIGNALED);
+  assert_int_equal(j->term_signal, SIGSEGV);
+  assert_string_equal(j->out, "partial\n");
+  syno_pool_job_free(j);
+  syno_pool_free(p);
+}
+
+static void test_timeout(void **state) {
+  (void)state;
+  syno_pool_t *p;
+  syno_error_t err;
+  assert_int_equal(syno_pool_new(1, 0.3, &p, &err), 0);
+  syno_job_t *j = run_one(p, "sleep 30");
+  assert_int_equal(j->end, SYNO_JOB_TIMEOUT);
+  assert_true(j->finished - j->started < 10.0);
+  char d[256];
+  syno_pool_job_describe(j, 0.3, d, sizeof d);
+  assert_non_null(strstr(d, "timeout"));
+  syno_pool_job_free(j);
+  syno_pool_free(p);
+}
+
+static void test_parallel_and_full(void **state) {
+  (void)state;
+  syno_pool_t *p;
+  syno_error_t err;
+  assert_int_equal(syno_pool_new(2, 10.0, &p, &err), 0);
+  char *slow[] = {"/bin/sh", "-c", "sleep 0.4; echo slow", NULL};
+  char *fast[] = {"/bin/sh", "-c", "echo fast", NULL};
+  assert_int_equal(syno_pool_start(p, 1, slow, &err), 0);
+  assert_int_equal(syno_pool_start(p, 2, fast, &err), 0);
+  assert_int_equal(syno_pool_free_slots(p), 0);
+  assert_int_not_equal(syno_pool_start(p, 3, fast, &err), 0);
+  assert_non_null(strstr(err.msg, "busy"));
+  syno_job_t *j;
+  assert_int_equal(syno_pool_wait(p, 20.0, &j, &err), 1);
+  assert_int_equal(j->tag, 2);
+  syno_pool_job_free(j);
+  /* A short wait returns 0 while the slow job runs. */
+  assert_int_equal(syno_pool_wait(p, 0.01, &j, &err), 0);
+  assert_int_equal(syno_pool_wait(p, 20.0, &j, &err), 1);
+  assert_int_equal(j->tag, 1);
+  assert_string_equal(j->out, "slow\n");
+  syno_pool_job_free(j);
+  assert_int_equal(syno_pool_running(p), 0);
+  /* Missing program: exit 127 with the reason on stderr. */
+  char *missing[] = {"/nonexistent/syno-worker", NULL};
+  assert_int_equal(syno_pool_start(p, 4, missing, &err), 0);
+  assert_int_equal(syno_pool_wait(p, 20.0, &j, &err), 1);
+  assert_int_equal(j->exit_code, 127);
+  assert_non_null(strstr(j->err_tail, "cannot run /nonexistent/syno-worker"));
+  syno_pool_job_free(j);
+  /* Freeing a pool kills what still runs. */
+  assert_int_equal(syno_pool_start(p, 5, slow, &err), 0);
+  syno_pool_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_output_and_status),
+      cmocka_unit_test(test_signal),
+      cmocka_unit_test(test_timeout),
+      cmocka_unit_test(test_parallel_and_full),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
