@@ -1,0 +1,83 @@
+/* syno/store.h - the results database of an operator search (SQLite).
+ *
+ * One file per search. It holds the search's settings (meta key/value
+ * pairs) and one row per evaluated candidate, successes and failures, plus
+ * one baseline row: the backbone with its standard operator.
+ *
+ * Durability: the file is in WAL mode with synchronous=FULL, and every
+ * insert is one transaction, so a row is on disk when syno_db_insert
+ * returns; a search killed at any moment loses only evaluations that had
+ * not been inserted yet.
+ *
+ * Safety: syno_db_open never writes to a file it does not recognise. Before
+ * SQLite touches an existing file it checks the SQLite header, then (read
+ * only) the application id and schema version; a file that is not SQLite,
+ * belongs to another application, or has a newer schema is refused with a
+ * message naming the path and the reason.
+ *
+ * Meta keys written by `syno search`: "spec" (the search spec as JSON, read
+ * by syno_space_spec_from_json), "driver" (the search settings as JSON),
+ * "backbone", "dataset", "seed", "algorithm" ("mcts" or "random"),
+ * "started_at" (unix seconds).
+ *
+ * Ownership: the strings of a syno_db_cand_t are heap copies owned by the
+ * record; syno_db_cand_clear frees them. */
+#ifndef SYNO_STORE_H
+#define SYNO_STORE_H
+
+#include "syno/error.h"
+
+#define SYNO_DB_SCHEMA_VERSION 1
+
+typedef struct syno_db syno_db_t;
+
+typedef struct {
+  long id;               /* evaluation order (set by insert) */
+  int is_baseline;       /* the standard operator's own evaluation */
+  char *op_text;         /* the operator's one-line text form */
+  char *path;            /* the search path that reached it */
+  int status;            /* 0 ok, 1 failed */
+  char *reason;          /* why it failed */
+  double accuracy;       /* max test accuracy over the epochs */
+  double final_accuracy, train_loss;
+  double flops, params;  /* whole network, per image */
+  double flops_ratio;    /* vs the baseline network */
+  double train_seconds;
+  double latency_s;        /* whole network inference, this operator */
+  double base_latency_s;   /* the standard network, fastest implementation here */
+  char *base_impl;         /* which implementation that was */
+  double nnconv_latency_s; /* the standard network with syno's own conv layer */
+  double speedup, speedup_nnconv;
+  char *slots_json;        /* per-slot latencies and bindings */
+  double reward;
+  int worker;
+  double started_at, finished_at; /* unix seconds */
+} syno_db_cand_t;
+
+/* create = 1 makes the file if it does not exist. */
+int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *err);
+void syno_db_close(syno_db_t *db);
+
+/* syno_db_meta_get: 1 found (*value malloc'd), 0 missing, -1 error. */
+int syno_db_meta_set(syno_db_t *db, const char *key, const char *value, syno_error_t *err);
+int syno_db_meta_get(syno_db_t *db, const char *key, char **value, syno_error_t *err);
+
+/* Inserts one record in its own transaction; sets c->id. A second row with
+ * the same op_text (or a second baseline) is refused. */
+int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err);
+/* 1 found, 0 not, -1 error. Candidates only (not the baseline). */
+int syno_db_find(syno_db_t *db, const char *op_text, syno_db_cand_t *out, syno_error_t *err);
+int syno_db_baseline(syno_db_t *db, syno_db_cand_t *out, syno_error_t *err);
+/* Every row in id order, the baseline included. */
+int syno_db_list(syno_db_t *db, syno_db_cand_t **out, int *n, syno_error_t *err);
+void syno_db_list_free(syno_db_cand_t *list, int n);
+/* Candidate rows (the baseline excluded), or -1. */
+int syno_db_count(syno_db_t *db);
+void syno_db_cand_clear(syno_db_cand_t *c);
+
+/* One-line JSON of a record (malloc'd; NULL when out of memory), and back.
+ * Missing fields read as 0 / NULL; anything but a JSON object is an error. */
+char *syno_db_cand_to_json(const syno_db_cand_t *c);
+int syno_db_cand_from_json(const char *json, syno_db_cand_t *c, syno_error_t *err);
+
+#endif

@@ -1,0 +1,366 @@
+/* The results database: SQLite in WAL mode. See syno/store.h.
+ *
+ * The record's columns are described once, in `fields`; the schema, the
+ * insert, the select and the JSON conversions are all driven by it. */
+#include "syno/store.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SYNO_DB_APPLICATION_ID 0x53594E4F /* "SYNO" */
+
+struct syno_db {
+  sqlite3 *h;
+  char path[1024];
+};
+
+typedef enum { F_INT, F_LONG, F_REAL, F_TEXT } ftype_t;
+typedef struct {
+  const char *name;
+  ftype_t type;
+  size_t off;
+} field_t;
+
+#define FLD(name, type) {#name, type, offsetof(syno_db_cand_t, name)}
+static const field_t fields[] = {
+    FLD(id, F_LONG),          FLD(is_baseline, F_INT),       FLD(op_text, F_TEXT),
+    FLD(path, F_TEXT),        FLD(status, F_INT),            FLD(reason, F_TEXT),
+    FLD(accuracy, F_REAL),    FLD(final_accuracy, F_REAL),   FLD(train_loss, F_REAL),
+    FLD(flops, F_REAL),       FLD(params, F_REAL),           FLD(flops_ratio, F_REAL),
+    FLD(train_seconds, F_REAL), FLD(latency_s, F_REAL),      FLD(base_latency_s, F_REAL),
+    FLD(base_impl, F_TEXT),   FLD(nnconv_latency_s, F_REAL), FLD(speedup, F_REAL),
+    FLD(speedup_nnconv, F_REAL), FLD(slots_json, F_TEXT),    FLD(reward, F_REAL),
+    FLD(worker, F_INT),       FLD(started_at, F_REAL),       FLD(finished_at, F_REAL),
+};
+#undef FLD
+#define NFIELDS ((int)(sizeof fields / sizeof *fields))
+
+#define AT(c, f, T) ((T *)((char *)(c) + (f)->off))
+
+static int db_error(syno_db_t *db, syno_error_t *err, const char *what) {
+  return syno_error_set(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+}
+
+static int exec_sql(syno_db_t *db, const char *sql, syno_error_t *err) {
+  char *msg = NULL;
+  if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    syno_error_set(err, "%s: %s", db->path, msg ? msg : "SQL error");
+    sqlite3_free(msg);
+    return -1;
+  }
+  return 0;
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Checks an existing file's header without letting SQLite write to it.
+ * Returns 1 for an empty file (a database not yet written), 0 when it is
+ * ours, -1 (err set) otherwise. */
+static int check_header(const char *path, syno_error_t *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return syno_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+  unsigned char h[100];
+  size_t n = fread(h, 1, sizeof h, f);
+  fclose(f);
+  if (n == 0) return 1;
+  if (n < sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
+    return syno_error_set(err, "%s is not a syno results database (not an SQLite file); refusing to touch it", path);
+  if (be32(h + 68) != SYNO_DB_APPLICATION_ID)
+    return syno_error_set(err, "%s is an SQLite database of another application (application id 0x%08x); refusing to touch it",
+                          path, be32(h + 68));
+  uint32_t v = be32(h + 60);
+  if (v > SYNO_DB_SCHEMA_VERSION)
+    return syno_error_set(err, "%s has schema version %u, newer than this syno's %d; refusing to touch it", path, v,
+                          SYNO_DB_SCHEMA_VERSION);
+  if (v < 1) return syno_error_set(err, "%s has no syno schema (version 0); refusing to touch it", path);
+  return 0;
+}
+
+static int create_schema(syno_db_t *db, syno_error_t *err) {
+  char sql[4096];
+  int n = snprintf(sql, sizeof sql,
+                   "BEGIN;"
+                   "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                   "CREATE TABLE candidates(id INTEGER PRIMARY KEY AUTOINCREMENT");
+  for (int i = 1; i < NFIELDS; i++)
+    n += snprintf(sql + n, sizeof sql - (size_t)n, ", %s %s", fields[i].name,
+                  fields[i].type == F_TEXT ? "TEXT" : fields[i].type == F_REAL ? "REAL" : "INTEGER");
+  snprintf(sql + n, sizeof sql - (size_t)n,
+           ");"
+           "CREATE UNIQUE INDEX candidates_op ON candidates(is_baseline, op_text);"
+           "PRAGMA application_id = %d;"
+           "PRAGMA user_version = %d;"
+           "COMMIT;",
+           SYNO_DB_APPLICATION_ID, SYNO_DB_SCHEMA_VERSION);
+  if (exec_sql(db, sql, err)) return -1;
+  /* Put the header (application id, version) into the main file at once, so
+   * a search killed now still leaves a file that is recognisably ours. */
+  return exec_sql(db, "PRAGMA wal_checkpoint(TRUNCATE);", err);
+}
+
+int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *err) {
+  *out = NULL;
+  struct stat st;
+  int fresh = 0;
+  if (stat(path, &st) != 0) {
+    if (!create) return syno_error_set(err, "%s: no such results database", path);
+    fresh = 1;
+  } else {
+    if (!S_ISREG(st.st_mode)) return syno_error_set(err, "%s is not a regular file", path);
+    int r = check_header(path, err);
+    if (r < 0) return -1;
+    if (r == 1) {
+      if (!create) return syno_error_set(err, "%s is empty, not a syno results database", path);
+      fresh = 1;
+    }
+  }
+  syno_db_t *db = calloc(1, sizeof *db);
+  if (!db) return syno_error_set(err, "out of memory");
+  snprintf(db->path, sizeof db->path, "%s", path);
+  if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | (fresh ? SQLITE_OPEN_CREATE : 0), NULL) != SQLITE_OK) {
+    db_error(db, err, "cannot open");
+    syno_db_close(db);
+    return -1;
+  }
+  sqlite3_busy_timeout(db->h, 10000);
+  if (exec_sql(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err) || (fresh && create_schema(db, err))) {
+    syno_db_close(db);
+    return -1;
+  }
+  /* The tables must be there too (a syno file of a newer layout would have
+   * failed the version check above). */
+  sqlite3_stmt *q;
+  int tables = 0;
+  if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','candidates')",
+                         -1, &q, NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW)
+    tables = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  if (tables != 2) {
+    syno_error_set(err, "%s lacks the syno tables; refusing to use it", path);
+    syno_db_close(db);
+    return -1;
+  }
+  *out = db;
+  return 0;
+}
+
+void syno_db_close(syno_db_t *db) {
+  if (!db) return;
+  sqlite3_close(db->h);
+  free(db);
+}
+
+int syno_db_meta_set(syno_db_t *db, const char *key, const char *value, syno_error_t *err) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(db->h, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", -1, &q, NULL) != SQLITE_OK)
+    return db_error(db, err, "meta");
+  sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(q, 2, value ? value : "", -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "writing meta");
+  sqlite3_finalize(q);
+  return rc;
+}
+
+int syno_db_meta_get(syno_db_t *db, const char *key, char **value, syno_error_t *err) {
+  sqlite3_stmt *q;
+  *value = NULL;
+  if (sqlite3_prepare_v2(db->h, "SELECT value FROM meta WHERE key = ?", -1, &q, NULL) != SQLITE_OK)
+    return db_error(db, err, "meta");
+  sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+  int r = sqlite3_step(q), rc = 0;
+  if (r == SQLITE_ROW) {
+    const char *v = (const char *)sqlite3_column_text(q, 0);
+    *value = strdup(v ? v : "");
+    rc = 1;
+  } else if (r != SQLITE_DONE)
+    rc = db_error(db, err, "reading meta");
+  sqlite3_finalize(q);
+  return rc;
+}
+
+int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err) {
+  char sql[2048];
+  int n = snprintf(sql, sizeof sql, "INSERT INTO candidates(");
+  for (int i = 1; i < NFIELDS; i++) n += snprintf(sql + n, sizeof sql - (size_t)n, "%s%s", i > 1 ? ", " : "", fields[i].name);
+  n += snprintf(sql + n, sizeof sql - (size_t)n, ") VALUES(");
+  for (int i = 1; i < NFIELDS; i++) n += snprintf(sql + n, sizeof sql - (size_t)n, "%s?", i > 1 ? ", " : "");
+  snprintf(sql + n, sizeof sql - (size_t)n, ")");
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(db->h, sql, -1, &q, NULL) != SQLITE_OK) return db_error(db, err, "insert");
+  for (int i = 1; i < NFIELDS; i++) {
+    const field_t *f = &fields[i];
+    switch (f->type) {
+    case F_INT: sqlite3_bind_int(q, i, *AT(c, f, int)); break;
+    case F_LONG: sqlite3_bind_int64(q, i, *AT(c, f, long)); break;
+    case F_REAL: sqlite3_bind_double(q, i, *AT(c, f, double)); break;
+    case F_TEXT: {
+      const char *s = *AT(c, f, char *);
+      if (s) sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+      else if (!strcmp(f->name, "op_text")) sqlite3_bind_text(q, i, "", -1, SQLITE_STATIC);
+      else sqlite3_bind_null(q, i);
+    } break;
+    }
+  }
+  int r = sqlite3_step(q), rc = 0;
+  if (r == SQLITE_CONSTRAINT)
+    rc = syno_error_set(err, "%s: %s is already recorded", db->path, c->is_baseline ? "the baseline" : c->op_text);
+  else if (r != SQLITE_DONE)
+    rc = db_error(db, err, "inserting a candidate");
+  else
+    c->id = (long)sqlite3_last_insert_rowid(db->h);
+  sqlite3_finalize(q);
+  return rc;
+}
+
+void syno_db_cand_clear(syno_db_cand_t *c) {
+  if (!c) return;
+  for (int i = 0; i < NFIELDS; i++)
+    if (fields[i].type == F_TEXT) free(*AT(c, &fields[i], char *));
+  memset(c, 0, sizeof *c);
+}
+
+static void read_row(sqlite3_stmt *q, syno_db_cand_t *c) {
+  memset(c, 0, sizeof *c);
+  for (int i = 0; i < NFIELDS; i++) {
+    const field_t *f = &fields[i];
+    switch (f->type) {
+    case F_INT: *AT(c, f, int) = sqlite3_column_int(q, i); break;
+    case F_LONG: *AT(c, f, long) = (long)sqlite3_column_int64(q, i); break;
+    case F_REAL: *AT(c, f, double) = sqlite3_column_double(q, i); break;
+    case F_TEXT: {
+      const char *s = (const char *)sqlite3_column_text(q, i);
+      *AT(c, f, char *) = s ? strdup(s) : NULL;
+    } break;
+    }
+  }
+}
+
+/* Runs "SELECT <fields> FROM candidates <where>" with one optional text
+ * parameter; calls back per row into a growing array. */
+static int select_rows(syno_db_t *db, const char *where, const char *param, syno_db_cand_t **out, int *n,
+                       syno_error_t *err) {
+  char sql[2048];
+  int len = snprintf(sql, sizeof sql, "SELECT ");
+  for (int i = 0; i < NFIELDS; i++) len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%s", i ? ", " : "", fields[i].name);
+  snprintf(sql + len, sizeof sql - (size_t)len, " FROM candidates %s", where);
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(db->h, sql, -1, &q, NULL) != SQLITE_OK) return db_error(db, err, "select");
+  if (param) sqlite3_bind_text(q, 1, param, -1, SQLITE_TRANSIENT);
+  int cap = 0, r;
+  *out = NULL;
+  *n = 0;
+  while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 16;
+      syno_db_cand_t *g = realloc(*out, (size_t)cap * sizeof *g);
+      if (!g) {
+        sqlite3_finalize(q);
+        syno_db_list_free(*out, *n);
+        *out = NULL, *n = 0;
+        return syno_error_set(err, "out of memory");
+      }
+      *out = g;
+    }
+    read_row(q, &(*out)[(*n)++]);
+  }
+  sqlite3_finalize(q);
+  if (r != SQLITE_DONE) {
+    syno_db_list_free(*out, *n);
+    *out = NULL, *n = 0;
+    return db_error(db, err, "reading candidates");
+  }
+  return 0;
+}
+
+static int select_one(syno_db_t *db, const char *where, const char *param, syno_db_cand_t *out, syno_error_t *err) {
+  syno_db_cand_t *rows;
+  int n;
+  if (select_rows(db, where, param, &rows, &n, err)) return -1;
+  if (n > 0) {
+    *out = rows[0];
+    memset(&rows[0], 0, sizeof rows[0]);
+  }
+  syno_db_list_free(rows, n);
+  return n > 0;
+}
+
+int syno_db_find(syno_db_t *db, const char *op_text, syno_db_cand_t *out, syno_error_t *err) {
+  return select_one(db, "WHERE is_baseline = 0 AND op_text = ?", op_text, out, err);
+}
+
+int syno_db_baseline(syno_db_t *db, syno_db_cand_t *out, syno_error_t *err) {
+  return select_one(db, "WHERE is_baseline = 1 ORDER BY id LIMIT 1", NULL, out, err);
+}
+
+int syno_db_list(syno_db_t *db, syno_db_cand_t **out, int *n, syno_error_t *err) {
+  return select_rows(db, "ORDER BY id", NULL, out, n, err);
+}
+
+void syno_db_list_free(syno_db_cand_t *list, int n) {
+  for (int i = 0; i < n; i++) syno_db_cand_clear(&list[i]);
+  free(list);
+}
+
+int syno_db_count(syno_db_t *db) {
+  sqlite3_stmt *q;
+  int n = -1;
+  if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM candidates WHERE is_baseline = 0", -1, &q, NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW)
+    n = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  return n;
+}
+
+char *syno_db_cand_to_json(const syno_db_cand_t *c) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  for (int i = 0; i < NFIELDS; i++) {
+    const field_t *f = &fields[i];
+    switch (f->type) {
+    case F_INT: cJSON_AddNumberToObject(o, f->name, *AT(c, f, const int)); break;
+    case F_LONG: cJSON_AddNumberToObject(o, f->name, (double)*AT(c, f, const long)); break;
+    case F_REAL: cJSON_AddNumberToObject(o, f->name, *AT(c, f, const double)); break;
+    case F_TEXT: {
+      const char *s = *AT(c, f, char *const);
+      if (s) cJSON_AddStringToObject(o, f->name, s);
+      else cJSON_AddNullToObject(o, f->name);
+    } break;
+    }
+  }
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return s;
+}
+
+int syno_db_cand_from_json(const char *json, syno_db_cand_t *c, syno_error_t *err) {
+  memset(c, 0, sizeof *c);
+  cJSON *o = cJSON_Parse(json);
+  if (!cJSON_IsObject(o)) {
+    cJSON_Delete(o);
+    return syno_error_set(err, "a candidate record must be a JSON object");
+  }
+  for (int i = 0; i < NFIELDS; i++) {
+    const field_t *f = &fields[i];
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, f->name);
+    if (!x) continue;
+    if (f->type == F_TEXT) {
+      if (cJSON_IsString(x)) *AT(c, f, char *) = strdup(x->valuestring);
+    } else if (cJSON_IsNumber(x)) {
+      if (f->type == F_INT) *AT(c, f, int) = (int)x->valuedouble;
+      else if (f->type == F_LONG) *AT(c, f, long) = (long)x->valuedouble;
+      else *AT(c, f, double) = x->valuedouble;
+    }
+  }
+  cJSON_Delete(o);
+  return 0;
+}

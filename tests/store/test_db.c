@@ -1,0 +1,207 @@
+/* The results database: records, meta, durability across SIGKILL, and
+ * refusal of files that are not ours (left byte-identical). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "syno/store.h"
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/syno-test-db-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd);
+}
+
+static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+static syno_db_cand_t make(const char *text, int failed, double acc) {
+  syno_db_cand_t c;
+  memset(&c, 0, sizeof c);
+  c.op_text = strdup(text);
+  c.path = strdup("reduce(C_in) ; contract{C_out}");
+  c.status = failed;
+  c.reason = failed ? strdup("loss is NaN at step 12") : NULL;
+  c.accuracy = acc;
+  c.speedup = 1.5;
+  c.slots_json = strdup("[{\"c_in\":16}]");
+  c.finished_at = 1234.5;
+  return c;
+}
+
+static void test_roundtrip(void **state) {
+  (void)state;
+  char p[300];
+  path_in(p, sizeof p, "a.db");
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_not_equal(syno_db_open(p, 0, &db, &err), 0);
+  assert_non_null(strstr(err.msg, "no such results database"));
+  assert_int_equal(syno_db_open(p, 1, &db, &err), 0);
+  assert_int_equal(syno_db_meta_set(db, "seed", "7", &err), 0);
+  assert_int_equal(syno_db_meta_set(db, "seed", "8", &err), 0);
+  syno_db_cand_t base = make("(standard operator)", 0, 0.9);
+  base.is_baseline = 1;
+  assert_int_equal(syno_db_insert(db, &base, &err), 0);
+  syno_db_cand_t a = make("op-a", 0, 0.8), b = make("op-b", 1, 0);
+  assert_int_equal(syno_db_insert(db, &a, &err), 0);
+  assert_int_equal(syno_db_insert(db, &b, &err), 0);
+  assert_true(b.id > a.id && a.id > base.id);
+  syno_db_cand_t dup = make("op-a", 0, 0.1);
+  assert_int_not_equal(syno_db_insert(db, &dup, &err), 0);
+  assert_non_null(strstr(err.msg, "op-a is already recorded"));
+  syno_db_cand_clear(&dup);
+  assert_int_equal(syno_db_count(db), 2);
+  syno_db_close(db);
+
+  assert_int_equal(syno_db_open(p, 0, &db, &err), 0);
+  char *v;
+  assert_int_equal(syno_db_meta_get(db, "seed", &v, &err), 1);
+  assert_string_equal(v, "8");
+  free(v);
+  assert_int_equal(syno_db_meta_get(db, "nope", &v, &err), 0);
+  syno_db_cand_t f;
+  assert_int_equal(syno_db_find(db, "op-b", &f, &err), 1);
+  assert_int_equal(f.status, 1);
+  assert_string_equal(f.reason, "loss is NaN at step 12");
+  assert_string_equal(f.path, b.path);
+  syno_db_cand_clear(&f);
+  assert_int_equal(syno_db_find(db, "op-c", &f, &err), 0);
+  assert_int_equal(syno_db_find(db, "(standard operator)", &f, &err), 0); /* the baseline is not a candidate */
+  assert_int_equal(syno_db_baseline(db, &f, &err), 1);
+  assert_true(f.accuracy == 0.9);
+  syno_db_cand_clear(&f);
+  syno_db_cand_t *list;
+  int n;
+  assert_int_equal(syno_db_list(db, &list, &n, &err), 0);
+  assert_int_equal(n, 3);
+  assert_int_equal(list[0].is_baseline, 1);
+  assert_string_equal(list[1].op_text, "op-a");
+  assert_true(list[1].speedup == 1.5 && list[1].finished_at == 1234.5);
+  assert_null(list[1].reason);
+  /* JSON both ways keeps every field. */
+  char *j = syno_db_cand_to_json(&list[2]);
+  syno_db_cand_t back;
+  assert_int_equal(syno_db_cand_from_json(j, &back, &err), 0);
+  char *j2 = syno_db_cand_to_json(&back);
+  assert_string_equal(j, j2);
+  free(j), free(j2);
+  syno_db_cand_clear(&back);
+  assert_int_not_equal(syno_db_cand_from_json("[1,2]", &back, &err), 0);
+  syno_db_list_free(list, n);
+  syno_db_close(db);
+  syno_db_cand_clear(&base), syno_db_cand_clear(&a), syno_db_cand_clear(&b);
+}
+
+/* A row is durable when insert returns, even if the process dies at once. */
+static void test_sigkill(void **state) {
+  (void)state;
+  char p[300];
+  path_in(p, sizeof p, "k.db");
+  pid_t pid = fork();
+  if (pid == 0) {
+    syno_db_t *db;
+    syno_error_t err;
+    if (syno_db_open(p, 1, &db, &err)) _exit(3);
+    for (int i = 0; i < 5; i++) {
+      char t[32];
+      snprintf(t, sizeof t, "op-%d", i);
+      syno_db_cand_t c = make(t, 0, 0.5);
+      if (syno_db_insert(db, &c, &err)) _exit(4);
+    }
+    kill(getpid(), SIGKILL);
+    _exit(5);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFSIGNALED(st));
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_equal(syno_db_open(p, 0, &db, &err), 0);
+  assert_int_equal(syno_db_count(db), 5);
+  syno_db_cand_t f;
+  assert_int_equal(syno_db_find(db, "op-4", &f, &err), 1);
+  syno_db_cand_clear(&f);
+  syno_db_close(db);
+}
+
+static char *slurp(const char *p, size_t *n) {
+  FILE *f = fopen(p, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc(*n + 1);
+  assert_int_equal(fread(b, 1, *n, f), *n);
+  fclose(f);
+  return b;
+}
+
+static void expect_refused(const char *p, const char *why) {
+  size_t n0, n1;
+  char *before = slurp(p, &n0);
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_not_equal(syno_db_open(p, 1, &db, &err), 0);
+  assert_non_null(strstr(err.msg, p));
+  assert_non_null(strstr(err.msg, why));
+  char *after = slurp(p, &n1);
+  assert_int_equal(n0, n1);
+  assert_memory_equal(before, after, n0);
+  free(before), free(after);
+}
+
+static void make_sqlite(const char *p, const char *sql) {
+  sqlite3 *h;
+  assert_int_equal(sqlite3_open(p, &h), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(h);
+}
+
+static void test_refusals(void **state) {
+  (void)state;
+  char p[300];
+  path_in(p, sizeof p, "junk.db");
+  FILE *f = fopen(p, "wb");
+  for (int i = 0; i < 3000; i++) fputc((i * 7919) & 0xff, f);
+  fclose(f);
+  expect_refused(p, "not an SQLite file");
+
+  path_in(p, sizeof p, "foreign.db");
+  make_sqlite(p, "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
+  expect_refused(p, "another application");
+
+  path_in(p, sizeof p, "newer.db");
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_equal(syno_db_open(p, 1, &db, &err), 0);
+  syno_db_close(db);
+  make_sqlite(p, "PRAGMA user_version = 99;");
+  expect_refused(p, "newer");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_roundtrip),
+      cmocka_unit_test(test_sigkill),
+      cmocka_unit_test(test_refusals),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
