@@ -1,0 +1,440 @@
+/* MCTS and random search over the operator space. See syno/search.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "syno/search.h"
+#include "syno/train.h"
+
+/* ------------------------------------------------------------ hash map uint64 -> int */
+
+typedef struct {
+  uint64_t *keys; /* 0 = empty; stored keys are key + 1 */
+  int *vals;
+  size_t cap, n;
+} map_t;
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+static int map_find(const map_t *m, uint64_t key) {
+  if (!m->cap) return -1;
+  for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == 0) return -1;
+    if (m->keys[i] == key + 1) return m->vals[i];
+  }
+}
+
+static int map_put(map_t *m, uint64_t key, int val) {
+  if (2 * (m->n + 1) > m->cap) {
+    map_t g = {0};
+    g.cap = m->cap ? 2 * m->cap : 1024;
+    g.keys = calloc(g.cap, sizeof *g.keys);
+    g.vals = calloc(g.cap, sizeof *g.vals);
+    if (!g.keys || !g.vals) {
+      free(g.keys), free(g.vals);
+      return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->keys[i]) map_put(&g, m->keys[i] - 1, m->vals[i]);
+    free(m->keys), free(m->vals);
+    *m = g;
+  }
+  size_t i = mix(key) & (m->cap - 1);
+  while (m->keys[i] && m->keys[i] != key + 1) i = (i + 1) & (m->cap - 1);
+  if (!m->keys[i]) m->n++;
+  m->keys[i] = key + 1;
+  m->vals[i] = val;
+  return 0;
+}
+
+static void map_free(map_t *m) {
+  free(m->keys), free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* ------------------------------------------------------------ statistics */
+
+typedef struct {
+  double n, sum, sumsq;
+  int vl;        /* outstanding proposals through here */
+  int dead;      /* no operator left to propose below */
+  int n_order, cap_order;
+  int *order;    /* revealed children (indices into the node's steps) */
+} stat_t;
+
+struct syno_search {
+  syno_space_t *space;
+  syno_search_opts_t o;
+  syno_rng_t rng;
+  map_t index;      /* tree key -> stats */
+  stat_t *stats;
+  int n_stats, cap_stats;
+  map_t grave_index; /* step key -> grave stats */
+  stat_t *grave;
+  int n_grave, cap_grave;
+  map_t proposed;   /* hash of operator text -> 1 */
+  map_t rdead;      /* node -> 1: no unproposed operator below */
+  syno_search_stats_t st;
+  syno_operator_t op;
+};
+
+static uint64_t final_key(uint32_t node, uint32_t final) { return 1ULL << 63 | (uint64_t)node << 24 | final; }
+
+static uint64_t step_key(const syno_step_t *s) {
+  return (uint64_t)s->kind << 56 | (uint64_t)s->prim << 48 | (s->kind == SYNO_STEP_BEGIN ? 0 : s->prim_id);
+}
+
+static stat_t *stat_get(syno_search_t *s, map_t *idx, stat_t **arr, int *n, int *cap, uint64_t key) {
+  int i = map_find(idx, key);
+  if (i >= 0) return &(*arr)[i];
+  if (*n == *cap) {
+    int c = *cap ? 2 * *cap : 1024;
+    stat_t *g = realloc(*arr, (size_t)c * sizeof *g);
+    if (!g) return NULL;
+    *arr = g, *cap = c;
+  }
+  memset(&(*arr)[*n], 0, sizeof **arr);
+  if (map_put(idx, key, *n)) return NULL;
+  (void)s;
+  return &(*arr)[(*n)++];
+}
+
+static stat_t *tree_stat(syno_search_t *s, uint64_t key) {
+  stat_t *t = stat_get(s, &s->index, &s->stats, &s->n_stats, &s->cap_stats, key);
+  s->st.tree_nodes = s->n_stats;
+  return t;
+}
+static stat_t *tree_peek(syno_search_t *s, uint64_t key) {
+  int i = map_find(&s->index, key);
+  return i >= 0 ? &s->stats[i] : NULL;
+}
+
+static double mean_of(const stat_t *t) { return t && t->n > 0 ? t->sum / t->n : 0; }
+static double var_of(const stat_t *t) {
+  if (!t || t->n <= 0) return 0;
+  double m = t->sum / t->n, v = t->sumsq / t->n - m * m;
+  return v > 0 ? v : 0;
+}
+/* A RAVE value: mean + std - 1/n (0 statistics count as unknown: 0). */
+static double rave_value(const stat_t *t) {
+  if (!t || t->n <= 0) return 0;
+  return mean_of(t) + sqrt(var_of(t)) - 1.0 / t->n;
+}
+
+/* ------------------------------------------------------------ operators */
+
+static uint64_t text_hash(const char *t) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *t; t++) h = (h ^ (unsigned char)*t) * 1099511628211ULL;
+  return h;
+}
+
+/* Builds finalization (node, final) into c's text; 1 if it is new, 0 if it
+ * was proposed already, -1 on error. */
+static int final_text(syno_search_t *s, uint32_t node, uint32_t final, syno_candidate_t *c, syno_error_t *err) {
+  if (syno_node_final(s->space, node, final, &s->op, err)) return -1;
+  syno_operator_print(&s->op, c->text, sizeof c->text);
+  return map_find(&s->proposed, text_hash(c->text)) < 0;
+}
+
+static void path_add(syno_search_t *s, syno_candidate_t *c, const syno_step_t *st) {
+  if (c->n_steps < SYNO_SEARCH_MAX_PATH) c->steps[c->n_steps++] = step_key(st);
+  size_t len = strlen(c->path);
+  char buf[256];
+  syno_step_print(s->space, st, buf, sizeof buf);
+  if (st->kind == SYNO_STEP_FINALIZE) snprintf(buf, sizeof buf, "finalize #%u", st->target);
+  snprintf(c->path + len, sizeof c->path - len, "%s%s", len ? " ; " : "", buf);
+}
+
+static int is_rdead(syno_search_t *s, uint32_t node) { return map_find(&s->rdead, node) >= 0; }
+
+/* A random completion from `start` (whose path is already in c) to an
+ * operator not proposed yet: each live child weighted exp(-2 x its shape
+ * distance), as the space's own random walk. A node with no live child is
+ * marked dead and the walk backs up one step, at most max_backups times. Returns 1
+ * found, 0 none below start, -1 error. */
+static int rollout(syno_search_t *s, uint32_t start, int max_backups, syno_candidate_t *c, syno_error_t *err) {
+  uint32_t nodes[256];
+  syno_step_t taken[256];
+  int depth = 0;
+  nodes[0] = start;
+  for (int backups = 0; backups < max_backups;) {
+    uint32_t cur = nodes[depth];
+    if (is_rdead(s, start)) return 0;
+    const syno_step_t *steps;
+    int n = syno_node_children(s->space, cur, &steps, err);
+    if (n < 0) return -1;
+    double w[2048], total = 0;
+    int m = n < 2048 ? n : 2048;
+    for (int i = 0; i < m; i++) {
+      w[i] = 0;
+      if (steps[i].kind == SYNO_STEP_FINALIZE) {
+        if (map_find(&s->proposed, final_key(cur, steps[i].target)) < 0) w[i] = 1;
+      } else if (!is_rdead(s, steps[i].target)) {
+        w[i] = exp(-2.0 * syno_node_distance(s->space, steps[i].target));
+      }
+      total += w[i];
+    }
+    if (total <= 0 || depth == 255) {
+      map_put(&s->rdead, cur, 1);
+      if (depth == 0) return 0;
+      depth--;
+      backups++;
+      continue;
+    }
+    double r = syno_nn_rng_uniform(&s->rng) * total;
+    int pick = 0;
+    while (pick < m - 1 && (r -= w[pick]) > 0) pick++;
+    while (w[pick] <= 0) pick--; /* rounding at the end */
+    const syno_step_t *st = &steps[pick];
+    if (st->kind != SYNO_STEP_FINALIZE) {
+      taken[depth] = *st;
+      nodes[++depth] = st->target;
+      continue;
+    }
+    int fresh = final_text(s, cur, st->target, c, err);
+    if (fresh < 0) return -1;
+    map_put(&s->proposed, final_key(cur, st->target), 1); /* spent either way */
+    if (!fresh) {
+      s->st.repeats++;
+      continue;
+    }
+    for (int i = 0; i < depth; i++) path_add(s, c, &taken[i]);
+    path_add(s, c, st);
+    c->node = cur, c->final = st->target;
+    return 1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ MCTS */
+
+static double ucb(const syno_search_t *s, const stat_t *parent, const stat_t *child) {
+  if (!child || child->n <= 0) return 1e9 - (child ? child->vl : 0);
+  double np = parent->n + parent->vl, n = child->n;
+  double lg = log(np > 1 ? np : 1);
+  double v = var_of(child) + sqrt(2 * lg / n);
+  return mean_of(child) + s->o.exploration * sqrt(lg / n * (v < 0.25 ? v : 0.25)) - s->o.virtual_loss * child->vl;
+}
+
+static uint64_t child_key(uint32_t node, const syno_step_t *st) {
+  return st->kind == SYNO_STEP_FINALIZE ? final_key(node, st->target) : st->target;
+}
+
+/* Reveals children of `node` up to floor(T^b), best RAVE score first. */
+static int widen(syno_search_t *s, uint32_t node, stat_t *t, const syno_step_t *steps, int n, int at_least) {
+  double T = t->n + t->vl;
+  int allowed = (int)floor(pow(T > 1 ? T : 1, s->o.widening));
+  if (allowed < at_least) allowed = at_least;
+  while (t->n_order < allowed && t->n_order < n) {
+    int best = -1;
+    double best_score = -1e300;
+    for (int i = 0; i < n; i++) {
+      int taken = 0;
+      for (int k = 0; k < t->n_order && !taken; k++) taken = t->order[k] == i;
+      if (taken) continue;
+      stat_t *c = tree_peek(s, child_key(node, &steps[i]));
+      if (c && c->dead) continue;
+      if (steps[i].kind != SYNO_STEP_FINALIZE && is_rdead(s, steps[i].target)) continue;
+      double score = syno_nn_rng_uniform(&s->rng) * 0.3;
+      if (s->o.rave) {
+        int gi = map_find(&s->grave_index, step_key(&steps[i]));
+        const stat_t *g = gi >= 0 ? &s->grave[gi] : NULL;
+        double nl = c ? c->n : 0, beta = s->o.rave_c / (s->o.rave_c + nl);
+        score += ((1 - beta) * rave_value(c) + beta * rave_value(g)) * 0.7;
+      }
+      if (score > best_score) best_score = score, best = i;
+    }
+    if (best < 0) break;
+    if (t->n_order == t->cap_order) {
+      int cap = t->cap_order ? 2 * t->cap_order : 8;
+      int *g = realloc(t->order, (size_t)cap * sizeof *g);
+      if (!g) return -1;
+      t->order = g, t->cap_order = cap;
+    }
+    t->order[t->n_order++] = best;
+  }
+  return 0;
+}
+
+static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err) {
+  uint32_t root = syno_space_root(s->space);
+  /* Every failed descent marks something dead (a spent finalization, a
+   * node without live children, or a leaf whose simulation found nothing),
+   * so the loop ends; `attempts` bounds only descents that met repeats. */
+  for (int attempt = 0; attempt < s->o.attempts;) {
+    memset(c, 0, sizeof *c);
+    uint32_t cur = root;
+    stat_t *t = tree_stat(s, root);
+    if (!t) return syno_error_set(err, "out of memory for the search tree");
+    if (t->dead) return 1;
+    c->tree[c->n_tree++] = root;
+    for (;;) {
+      const syno_step_t *steps;
+      int n = syno_node_children(s->space, cur, &steps, err);
+      if (n < 0) return -1;
+      t = tree_stat(s, cur);
+      if (!t || widen(s, cur, t, steps, n, 1)) return syno_error_set(err, "out of memory for the search tree");
+    select:;
+      int best = -1;
+      double best_u = -1e300;
+      for (int k = 0; k < t->n_order; k++) {
+        const syno_step_t *st = &steps[t->order[k]];
+        stat_t *ch = tree_peek(s, child_key(cur, st));
+        if (ch && ch->dead) continue;
+        if (st->kind != SYNO_STEP_FINALIZE && is_rdead(s, st->target)) continue;
+        if (ch && ch->n > 30 && sqrt(var_of(ch)) <= 0.001 && t->n_order > 1) continue; /* settled */
+        double u = ucb(s, t, ch);
+        if (u > best_u) best_u = u, best = t->order[k];
+      }
+      if (best < 0) {
+        /* Nothing revealed is alive: reveal more next time, or this node is spent. */
+        int live = 0;
+        for (int i = 0; i < n && !live; i++) {
+          stat_t *ch = tree_peek(s, child_key(cur, &steps[i]));
+          live = !(ch && ch->dead) && !(steps[i].kind != SYNO_STEP_FINALIZE && is_rdead(s, steps[i].target));
+        }
+        if (live) { /* reveal one more child beyond the widening */
+          int before = t->n_order;
+          if (widen(s, cur, t, steps, n, t->n_order + 1)) return syno_error_set(err, "out of memory for the search tree");
+          if (t->n_order > before) goto select;
+        }
+        t->dead = 1;
+        map_put(&s->rdead, cur, 1);
+        break;
+      }
+      const syno_step_t *st = &steps[best];
+      path_add(s, c, st);
+      uint64_t key = child_key(cur, st);
+      stat_t *ch = tree_stat(s, key);
+      if (!ch) return syno_error_set(err, "out of memory for the search tree");
+      if (st->kind == SYNO_STEP_FINALIZE) {
+        int fresh = final_text(s, cur, st->target, c, err);
+        if (fresh < 0) return -1;
+        map_put(&s->proposed, key, 1);
+        ch->dead = 1; /* proposed once, never again */
+        if (!fresh) {
+          s->st.repeats++;
+          attempt++;
+          break;
+        }
+        c->node = cur, c->final = st->target;
+        return 0;
+      }
+      if (c->n_tree < SYNO_SEARCH_MAX_PATH) c->tree[c->n_tree++] = st->target;
+      if (ch->n <= 0 && ch->vl <= 0) { /* a new leaf: simulate from it */
+        int r = rollout(s, st->target, 4096, c, err);
+        if (r < 0) return -1;
+        if (r == 1) return 0;
+        ch->dead = 1;
+        break;
+      }
+      cur = st->target;
+    }
+  }
+  return 1;
+}
+
+/* ------------------------------------------------------------ public */
+
+void syno_search_opts_default(syno_search_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->algorithm = SYNO_SEARCH_MCTS;
+  o->seed = 1;
+  o->exploration = 4 * sqrt(2.0);
+  o->virtual_loss = 0.3;
+  o->widening = 0.8;
+  o->rave = 1;
+  o->rave_c = 3.0;
+  o->attempts = 200;
+}
+
+int syno_search_new(syno_space_t *space, const syno_search_opts_t *o, syno_search_t **out, syno_error_t *err) {
+  if (o->widening <= 0 || o->widening > 1) return syno_error_set(err, "progressive widening exponent %g out of (0, 1]", o->widening);
+  if (o->attempts < 1) return syno_error_set(err, "attempts must be at least 1");
+  syno_search_t *s = calloc(1, sizeof *s);
+  if (!s) return syno_error_set(err, "out of memory");
+  s->space = space;
+  s->o = *o;
+  syno_nn_rng_seed(&s->rng, o->seed, 0x5ea4c4);
+  *out = s;
+  return 0;
+}
+
+void syno_search_free(syno_search_t *s) {
+  if (!s) return;
+  for (int i = 0; i < s->n_stats; i++) free(s->stats[i].order);
+  free(s->stats);
+  free(s->grave);
+  map_free(&s->index), map_free(&s->grave_index), map_free(&s->proposed), map_free(&s->rdead);
+  free(s);
+}
+
+int syno_search_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err) {
+  int r;
+  if (s->o.algorithm == SYNO_SEARCH_RANDOM) {
+    memset(c, 0, sizeof *c);
+    r = 1;
+    for (int a = 0; a < s->o.attempts && r == 1; a++) {
+      memset(c, 0, sizeof *c);
+      int f = rollout(s, syno_space_root(s->space), 4096, c, err);
+      if (f < 0) return -1;
+      if (f == 1) r = 0;
+      else if (is_rdead(s, syno_space_root(s->space))) break;
+    }
+  } else {
+    r = mcts_propose(s, c, err);
+  }
+  if (r != 0) return r;
+  map_put(&s->proposed, text_hash(c->text), 1);
+  syno_node_final_cost(s->space, c->node, c->final, &c->flops, &c->params);
+  /* Virtual loss on the tree part of the path. */
+  for (int i = 0; i < c->n_tree; i++) {
+    stat_t *t = tree_stat(s, c->tree[i]);
+    if (t) t->vl++;
+  }
+  s->st.proposals++;
+  return 0;
+}
+
+int syno_search_tell(syno_search_t *s, const syno_candidate_t *c, double reward, syno_error_t *err) {
+  double r = reward < 0 ? 0 : reward;
+  for (int i = 0; i < c->n_tree; i++) {
+    stat_t *t = tree_stat(s, c->tree[i]);
+    if (!t) return syno_error_set(err, "out of memory for the search tree");
+    if (t->vl > 0) t->vl--;
+    t->n += 1, t->sum += r, t->sumsq += r * r;
+  }
+  stat_t *leaf = tree_stat(s, final_key(c->node, c->final));
+  if (leaf) leaf->n += 1, leaf->sum += r, leaf->sumsq += r * r, leaf->dead = 1;
+  if (s->o.rave)
+    for (int i = 0; i < c->n_steps; i++) {
+      stat_t *g = stat_get(s, &s->grave_index, &s->grave, &s->n_grave, &s->cap_grave, c->steps[i]);
+      if (!g) return syno_error_set(err, "out of memory for RAVE statistics");
+      g->n += 1, g->sum += r, g->sumsq += r * r;
+    }
+  s->st.told++;
+  return 0;
+}
+
+void syno_search_get_stats(const syno_search_t *s, syno_search_stats_t *st) { *st = s->st; }
+
+void syno_reward_default(syno_reward_cfg_t *r) {
+  r->lb = 0.4, r->ub = 0.7, r->power = 4, r->flops_weight = 0;
+}
+
+double syno_reward(const syno_reward_cfg_t *r, int ok, double accuracy, double flops_ratio) {
+  if (!ok) return -1;
+  double span = r->ub - r->lb;
+  double a = span > 0 ? ((accuracy > r->lb ? accuracy : r->lb) - r->lb) / span : 0;
+  double v = pow(a, r->power);
+  if (r->flops_weight > 0) v += r->flops_weight * (1 - flops_ratio);
+  return v;
+}
