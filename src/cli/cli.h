@@ -93,5 +93,6 @@ int syno_cmd_show(int argc, char **argv);
 int syno_cmd_sample(int argc, char **argv);
 int syno_cmd_space(int argc, char **argv);
 int syno_cmd_run(int argc, char **argv);
+int syno_cmd_train(int argc, char **argv);
 
 #endif

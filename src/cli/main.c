@@ -15,6 +15,7 @@ static const command_t commands[] = {
     {"run", syno_cmd_run, "run an operator through the reference interpreter on seeded data"},
     {"sample", syno_cmd_sample, "draw random operators from the search space"},
     {"space", syno_cmd_space, "count the search space per depth; find missed duplicates"},
+    {"train", syno_cmd_train, "train a backbone whose conv slots hold a (synthesized) operator"},
 };
 
 static void usage(FILE *f) {

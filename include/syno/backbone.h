@@ -1,0 +1,155 @@
+/*
+ * syno/backbone.h - operator slots, backbone networks and the training driver.
+ *
+ * A slot (the original Syno's Placeholder) is a layer that runs either the standard operator
+ * (a 3x3 conv2d, stride 1, padding 1, no bias) or a synthesized operator through the executor
+ * API (syno/exec.h). A synthesized operator is symbolic (syno_slotop_t: the variables and
+ * shapes of the conv2d search preset, [N, C_in, H, W] -> [N, C_out, H, W]); each slot records
+ * its own binding (C_in, C_out, H, W; the batch N is taken from the input) and compiles an
+ * executor for it, keeping one executor per batch size seen (the full batch and the last
+ * short one). The slot owns the operator's weights as syno_param_t, so SGD updates them;
+ * they start as N(0, std^2) with std^2 = (2 / F)^(1/w), where F is the operator's
+ * multiply-adds per output element (C_in*k*k for a convolution) and w its number of weights,
+ * i.e. He initialisation for one weight. Tensors are NCHW throughout.
+ *
+ * Ownership: a syno_slotop_t is created by syno_slotop_parse and freed by its owner; slots
+ * copy what they need (they do not keep a pointer to it). A backbone owns its layer tree.
+ */
+#ifndef SYNO_BACKBONE_H
+#define SYNO_BACKBONE_H
+
+#include <stdint.h>
+
+#include "syno/error.h"
+#include "syno/graph.h"
+#include "syno/nn.h"
+#include "syno/space.h"
+#include "syno/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- symbolic slot operators */
+
+typedef struct syno_slotop {
+    syno_space_spec_t spec; /* preset variables and shapes */
+    syno_graph_t *g;        /* owned */
+    syno_operator_t op;
+} syno_slotop_t;
+
+/* Parses an operator's text form against the conv2d preset's variables and shapes
+ * (N, C_in, C_out, H, W; k=3, s=2). Errors name the problem (parse error, shapes). */
+int syno_slotop_parse(const char *text, syno_slotop_t **out, syno_error_t *err);
+void syno_slotop_free(syno_slotop_t *op);
+
+/* ---------------------------------------------------------------- slots */
+
+typedef struct syno_slot_info {
+    int64_t c_in, c_out, h, w;
+    int64_t flops;  /* forward FLOPs per image (multiply-add = 2) */
+    int64_t params; /* weight scalars */
+} syno_slot_info_t;
+
+/* A conv slot for [N, c_in, h, w] -> [N, c_out, h, w]. op NULL: the standard 3x3 conv2d
+ * (weights drawn from rng exactly as syno_nn_conv2d_create draws them). Otherwise compiles
+ * op for the binding (checking that its shapes fit) and draws its weights from rng. Returns
+ * 0 and *out, or -1 with err naming the slot's binding and the problem. */
+int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w,
+                     syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
+/* 1 if l is a slot (then *info is filled when info is not NULL). */
+int syno_slot_info(const syno_layer_t *l, syno_slot_info_t *info);
+/* The message of a slot's last failed forward/backward ("" if none). */
+const char *syno_slot_error(const syno_layer_t *l);
+
+/* ---------------------------------------------------------------- backbones */
+
+#define SYNO_BACKBONE_MAX_SLOTS 64
+
+typedef struct syno_backbone_cfg {
+    const char *name;  /* "resnet" or "vgg" */
+    int64_t in_c, in_h, in_w;
+    int nclasses;
+    double width;      /* channel multiplier; 0 means 1 (ResNet widths 16/32/64/128) */
+    int depth;         /* blocks (ResNet) or convs (VGG) per stage; 0 means 2 */
+    const syno_slotop_t *op; /* NULL: standard conv in every slot */
+} syno_backbone_cfg_t;
+
+typedef struct syno_backbone {
+    syno_layer_t *net; /* owned; [N, in_c, in_h, in_w] -> logits [N, nclasses] */
+    int nslots;
+    syno_layer_t *slots[SYNO_BACKBONE_MAX_SLOTS]; /* borrowed from net */
+    int64_t flops;     /* forward FLOPs per image of conv, linear and slot layers */
+    int64_t params;
+} syno_backbone_t;
+
+/* Builds the network. resnet: 3x3 stem conv (standard), 4 stages of BasicBlocks whose 3x3
+ * convs are slots; a stage that halves the resolution starts with AvgPool2d(2) then a slot,
+ * its 1x1 shortcut conv (standard) also follows an AvgPool2d(2). A stage downsamples only
+ * while the side stays >= 2 (28x28: 28,14,7,3; 8x8: 8,4,2,2). vgg: 3 stages of depth x
+ * (slot, BN, ReLU) then MaxPool2d(2) (while the side is >= 2), widths 16/32/64 x width.
+ * Both end with global average pooling and a linear classifier. */
+int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb,
+                        syno_error_t *err);
+void syno_backbone_free(syno_backbone_t *bb);
+/* Writes one line per slot ("slot 3: C_in=16 C_out=32 H=14 W=14 flops=... params=...")
+ * into buf (truncated to n); returns the number of slots. */
+int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n);
+
+/* Median inference-forward seconds of net on a batch of `batch` random images of shape
+ * [c, h, w] over `repeats` runs (after one warm-up run). */
+int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w,
+                     int repeats, double *median_seconds, syno_error_t *err);
+
+/* ---------------------------------------------------------------- training driver */
+
+typedef struct syno_train_progress {
+    int epoch, epochs;
+    int64_t step, steps_per_epoch;
+    double loss;         /* mean train loss of the epoch so far */
+    double train_acc;    /* of the epoch so far */
+    double test_acc;     /* after the epoch; -1 while the epoch runs */
+    double images_per_s;
+} syno_train_progress_t;
+
+typedef struct syno_train_cfg {
+    const char *backbone;  /* resnet, vgg */
+    const char *dataset;   /* digits, fashion-mnist, or a path (a digits CSV or an IDX dir) */
+    int epochs;
+    int64_t batch;         /* 0: 128 */
+    double lr;             /* 0: 0.1 */
+    double momentum;       /* <0: 0; 0 means default 0.9 */
+    double weight_decay;   /* <0: 0; 0 means default 5e-4 */
+    int warmup_epochs;     /* warm-up in epochs (0: none) */
+    int64_t subset;        /* 0: all training images */
+    uint64_t seed;
+    double width;
+    int depth;
+    const char *op_text;   /* NULL: standard operator */
+    double time_limit;     /* seconds, 0 = none */
+    int quiet;
+    void (*progress)(const syno_train_progress_t *p, void *user); /* NULL: built-in printer */
+    void *user;
+} syno_train_cfg_t;
+
+typedef struct syno_train_result {
+    double final_test_acc, max_test_acc;
+    double final_train_loss;
+    int64_t flops, params;
+    double train_images_per_s;
+    double wall_seconds;
+    int epochs_done;
+    int failed;            /* 1 when training stopped early (NaN loss, time limit) */
+    char failure[128];     /* the reason, e.g. "loss is NaN at step 17" */
+} syno_train_result_t;
+
+/* Loads the data, builds the backbone, trains with SGD + cosine schedule, evaluates after
+ * every epoch. Returns 0 (also when training diverged or hit the time limit: then
+ * res->failed is set), or -1 with err on bad configuration or data. */
+int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYNO_BACKBONE_H */

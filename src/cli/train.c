@@ -1,0 +1,215 @@
+/* syno train: train a backbone whose slots hold the standard operator or a synthesized one. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "syno/backbone.h"
+
+static const char *help =
+    "usage: syno train [OPTIONS]\n"
+    "\n"
+    "Trains a backbone network on an image data set with SGD (momentum, weight decay,\n"
+    "cosine schedule) and prints per-epoch progress and the final test accuracy, FLOPs,\n"
+    "parameters and training throughput. Every 3x3 conv of the backbone is a slot that\n"
+    "runs the standard conv2d or, with --op/--op-file, a synthesized operator in the text\n"
+    "form over the conv2d preset ([N, C_in, H, W] -> [N, C_out, H, W]; k=3, s=2).\n"
+    "\n"
+    "options:\n"
+    "  --backbone NAME     resnet (default) or vgg\n"
+    "  --dataset NAME      digits (default; committed in data/), fashion-mnist, or a\n"
+    "                      path to a digits CSV or a Fashion-MNIST IDX directory\n"
+    "  --epochs E          epochs (default 1)\n"
+    "  --op TEXT           the operator every slot runs (default: standard conv2d)\n"
+    "  --op-file F         read the operator text from file F\n"
+    "  --subset N          train on N stratified, seeded training images\n"
+    "  --seed S            random seed (default 1)\n"
+    "  --batch B           batch size (default 128)\n"
+    "  --lr X              base learning rate (default 0.1)\n"
+    "  --momentum X        SGD momentum (default 0.9)\n"
+    "  --wd X              weight decay (default 5e-4)\n"
+    "  --warmup E          warm-up epochs (default 0)\n"
+    "  --width W           channel multiplier (default 1: widths 16/32/64/128)\n"
+    "  --depth D           blocks per stage (default 2)\n"
+    "  --time-limit S      stop after S seconds (default none)\n"
+    "  --list-slots        print the slots and their bindings, then exit\n"
+    "  --quiet             no progress output\n"
+    "  --json              print the result as one JSON object line\n"
+    "  -h, --help          this help\n";
+
+static int parse_num(const char *name, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return syno_cli_usage_error("bad value '%s' for --%s (expected a number in [%g, %g])", s,
+                                    name, lo, hi);
+    *out = v;
+    return 0;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t k;
+    while (buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = p;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = 0;
+        while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+            buf[--n] = 0;
+    }
+    return buf;
+}
+
+int syno_cmd_train(int argc, char **argv)
+{
+    enum { O_BACKBONE = 256, O_DATASET, O_EPOCHS, O_OP, O_OPFILE, O_SUBSET, O_SEED, O_BATCH, O_LR,
+           O_MOM, O_WD, O_WARM, O_WIDTH, O_DEPTH, O_TIME, O_LIST, O_QUIET, O_JSON };
+    static const struct option longopts[] = {
+        {"backbone", required_argument, 0, O_BACKBONE}, {"dataset", required_argument, 0, O_DATASET},
+        {"epochs", required_argument, 0, O_EPOCHS},     {"op", required_argument, 0, O_OP},
+        {"op-file", required_argument, 0, O_OPFILE},    {"subset", required_argument, 0, O_SUBSET},
+        {"seed", required_argument, 0, O_SEED},         {"batch", required_argument, 0, O_BATCH},
+        {"lr", required_argument, 0, O_LR},             {"momentum", required_argument, 0, O_MOM},
+        {"wd", required_argument, 0, O_WD},             {"warmup", required_argument, 0, O_WARM},
+        {"width", required_argument, 0, O_WIDTH},       {"depth", required_argument, 0, O_DEPTH},
+        {"time-limit", required_argument, 0, O_TIME},   {"list-slots", no_argument, 0, O_LIST},
+        {"quiet", no_argument, 0, O_QUIET},             {"json", no_argument, 0, O_JSON},
+        {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
+    syno_train_cfg_t cfg = {0};
+    cfg.backbone = "resnet";
+    cfg.dataset = "digits";
+    cfg.epochs = 1;
+    cfg.seed = 1;
+    cfg.momentum = 0.9;
+    cfg.weight_decay = 5e-4;
+    int json = 0, list = 0;
+    const char *op_file = NULL;
+    double v = 0;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': fputs(help, stdout); return 0;
+        case O_BACKBONE: cfg.backbone = optarg; break;
+        case O_DATASET: cfg.dataset = optarg; break;
+        case O_EPOCHS: if (parse_num("epochs", optarg, 1, 10000, &v)) return 2; cfg.epochs = (int)v; break;
+        case O_OP: cfg.op_text = optarg; break;
+        case O_OPFILE: op_file = optarg; break;
+        case O_SUBSET: if (parse_num("subset", optarg, 1, 1e9, &v)) return 2; cfg.subset = (int64_t)v; break;
+        case O_SEED: if (parse_num("seed", optarg, 0, 1e18, &v)) return 2; cfg.seed = (uint64_t)v; break;
+        case O_BATCH: if (parse_num("batch", optarg, 1, 65536, &v)) return 2; cfg.batch = (int64_t)v; break;
+        case O_LR: if (parse_num("lr", optarg, 1e-9, 100, &v)) return 2; cfg.lr = v; break;
+        case O_MOM: if (parse_num("momentum", optarg, 0, 0.9999, &v)) return 2; cfg.momentum = v > 0 ? v : -1; break;
+        case O_WD: if (parse_num("wd", optarg, 0, 1, &v)) return 2; cfg.weight_decay = v > 0 ? v : -1; break;
+        case O_WARM: if (parse_num("warmup", optarg, 0, 1000, &v)) return 2; cfg.warmup_epochs = (int)v; break;
+        case O_WIDTH: if (parse_num("width", optarg, 0.01, 16, &v)) return 2; cfg.width = v; break;
+        case O_DEPTH: if (parse_num("depth", optarg, 1, 8, &v)) return 2; cfg.depth = (int)v; break;
+        case O_TIME: if (parse_num("time-limit", optarg, 0, 1e9, &v)) return 2; cfg.time_limit = v; break;
+        case O_LIST: list = 1; break;
+        case O_QUIET: cfg.quiet = 1; break;
+        case O_JSON: json = 1; break;
+        default:
+            return syno_cli_usage_error("unknown or incomplete option '%s' (try 'syno train --help')",
+                                        argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return syno_cli_usage_error("unexpected argument '%s' (try 'syno train --help')", argv[optind]);
+    if (strcmp(cfg.backbone, "resnet") && strcmp(cfg.backbone, "vgg"))
+        return syno_cli_usage_error("unknown backbone '%s' (known: resnet, vgg)", cfg.backbone);
+    if (op_file && cfg.op_text)
+        return syno_cli_usage_error("--op and --op-file exclude each other");
+    char *file_text = NULL;
+    if (op_file) {
+        file_text = read_file(op_file);
+        if (!file_text)
+            return syno_cli_usage_error("cannot read operator file '%s'", op_file);
+        cfg.op_text = file_text;
+    }
+    syno_error_t err = {0};
+    if (list) {
+        /* slot bindings for the data set's image shape: digits 1x8x8, fashion-mnist 1x28x28 */
+        syno_slotop_t *op = NULL;
+        if (cfg.op_text && syno_slotop_parse(cfg.op_text, &op, &err)) {
+            free(file_text);
+            return syno_cli_usage_error("%s", err.msg);
+        }
+        int64_t side = strcmp(cfg.dataset, "digits") ? 28 : 8;
+        syno_backbone_cfg_t bc = {cfg.backbone, 1, side, side, 10, cfg.width, cfg.depth, op};
+        syno_rng_t rng;
+        syno_nn_rng_seed(&rng, cfg.seed, 1);
+        syno_backbone_t bb;
+        int rc = syno_backbone_build(&bc, &rng, &bb, &err);
+        syno_slotop_free(op);
+        free(file_text);
+        if (rc)
+            return syno_cli_usage_error("%s", err.msg);
+        char buf[8192];
+        syno_backbone_list_slots(&bb, buf, sizeof buf);
+        fputs(buf, stdout);
+        printf("network: %lld FLOPs per image, %lld parameters\n", (long long)bb.flops,
+               (long long)bb.params);
+        syno_backbone_free(&bb);
+        return 0;
+    }
+    syno_train_result_t res;
+    int rc = syno_train_run(&cfg, &res, &err);
+    free(file_text);
+    if (rc) {
+        fprintf(stderr, "syno train: %s\n", err.msg);
+        return SYNO_EXIT_USAGE;
+    }
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "backbone", cfg.backbone);
+        cJSON_AddStringToObject(o, "dataset", cfg.dataset);
+        cJSON_AddNumberToObject(o, "epochs", res.epochs_done);
+        cJSON_AddNumberToObject(o, "test_acc", res.final_test_acc);
+        cJSON_AddNumberToObject(o, "max_test_acc", res.max_test_acc);
+        cJSON_AddNumberToObject(o, "train_loss", res.final_train_loss);
+        cJSON_AddNumberToObject(o, "flops", (double)res.flops);
+        cJSON_AddNumberToObject(o, "params", (double)res.params);
+        cJSON_AddNumberToObject(o, "train_images_per_s", res.train_images_per_s);
+        cJSON_AddNumberToObject(o, "wall_seconds", res.wall_seconds);
+        if (res.failed)
+            cJSON_AddStringToObject(o, "failure", res.failure);
+        else
+            cJSON_AddNullToObject(o, "failure");
+        char *s = cJSON_PrintUnformatted(o);
+        puts(s);
+        free(s);
+        cJSON_Delete(o);
+    } else {
+        if (res.failed)
+            printf("stopped early: %s\n", res.failure);
+        printf("test accuracy %.2f%% (max %.2f%%) after %d epochs, train loss %.4f\n",
+               100 * res.final_test_acc, 100 * res.max_test_acc, res.epochs_done,
+               res.final_train_loss);
+        printf("FLOPs %lld per image, params %lld, training %.0f images/s, wall %.1f s\n",
+               (long long)res.flops, (long long)res.params, res.train_images_per_s,
+               res.wall_seconds);
+    }
+    return res.failed ? SYNO_EXIT_FAIL : 0;
+}

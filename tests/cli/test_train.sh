@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# syno train from the shell: a short digits run (text and JSON), the slot listing, and bad
+# options (exit 2 with a message naming the problem).
+set -u
+SYNO=${1:?usage: test_train.sh path/to/syno}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+expect_error() {
+  local pattern=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne 2 ]; then bad "exit $got (wanted 2): $*"; cat "$tmp/err"; return; fi
+  if [ -s "$tmp/out" ]; then bad "stdout not empty on error: $*"; fi
+  if ! grep -q -- "$pattern" "$tmp/err"; then bad "error lacks '$pattern': $(cat "$tmp/err")"; else ok; fi
+}
+
+"$SYNO" train --help | grep -q -- "--backbone" && ok || bad "train --help"
+"$SYNO" --help | grep -q "train" && ok || bad "syno --help lists train"
+
+out=$("$SYNO" train --dataset digits --backbone resnet --epochs 2 --width 0.5 --depth 1 --quiet 2>"$tmp/err")
+if [ $? -ne 0 ]; then bad "digits run failed: $(cat "$tmp/err")"; fi
+echo "$out" | grep -q "test accuracy" && ok || bad "no accuracy line: $out"
+acc=$(echo "$out" | sed -n 's/^test accuracy \([0-9.]*\)%.*/\1/p')
+awk -v a="$acc" 'BEGIN { exit !(a > 60) }' && ok || bad "digits accuracy $acc% not above 60%"
+
+json=$("$SYNO" train --dataset digits --backbone vgg --epochs 1 --width 0.5 --depth 1 --json 2>/dev/null)
+echo "$json" | grep -q '"test_acc":' && echo "$json" | grep -q '"flops":' && ok || bad "json: $json"
+[ "$(echo "$json" | wc -l)" -eq 1 ] && ok || bad "json is not one line"
+
+"$SYNO" train --list-slots --dataset digits | grep -q "slot 0: C_in=16 C_out=16 H=8 W=8" && ok || bad "list-slots"
+
+expect_error "unknown backbone 'lenet'" "$SYNO" train --backbone lenet
+expect_error "nope.csv" "$SYNO" train --dataset /nonexistent/nope.csv
+expect_error "bad value 'x' for --epochs" "$SYNO" train --epochs x
+expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)"
+expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)] expand[share(i1, 1)] w1[i1, r0]"
+expect_error "cannot read operator file" "$SYNO" train --op-file /nonexistent/op.txt
+expect_error "unknown or incomplete option" "$SYNO" train --frobnicate
+
+echo "test_train.sh: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
