@@ -94,5 +94,7 @@ int syno_cmd_sample(int argc, char **argv);
 int syno_cmd_space(int argc, char **argv);
 int syno_cmd_run(int argc, char **argv);
 int syno_cmd_train(int argc, char **argv);
+int syno_cmd_eval(int argc, char **argv);
+int syno_cmd_search(int argc, char **argv);
 
 #endif

@@ -15,6 +15,8 @@ static const command_t commands[] = {
     {"run", syno_cmd_run, "run an operator through the reference interpreter on seeded data"},
     {"sample", syno_cmd_sample, "draw random operators from the search space"},
     {"space", syno_cmd_space, "count the search space per depth; find missed duplicates"},
+    {"eval", syno_cmd_eval, "evaluate one operator in a backbone: train, time, print JSON"},
+    {"search", syno_cmd_search, "search for operators: MCTS or random, results in a database"},
     {"train", syno_cmd_train, "train a backbone whose conv slots hold a (synthesized) operator"},
 };
 

@@ -1,0 +1,244 @@
+/* syno eval: one candidate's evaluation, as the search's worker runs it. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "syno/backbone.h"
+#include "syno/store.h"
+
+static const char *help =
+    "usage: syno eval --backbone NAME --dataset NAME [--op TEXT] [OPTIONS]\n"
+    "\n"
+    "Evaluates one operator the way the search does: puts it into every slot of the\n"
+    "backbone (the standard operator without --op), trains on the proxy setting,\n"
+    "then times inference of the whole network and of each slot against the\n"
+    "standard operator in the same run. Prints the result as one JSON line (the\n"
+    "results database's record, see docs/store.md). `syno search` runs one of\n"
+    "these per candidate, in its own process.\n"
+    "\n"
+    "options:\n"
+    "  --backbone NAME       resnet or vgg (default resnet)\n"
+    "  --dataset NAME        digits or fashion-mnist (default digits)\n"
+    "  --op TEXT             the operator's text form (conv2d preset variables)\n"
+    "  --epochs E            training epochs (default 2)\n"
+    "  --subset N            train on N images (default all)\n"
+    "  --batch B             batch size (default 64)\n"
+    "  --lr X                learning rate (default 0.1)\n"
+    "  --width W, --depth D  backbone knobs\n"
+    "  --seed S              seed (default 1)\n"
+    "  --time-limit T        stop training after T seconds (a failure)\n"
+    "  --latency-batch B     batch size for the latency measurements (default 1)\n"
+    "  --repeats R           timing repeats, the median is taken (default 30)\n"
+    "  --plan                only print the backbone's slots as JSON\n"
+    "  -h, --help            this help\n";
+
+static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, int *classes) {
+  *c = 1, *classes = 10;
+  if (!strcmp(name, "digits")) return *h = *w = 8, 0;
+  if (!strcmp(name, "fashion-mnist")) return *h = *w = 28, 0;
+  return -1;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Median forward time of one layer on a random [n, c, h, w] input. */
+static int layer_latency(syno_layer_t *l, int64_t n, int64_t c, int64_t h, int64_t w, int repeats, double *sec,
+                         syno_error_t *err) {
+  syno_tensor_t x = {0};
+  int64_t dims[4] = {n, c, h, w};
+  if (syno_nn_tensor_alloc(&x, 4, dims)) return syno_error_set(err, "out of memory");
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, 7, 0);
+  syno_nn_rng_fill_normal(&rng, &x, 0, 1);
+  double *t = calloc((size_t)repeats, sizeof *t);
+  int rc = 0;
+  for (int r = -1; r < repeats && rc == 0; r++) {
+    double t0 = now_s();
+    if (syno_nn_forward(l, &x, 0)) rc = syno_error_set(err, "slot forward failed: %s", syno_slot_error(l));
+    if (r >= 0) t[r] = now_s() - t0;
+  }
+  for (int i = 1; i < repeats; i++) /* insertion sort: repeats are few */
+    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+      double s = t[j];
+      t[j] = t[j - 1], t[j - 1] = s;
+    }
+  *sec = t[repeats / 2];
+  free(t);
+  syno_nn_tensor_free(&x);
+  return rc;
+}
+
+int syno_cmd_eval(int argc, char **argv) {
+  syno_train_cfg_t tc;
+  memset(&tc, 0, sizeof tc);
+  tc.backbone = "resnet";
+  tc.dataset = "digits";
+  tc.epochs = 2;
+  tc.batch = 64;
+  tc.lr = 0.1;
+  tc.seed = 1;
+  tc.quiet = 1;
+  int plan = 0, repeats = 30;
+  long lat_batch = 1;
+  static const struct option opts[] = {
+      {"backbone", required_argument, 0, 'b'}, {"dataset", required_argument, 0, 'd'},
+      {"op", required_argument, 0, 'o'},       {"epochs", required_argument, 0, 'e'},
+      {"subset", required_argument, 0, 'n'},   {"batch", required_argument, 0, 'B'},
+      {"lr", required_argument, 0, 'l'},       {"width", required_argument, 0, 'w'},
+      {"depth", required_argument, 0, 'D'},    {"seed", required_argument, 0, 's'},
+      {"time-limit", required_argument, 0, 't'}, {"latency-batch", required_argument, 0, 'L'},
+      {"repeats", required_argument, 0, 'r'},  {"plan", no_argument, 0, 'p'},
+      {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  optind = 1;
+  for (int o, idx = 0; (o = getopt_long(argc, argv, "h", opts, &idx)) != -1;) {
+    char *end = NULL;
+    switch (o) {
+    case 'b': tc.backbone = optarg; break;
+    case 'd': tc.dataset = optarg; break;
+    case 'o': tc.op_text = optarg; break;
+    case 'e': tc.epochs = (int)strtol(optarg, &end, 10); break;
+    case 'n': tc.subset = strtoll(optarg, &end, 10); break;
+    case 'B': tc.batch = strtoll(optarg, &end, 10); break;
+    case 'l': tc.lr = strtod(optarg, &end); break;
+    case 'w': tc.width = strtod(optarg, &end); break;
+    case 'D': tc.depth = (int)strtol(optarg, &end, 10); break;
+    case 's': tc.seed = strtoull(optarg, &end, 10); break;
+    case 't': tc.time_limit = strtod(optarg, &end); break;
+    case 'L': lat_batch = strtol(optarg, &end, 10); break;
+    case 'r': repeats = (int)strtol(optarg, &end, 10); break;
+    case 'p': plan = 1; break;
+    case 'j': break; /* the output is always JSON */
+    case 'h': fputs(help, stdout); return 0;
+    default: return SYNO_EXIT_USAGE;
+    }
+    if (end && (*end || end == optarg))
+      return syno_cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
+  }
+  if (optind < argc) return syno_cli_usage_error("unexpected argument '%s' (the operator goes after --op)", argv[optind]);
+  if (tc.epochs < 1 || tc.batch < 1 || repeats < 1 || lat_batch < 1)
+    return syno_cli_usage_error("--epochs, --batch, --repeats and --latency-batch must be positive");
+  int64_t in_c, in_h, in_w;
+  int classes;
+  if (dataset_shape(tc.dataset, &in_c, &in_h, &in_w, &classes))
+    return syno_cli_usage_error("unknown dataset '%s' (known: digits, fashion-mnist)", tc.dataset);
+
+  syno_error_t err;
+  syno_slotop_t *op = NULL;
+  if (tc.op_text && syno_slotop_parse(tc.op_text, &op, &err)) return syno_cli_usage_error("--op: %s", err.msg);
+  syno_backbone_cfg_t bc = {.name = tc.backbone, .in_c = in_c, .in_h = in_h, .in_w = in_w, .nclasses = classes,
+                            .width = tc.width, .depth = tc.depth, .op = op};
+  syno_backbone_t cand, stdnet;
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, tc.seed, 99);
+  if (syno_backbone_build(&bc, &rng, &cand, &err)) {
+    syno_slotop_free(op);
+    return syno_cli_usage_error("%s", err.msg);
+  }
+  if (plan) {
+    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "slots");
+    for (int i = 0; i < cand.nslots; i++) {
+      syno_slot_info_t si;
+      syno_slot_info(cand.slots[i], &si);
+      cJSON *s = cJSON_CreateObject();
+      cJSON_AddNumberToObject(s, "c_in", (double)si.c_in);
+      cJSON_AddNumberToObject(s, "c_out", (double)si.c_out);
+      cJSON_AddNumberToObject(s, "h", (double)si.h);
+      cJSON_AddNumberToObject(s, "w", (double)si.w);
+      cJSON_AddNumberToObject(s, "flops", (double)si.flops);
+      cJSON_AddItemToArray(a, s);
+    }
+    cJSON_AddNumberToObject(o, "flops", (double)cand.flops);
+    cJSON_AddNumberToObject(o, "params", (double)cand.params);
+    char *s = cJSON_PrintUnformatted(o);
+    printf("%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+    syno_backbone_free(&cand);
+    syno_slotop_free(op);
+    return 0;
+  }
+
+  syno_db_cand_t rec;
+  memset(&rec, 0, sizeof rec);
+  syno_train_result_t res;
+  int rc = 0;
+  if (syno_train_run(&tc, &res, &err)) {
+    rec.status = 1;
+    rec.reason = strdup(err.msg);
+  } else if (res.failed) {
+    rec.status = 1;
+    rec.reason = strdup(res.failure);
+  }
+  rec.accuracy = res.max_test_acc;
+  rec.final_accuracy = res.final_test_acc;
+  rec.train_loss = res.final_train_loss;
+  rec.flops = (double)res.flops;
+  rec.params = (double)res.params;
+  rec.train_seconds = res.wall_seconds;
+
+  /* Latency: the candidate network against the standard one, in this run. */
+  bc.op = NULL;
+  if (rec.status == 0 && syno_backbone_build(&bc, &rng, &stdnet, &err) == 0) {
+    double tc_s = 0, tb_s = 0;
+    if (syno_net_latency(cand.net, lat_batch, in_c, in_h, in_w, repeats, &tc_s, &err) ||
+        syno_net_latency(stdnet.net, lat_batch, in_c, in_h, in_w, repeats, &tb_s, &err)) {
+      rec.status = 1;
+      free(rec.reason);
+      rec.reason = strdup(err.msg);
+    } else {
+      rec.latency_s = tc_s;
+      rec.base_latency_s = rec.nnconv_latency_s = tb_s;
+      rec.base_impl = strdup("im2col");
+      rec.speedup = rec.speedup_nnconv = tb_s / tc_s;
+      rec.flops_ratio = stdnet.flops > 0 ? (double)cand.flops / (double)stdnet.flops : 0;
+      /* Per slot: each distinct shape once. */
+      cJSON *a = cJSON_CreateArray();
+      for (int i = 0; i < cand.nslots && rec.status == 0; i++) {
+        syno_slot_info_t si, sj;
+        syno_slot_info(cand.slots[i], &si);
+        int dup = 0;
+        for (int j = 0; j < i; j++) {
+          syno_slot_info(cand.slots[j], &sj);
+          dup |= si.c_in == sj.c_in && si.c_out == sj.c_out && si.h == sj.h && si.w == sj.w;
+        }
+        if (dup) continue;
+        double a_s, b_s;
+        if (layer_latency(cand.slots[i], lat_batch, si.c_in, si.h, si.w, repeats, &a_s, &err) ||
+            layer_latency(stdnet.slots[i], lat_batch, si.c_in, si.h, si.w, repeats, &b_s, &err))
+          break;
+        cJSON *s = cJSON_CreateObject();
+        cJSON_AddNumberToObject(s, "c_in", (double)si.c_in);
+        cJSON_AddNumberToObject(s, "c_out", (double)si.c_out);
+        cJSON_AddNumberToObject(s, "h", (double)si.h);
+        cJSON_AddNumberToObject(s, "w", (double)si.w);
+        cJSON_AddNumberToObject(s, "latency_s", a_s);
+        cJSON_AddNumberToObject(s, "base_latency_s", b_s);
+        cJSON_AddNumberToObject(s, "speedup", b_s / a_s);
+        cJSON_AddItemToArray(a, s);
+      }
+      rec.slots_json = cJSON_PrintUnformatted(a);
+      cJSON_Delete(a);
+    }
+    syno_backbone_free(&stdnet);
+  }
+  if (tc.op_text) rec.op_text = strdup(tc.op_text);
+  char *json = syno_db_cand_to_json(&rec);
+  if (!json) rc = SYNO_EXIT_FAIL;
+  else {
+    printf("%s\n", json);
+    free(json);
+  }
+  syno_db_cand_clear(&rec);
+  syno_backbone_free(&cand);
+  syno_slotop_free(op);
+  return rc;
+}

@@ -1,0 +1,114 @@
+/* syno search: the operator search end to end (see syno/driver.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "syno/driver.h"
+
+static const char *help =
+    "usage: syno search --db FILE [--backbone NAME] [--dataset NAME] [OPTIONS]\n"
+    "       syno search --resume FILE [--budget N] [--time T] [--workers W]\n"
+    "\n"
+    "Searches for operators that are faster than the standard convolution at\n"
+    "almost the same accuracy. Each candidate the search proposes is put into every\n"
+    "slot of the backbone, trained on the proxy setting and timed against the\n"
+    "standard operator by a `syno eval` worker process; every result goes into the\n"
+    "results database before the search acts on it. Stop it at any moment; resume\n"
+    "continues without evaluating anything recorded again. `syno report --db FILE`\n"
+    "shows the results.\n"
+    "\n"
+    "options:\n"
+    "  --db FILE             a new results database\n"
+    "  --resume FILE         continue the search recorded in FILE (its settings are\n"
+    "                        used; only --budget, --time, --workers, --timeout apply)\n"
+    "  --backbone NAME       resnet or vgg (default resnet)\n"
+    "  --dataset NAME        digits or fashion-mnist (default digits)\n"
+    "  --budget N            candidates to record in all, failures included (default 20;\n"
+    "                        0 = until --time or the space runs out)\n"
+    "  --time T              stop starting evaluations after T seconds (default none)\n"
+    "  --workers W           evaluations at once, one process each (default 1)\n"
+    "  --timeout T           seconds one evaluation may take (default 600)\n"
+    "  --random              random search instead of MCTS\n"
+    "  --seed S              seed of the search and of training (default 1)\n"
+    "  --epochs E            proxy training epochs (default 2)\n"
+    "  --subset N            proxy training images (default all)\n"
+    "  --batch B, --lr X     proxy training batch size (64) and learning rate (0.1)\n"
+    "  --width W, --depth D  backbone knobs\n"
+    "  --space-depth D       max primitives per operator (default: the preset's)\n"
+    "  --max-flops R         max FLOPs vs the standard operator in the slots (default 1)\n"
+    "  --min-flops R         min FLOPs ratio (default 0.05)\n"
+    "  --reward-lb A, --reward-ub A   accuracy bounds of the reward (default:\n"
+    "                        baseline accuracy - 0.3 and the baseline accuracy)\n"
+    "  --log FILE            append one line per evaluation started\n"
+    "  --quiet               no progress line\n"
+    "  -h, --help            this help\n";
+
+int syno_cmd_search(int argc, char **argv) {
+  syno_driver_cfg_t c;
+  syno_driver_cfg_default(&c);
+  static const struct option opts[] = {
+      {"db", required_argument, 0, 'f'},        {"resume", required_argument, 0, 'R'},
+      {"backbone", required_argument, 0, 'b'},  {"dataset", required_argument, 0, 'd'},
+      {"budget", required_argument, 0, 'n'},    {"time", required_argument, 0, 'T'},
+      {"workers", required_argument, 0, 'W'},   {"timeout", required_argument, 0, 'O'},
+      {"random", no_argument, 0, 'r'},          {"seed", required_argument, 0, 's'},
+      {"epochs", required_argument, 0, 'e'},    {"subset", required_argument, 0, 'S'},
+      {"batch", required_argument, 0, 'B'},     {"lr", required_argument, 0, 'l'},
+      {"width", required_argument, 0, 'w'},     {"depth", required_argument, 0, 'D'},
+      {"space-depth", required_argument, 0, 'p'}, {"max-flops", required_argument, 0, 'M'},
+      {"min-flops", required_argument, 0, 'm'}, {"reward-lb", required_argument, 0, 'a'},
+      {"reward-ub", required_argument, 0, 'A'}, {"log", required_argument, 0, 'L'},
+      {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  optind = 1;
+  for (int o, idx = 0; (o = getopt_long(argc, argv, "h", opts, &idx)) != -1;) {
+    char *end = NULL;
+    switch (o) {
+    case 'f': c.db_path = optarg; break;
+    case 'R': c.db_path = optarg, c.resume = 1; break;
+    case 'b': c.backbone = optarg; break;
+    case 'd': c.dataset = optarg; break;
+    case 'n': c.budget = (int)strtol(optarg, &end, 10); break;
+    case 'T': c.time_limit = strtod(optarg, &end); break;
+    case 'W': c.workers = (int)strtol(optarg, &end, 10); break;
+    case 'O': c.cand_timeout = strtod(optarg, &end); break;
+    case 'r': c.random = 1; break;
+    case 's': c.seed = strtoull(optarg, &end, 10); break;
+    case 'e': c.epochs = (int)strtol(optarg, &end, 10); break;
+    case 'S': c.subset = strtol(optarg, &end, 10); break;
+    case 'B': c.batch = (int)strtol(optarg, &end, 10); break;
+    case 'l': c.lr = strtod(optarg, &end); break;
+    case 'w': c.width = strtod(optarg, &end); break;
+    case 'D': c.depth = (int)strtol(optarg, &end, 10); break;
+    case 'p': c.space_depth = (int)strtol(optarg, &end, 10); break;
+    case 'M': c.max_flops_ratio = strtod(optarg, &end); break;
+    case 'm': c.min_flops_ratio = strtod(optarg, &end); break;
+    case 'a': c.reward_lb = strtod(optarg, &end); break;
+    case 'A': c.reward_ub = strtod(optarg, &end); break;
+    case 'L': c.log_path = optarg; break;
+    case 'q': c.quiet = 1; break;
+    case 'h': fputs(help, stdout); return 0;
+    default: return SYNO_EXIT_USAGE;
+    }
+    if (end && (*end || end == optarg))
+      return syno_cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
+  }
+  if (optind < argc) return syno_cli_usage_error("unexpected argument '%s'", argv[optind]);
+  if (!c.db_path) return syno_cli_usage_error("give --db FILE for a new search or --resume FILE");
+  if (c.workers < 1 || c.workers > 64) return syno_cli_usage_error("--workers must be in 1..64");
+  if (c.epochs < 1) return syno_cli_usage_error("--epochs must be at least 1");
+  static char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return syno_cli_usage_error("cannot find the syno binary for the workers");
+  exe[n] = 0;
+  c.worker_exe = exe;
+  syno_error_t err;
+  if (syno_driver_run(&c, &err)) {
+    fprintf(stderr, "syno search: %s\n", err.msg);
+    return SYNO_EXIT_FAIL;
+  }
+  return 0;
+}

@@ -1,0 +1,514 @@
+/* The operator search end to end: space, search, worker processes, results
+ * database. See syno/driver.h. */
+#include "syno/driver.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "syno/pool.h"
+#include "syno/search.h"
+#include "syno/space.h"
+#include "syno/store.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void syno_driver_cfg_default(syno_driver_cfg_t *c) {
+  memset(c, 0, sizeof *c);
+  c->backbone = "resnet";
+  c->dataset = "digits";
+  c->epochs = 2;
+  c->batch = 64;
+  c->lr = 0.1;
+  c->seed = 1;
+  c->max_flops_ratio = 1.0;
+  c->min_flops_ratio = 0.05;
+  c->budget = 20;
+  c->workers = 1;
+  c->cand_timeout = 600;
+  c->reward_lb = c->reward_ub = -1;
+}
+
+/* ------------------------------------------------------------ settings */
+
+/* The settings a resumed search must share with the first run. */
+static char *settings_json(const syno_driver_cfg_t *c) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "backbone", c->backbone);
+  cJSON_AddStringToObject(o, "dataset", c->dataset);
+  cJSON_AddNumberToObject(o, "epochs", c->epochs);
+  cJSON_AddNumberToObject(o, "batch", c->batch);
+  cJSON_AddNumberToObject(o, "width", c->width);
+  cJSON_AddNumberToObject(o, "depth", c->depth);
+  cJSON_AddNumberToObject(o, "subset", (double)c->subset);
+  cJSON_AddNumberToObject(o, "lr", c->lr);
+  cJSON_AddNumberToObject(o, "seed", (double)c->seed);
+  cJSON_AddNumberToObject(o, "space_depth", c->space_depth);
+  cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
+  cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
+  cJSON_AddStringToObject(o, "algorithm", c->random ? "random" : "mcts");
+  cJSON_AddNumberToObject(o, "reward_lb", c->reward_lb);
+  cJSON_AddNumberToObject(o, "reward_ub", c->reward_ub);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return s;
+}
+
+/* Strings read back from the database live as long as the run. */
+typedef struct {
+  char backbone[64], dataset[256];
+} owned_t;
+
+static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, syno_error_t *err) {
+  cJSON *o = cJSON_Parse(json);
+  if (!cJSON_IsObject(o)) {
+    cJSON_Delete(o);
+    return syno_error_set(err, "the database's search settings are not valid JSON");
+  }
+  const cJSON *x;
+#define NUM(field, key)                                                    \
+  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = x->valuedouble;
+#define INT(field, key)                                                    \
+  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = (int)x->valuedouble;
+  INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(space_depth, "space_depth");
+  NUM(width, "width") NUM(lr, "lr") NUM(max_flops_ratio, "max_flops_ratio") NUM(min_flops_ratio, "min_flops_ratio");
+  NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub");
+#undef NUM
+#undef INT
+  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "subset"))) c->subset = (long)x->valuedouble;
+  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "seed"))) c->seed = (uint64_t)x->valuedouble;
+  if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "algorithm")))
+    c->random = strcmp(x->valuestring, "random") == 0;
+  if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "backbone"))) {
+    snprintf(own->backbone, sizeof own->backbone, "%s", x->valuestring);
+    c->backbone = own->backbone;
+  }
+  if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "dataset"))) {
+    snprintf(own->dataset, sizeof own->dataset, "%s", x->valuestring);
+    c->dataset = own->dataset;
+  }
+  cJSON_Delete(o);
+  return 0;
+}
+
+/* ------------------------------------------------------------ workers */
+
+#define MAX_ARGS 40
+typedef struct {
+  char *argv[MAX_ARGS];
+  char num[12][32];
+  int n, nn;
+} args_t;
+
+static void arg(args_t *a, const char *s) {
+  if (a->n < MAX_ARGS - 1) a->argv[a->n++] = (char *)s;
+  a->argv[a->n] = NULL;
+}
+static void arg_num(args_t *a, const char *flag, double v) {
+  if (a->nn >= 12) return;
+  snprintf(a->num[a->nn], sizeof a->num[a->nn], "%.17g", v);
+  arg(a, flag);
+  arg(a, a->num[a->nn++]);
+}
+
+/* `syno eval` with the training settings; the caller adds --op or --plan. */
+static void eval_args(const syno_driver_cfg_t *c, args_t *a) {
+  memset(a, 0, sizeof *a);
+  arg(a, c->worker_exe);
+  arg(a, "eval");
+  arg(a, "--backbone");
+  arg(a, c->backbone);
+  arg(a, "--dataset");
+  arg(a, c->dataset);
+  arg_num(a, "--epochs", c->epochs);
+  arg_num(a, "--batch", c->batch);
+  arg_num(a, "--lr", c->lr);
+  arg_num(a, "--seed", (double)c->seed);
+  if (c->width > 0) arg_num(a, "--width", c->width);
+  if (c->depth > 0) arg_num(a, "--depth", c->depth);
+  if (c->subset > 0) arg_num(a, "--subset", (double)c->subset);
+  if (c->cand_timeout > 0) arg_num(a, "--time-limit", c->cand_timeout * 0.9);
+}
+
+/* The last line of a job's output that is a JSON object. */
+static const char *last_json_line(const char *out) {
+  const char *best = NULL;
+  for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (*p == '{') best = p;
+  return best;
+}
+
+/* Runs one job to completion (the plan and the baseline). */
+static int run_sync(syno_pool_t *pool, char *const *argv, syno_job_t **job, syno_error_t *err) {
+  if (syno_pool_start(pool, -1, argv, err)) return -1;
+  for (;;) {
+    int r = syno_pool_wait(pool, 0.5, job, err);
+    if (r < 0) return -1;
+    if (r == 1) return 0;
+    if (stop_requested) return syno_error_set(err, "interrupted");
+  }
+}
+
+/* ------------------------------------------------------------ the plan */
+
+typedef struct {
+  int n;
+  long c_in[SYNO_MAX_BINDINGS], c_out[SYNO_MAX_BINDINGS], h[SYNO_MAX_BINDINGS], w[SYNO_MAX_BINDINGS];
+  double std_flops; /* the standard operator's FLOPs over the distinct slots, per image */
+} plan_t;
+
+static int parse_plan(const char *out, plan_t *p, syno_error_t *err) {
+  const char *line = last_json_line(out);
+  cJSON *o = line ? cJSON_Parse(line) : NULL;
+  const cJSON *slots = o ? cJSON_GetObjectItemCaseSensitive(o, "slots") : NULL;
+  if (!cJSON_IsArray(slots)) {
+    cJSON_Delete(o);
+    return syno_error_set(err, "the worker's slot plan is not valid JSON");
+  }
+  memset(p, 0, sizeof *p);
+  for (const cJSON *s = slots->child; s; s = s->next) {
+    long v[4];
+    const char *keys[4] = {"c_in", "c_out", "h", "w"};
+    for (int k = 0; k < 4; k++) {
+      const cJSON *x = cJSON_GetObjectItemCaseSensitive(s, keys[k]);
+      v[k] = cJSON_IsNumber(x) ? (long)x->valuedouble : 0;
+    }
+    int dup = 0;
+    for (int i = 0; i < p->n; i++)
+      dup |= p->c_in[i] == v[0] && p->c_out[i] == v[1] && p->h[i] == v[2] && p->w[i] == v[3];
+    if (dup) continue;
+    if (p->n == SYNO_MAX_BINDINGS) {
+      cJSON_Delete(o);
+      return syno_error_set(err, "the backbone has more than %d distinct slot shapes", SYNO_MAX_BINDINGS);
+    }
+    p->c_in[p->n] = v[0], p->c_out[p->n] = v[1], p->h[p->n] = v[2], p->w[p->n] = v[3];
+    p->std_flops += 2.0 * (double)v[0] * (double)v[1] * 9.0 * (double)v[2] * (double)v[3];
+    p->n++;
+  }
+  cJSON_Delete(o);
+  if (p->n == 0) return syno_error_set(err, "the backbone has no operator slots");
+  return 0;
+}
+
+/* The search spec for the plan: the conv2d preset bound to every distinct
+ * slot shape (batch 1, so FLOPs are per image). */
+static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "preset", "conv2d");
+  cJSON *b = cJSON_AddArrayToObject(o, "bind");
+  for (int i = 0; i < p->n; i++) {
+    char s[128];
+    snprintf(s, sizeof s, "N=1,C_in=%ld,C_out=%ld,H=%ld,W=%ld", p->c_in[i], p->c_out[i], p->h[i], p->w[i]);
+    cJSON_AddItemToArray(b, cJSON_CreateString(s));
+  }
+  if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
+  if (c->max_flops_ratio > 0) cJSON_AddNumberToObject(o, "max_flops", c->max_flops_ratio * p->std_flops);
+  if (c->min_flops_ratio > 0) cJSON_AddNumberToObject(o, "min_flops", c->min_flops_ratio * p->std_flops);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return s;
+}
+
+/* ------------------------------------------------------------ results */
+
+/* Turns a finished job into a record: the worker's JSON when it wrote one,
+ * else a failure describing how it ended. */
+static void job_record(const syno_job_t *job, double timeout, syno_db_cand_t *rec) {
+  const char *line = last_json_line(job->out);
+  syno_error_t err;
+  memset(rec, 0, sizeof *rec);
+  if (job->end == SYNO_JOB_EXITED && job->exit_code == 0 && line && syno_db_cand_from_json(line, rec, &err) == 0)
+    ;
+  else {
+    char why[600];
+    syno_pool_job_describe(job, timeout, why, sizeof why);
+    syno_db_cand_clear(rec);
+    memset(rec, 0, sizeof *rec);
+    rec->status = 1;
+    rec->reason = strdup(why);
+  }
+  rec->started_at = job->started;
+  rec->finished_at = job->finished;
+}
+
+static void set_str(char **dst, const char *s) {
+  free(*dst);
+  *dst = s ? strdup(s) : NULL;
+}
+
+typedef struct {
+  int evaluated, failed, replayed;
+  double best_reward, best_acc, best_speedup;
+  double t0;
+} progress_t;
+
+static void show_progress(const syno_driver_cfg_t *c, const progress_t *p, int count, int running, int tty) {
+  if (c->quiet) return;
+  /* On a terminal the line is redrawn every second; in a log, one line per change. */
+  static int last_count = -1, last_running = -1;
+  if (!tty && count == last_count && running == last_running) return;
+  last_count = count, last_running = running;
+  double el = now_s() - p->t0;
+  char rem[48] = "";
+  if (c->time_limit > 0) snprintf(rem, sizeof rem, ", %.0f s left", c->time_limit - el > 0 ? c->time_limit - el : 0);
+  else if (c->budget > 0 && p->evaluated > 0) {
+    double per = el / p->evaluated;
+    snprintf(rem, sizeof rem, ", ~%.0f s left", per * (c->budget - count) / (c->workers ? c->workers : 1));
+  }
+  fprintf(stderr, "%s[search] %d/%d recorded (%d new, %d failed, %d replayed, %d running) best reward %.4f acc %.2f%% speed-up %.2fx  %.0f s%s%s",
+          tty ? "\r\033[K" : "", count, c->budget, p->evaluated, p->failed, p->replayed, running,
+          p->best_reward, 100 * p->best_acc, p->best_speedup, el, rem, tty ? "" : "\n");
+  fflush(stderr);
+}
+
+static void note_best(progress_t *p, const syno_db_cand_t *r) {
+  if (r->status != 0) return;
+  if (r->reward > p->best_reward) p->best_reward = r->reward;
+  if (r->accuracy > p->best_acc) p->best_acc = r->accuracy;
+  if (r->speedup > p->best_speedup) p->best_speedup = r->speedup;
+}
+
+/* ------------------------------------------------------------ the run */
+
+typedef struct {
+  int busy;
+  syno_candidate_t cand;
+} pending_t;
+
+int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
+  syno_driver_cfg_t cfg = *cfg_in, *c = &cfg;
+  owned_t own;
+  int rc = -1;
+  syno_db_t *db = NULL;
+  syno_pool_t *pool = NULL;
+  syno_space_t *space = NULL;
+  syno_search_t *search = NULL;
+  pending_t *pend = NULL;
+  char *settings = NULL, *spec_text = NULL;
+  FILE *log = NULL;
+  syno_job_t *job = NULL;
+  syno_db_cand_t base;
+  memset(&base, 0, sizeof base);
+
+  if (!c->db_path) return syno_error_set(err, "no database given (--db FILE)");
+  if (!c->worker_exe) return syno_error_set(err, "no worker program");
+  if (c->workers < 1) return syno_error_set(err, "--workers must be at least 1 (got %d)", c->workers);
+  if (c->budget < 0) return syno_error_set(err, "--budget must not be negative");
+  if (!c->resume && access(c->db_path, F_OK) == 0)
+    return syno_error_set(err, "%s already exists; continue it with --resume, or choose another --db", c->db_path);
+  if (syno_db_open(c->db_path, !c->resume, &db, err)) return -1;
+
+  char *meta = NULL;
+  if (c->resume) {
+    if (syno_db_meta_get(db, "driver", &meta, err) != 1) {
+      syno_error_set(err, "%s has no search settings to resume (not made by syno search)", c->db_path);
+      goto out;
+    }
+    int r = settings_load(meta, c, &own, err);
+    free(meta);
+    if (r) goto out;
+    if (syno_db_meta_get(db, "spec", &spec_text, err) != 1) {
+      syno_error_set(err, "%s has no search spec to resume", c->db_path);
+      goto out;
+    }
+  }
+  if (syno_pool_new(c->workers, c->cand_timeout, &pool, err)) goto out;
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  stop_requested = 0;
+
+  if (!spec_text) {
+    /* Ask a worker which slots the backbone has. */
+    args_t a;
+    eval_args(c, &a);
+    arg(&a, "--plan");
+    if (run_sync(pool, a.argv, &job, err)) goto out;
+    if (job->end != SYNO_JOB_EXITED || job->exit_code != 0) {
+      char why[600];
+      syno_pool_job_describe(job, c->cand_timeout, why, sizeof why);
+      syno_error_set(err, "cannot list the backbone's slots: %s", why);
+      goto out;
+    }
+    plan_t plan;
+    if (parse_plan(job->out, &plan, err)) goto out;
+    syno_pool_job_free(job);
+    job = NULL;
+    spec_text = spec_json(c, &plan);
+    settings = settings_json(c);
+    char seed[32], started[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+    snprintf(started, sizeof started, "%.0f", now_s());
+    if (syno_db_meta_set(db, "spec", spec_text, err) || syno_db_meta_set(db, "driver", settings, err) ||
+        syno_db_meta_set(db, "backbone", c->backbone, err) || syno_db_meta_set(db, "dataset", c->dataset, err) ||
+        syno_db_meta_set(db, "seed", seed, err) ||
+        syno_db_meta_set(db, "algorithm", c->random ? "random" : "mcts", err) ||
+        syno_db_meta_set(db, "started_at", started, err))
+      goto out;
+  }
+
+  syno_space_spec_t spec;
+  if (syno_space_spec_from_json(spec_text, &spec, err)) {
+    syno_error_prefix(err, "search spec");
+    goto out;
+  }
+  if (syno_space_new(&spec, &space, err)) goto out;
+  syno_search_opts_t so;
+  syno_search_opts_default(&so);
+  so.algorithm = c->random ? SYNO_SEARCH_RANDOM : SYNO_SEARCH_MCTS;
+  so.seed = c->seed;
+  if (syno_search_new(space, &so, &search, err)) goto out;
+  if (c->log_path && !(log = fopen(c->log_path, "a"))) {
+    syno_error_set(err, "cannot open the log %s", c->log_path);
+    goto out;
+  }
+
+  progress_t prog = {.best_reward = -1, .t0 = now_s()};
+  int tty = isatty(STDERR_FILENO);
+
+  /* The baseline: the backbone with its standard operator. */
+  int have_base = syno_db_baseline(db, &base, err);
+  if (have_base < 0) goto out;
+  if (!have_base) {
+    if (!c->quiet) fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
+    args_t a;
+    eval_args(c, &a);
+    if (run_sync(pool, a.argv, &job, err)) goto out;
+    job_record(job, c->cand_timeout, &base);
+    syno_pool_job_free(job);
+    job = NULL;
+    if (base.status != 0) {
+      syno_error_set(err, "the baseline network failed: %s", base.reason ? base.reason : "unknown");
+      goto out;
+    }
+    base.is_baseline = 1;
+    set_str(&base.op_text, "(standard operator)");
+    set_str(&base.path, "");
+    base.reward = 0;
+    if (syno_db_insert(db, &base, err)) goto out;
+  }
+  syno_reward_cfg_t rw;
+  syno_reward_default(&rw);
+  rw.ub = c->reward_ub >= 0 ? c->reward_ub : base.accuracy;
+  rw.lb = c->reward_lb >= 0 ? c->reward_lb : (rw.ub - 0.3 > 0 ? rw.ub - 0.3 : 0);
+  if (!c->quiet)
+    fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
+            100 * base.accuracy, rw.lb, rw.ub, c->random ? "random" : "MCTS", (unsigned long long)c->seed);
+
+  pend = calloc((size_t)c->workers, sizeof *pend);
+  if (!pend) {
+    syno_error_set(err, "out of memory");
+    goto out;
+  }
+  int count = syno_db_count(db), exhausted = 0;
+  for (;;) {
+    int running = syno_pool_running(pool);
+    double el = now_s() - prog.t0;
+    int time_up = c->time_limit > 0 && el >= c->time_limit;
+    /* Start what the budget allows. */
+    while (!stop_requested && !time_up && !exhausted && syno_pool_free_slots(pool) > 0 &&
+           (c->budget == 0 || count + running < c->budget)) {
+      syno_candidate_t cand;
+      int r = syno_search_propose(search, &cand, err);
+      if (r < 0) goto out;
+      if (r == 1) {
+        exhausted = 1;
+        break;
+      }
+      syno_db_cand_t known;
+      int f = syno_db_find(db, cand.text, &known, err);
+      if (f < 0) goto out;
+      if (f == 1) { /* recorded by an earlier run: replay, do not evaluate */
+        if (syno_search_tell(search, &cand, known.reward, err)) goto out;
+        note_best(&prog, &known);
+        prog.replayed++;
+        syno_db_cand_clear(&known);
+        continue;
+      }
+      int slot = 0;
+      while (pend[slot].busy) slot++;
+      pend[slot].busy = 1;
+      pend[slot].cand = cand;
+      args_t a;
+      eval_args(c, &a);
+      arg(&a, "--op");
+      arg(&a, pend[slot].cand.text);
+      if (syno_pool_start(pool, slot, a.argv, err)) goto out;
+      if (log) {
+        fprintf(log, "evaluate %s\n", cand.text);
+        fflush(log);
+      }
+      running++;
+    }
+    show_progress(c, &prog, count, running, tty);
+    if (running == 0) break;
+    if (stop_requested) {
+      if (!c->quiet) fprintf(stderr, "\n[search] interrupted: %d running evaluation(s) dropped; resume with --resume\n", running);
+      break;
+    }
+    int r = syno_pool_wait(pool, 1.0, &job, err);
+    if (r < 0) goto out;
+    if (r == 0) continue;
+    pending_t *p = &pend[job->tag];
+    syno_db_cand_t rec;
+    job_record(job, c->cand_timeout, &rec);
+    set_str(&rec.op_text, p->cand.text);
+    set_str(&rec.path, p->cand.path);
+    if (rec.flops <= 0) rec.flops = p->cand.flops;
+    if (rec.params <= 0) rec.params = p->cand.params;
+    if (rec.status == 0 && base.flops > 0) rec.flops_ratio = rec.flops / base.flops;
+    rec.worker = (int)job->tag;
+    rec.reward = syno_reward(&rw, rec.status == 0, rec.accuracy, rec.flops_ratio);
+    syno_pool_job_free(job);
+    job = NULL;
+    if (syno_db_insert(db, &rec, err)) {
+      syno_db_cand_clear(&rec);
+      goto out;
+    }
+    if (syno_search_tell(search, &p->cand, rec.reward, err)) {
+      syno_db_cand_clear(&rec);
+      goto out;
+    }
+    p->busy = 0;
+    count++;
+    prog.evaluated++;
+    prog.failed += rec.status != 0;
+    note_best(&prog, &rec);
+    syno_db_cand_clear(&rec);
+  }
+  if (!c->quiet) {
+    if (tty) fputc('\n', stderr);
+    fprintf(stderr, "[search] %s: %d candidates recorded in %s (%d evaluated now, %d failed, %d replayed)%s\n",
+            stop_requested ? "stopped" : "done", count, c->db_path, prog.evaluated, prog.failed, prog.replayed,
+            exhausted ? "; the space has no further operators" : "");
+  }
+  rc = 0;
+out:
+  syno_pool_job_free(job);
+  syno_pool_free(pool); /* kills what still runs */
+  if (log) fclose(log);
+  free(pend);
+  syno_search_free(search);
+  syno_space_free(space);
+  syno_db_cand_clear(&base);
+  syno_db_close(db);
+  free(settings);
+  free(spec_text);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  return rc;
+}
