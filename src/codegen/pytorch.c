@@ -21,11 +21,22 @@
 #include "syno/lower.h"
 #include "syno/strbuf.h"
 
+#define FW_CAP (1 << 16)
+
 /* Loop variable j (outer first, then inner) as an einsum letter. */
 static char letter(int j) { return j < 26 ? (char)('a' + j) : (char)('A' + j - 26); }
 
 static int loop_of(const syno_nest_t *n, const syno_expr_t *x) {
   return x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var;
+}
+
+static bool has_restrict(const syno_nest_t *n, int i) {
+  const syno_expr_t *x = &n->node[i];
+  switch (x->kind) {
+    case SYNO_EXPR_OUTER: case SYNO_EXPR_INNER: case SYNO_EXPR_SIZE: case SYNO_EXPR_IMM: return false;
+    case SYNO_EXPR_RESTRICT: return true;
+    default: return has_restrict(n, x->a) || has_restrict(n, x->b);
+  }
 }
 
 static int expr_py(syno_strbuf_t *sb, const syno_nest_t *n, int i, const syno_vars_t *v, int b, unsigned *used,
@@ -67,6 +78,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   const syno_vars_t *v = syno_graph_vars(op->g);
   if (binding < 0 || binding >= v->nbind)
     return syno_error_set(err, "codegen pytorch: binding %d does not exist (the operator has %d)", binding, v->nbind);
+  char *fw = NULL;
   syno_nest_t *nest = malloc(sizeof *nest);
   if (!nest) return syno_error_set(err, "out of memory");
   if (syno_lower_forward(op, nest, err)) goto fail;
@@ -127,17 +139,26 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     syno_strbuf_printf(&sb, ")\n        bound = 1.0 / math.sqrt(%" PRId64 ")\n", fan > 0 ? fan : 1);
     syno_strbuf_printf(&sb, "        self.w%d = torch.nn.Parameter(w.uniform_(-bound, bound))\n", t);
   }
-  syno_strbuf_printf(&sb, "\n    def forward(self, x):\n");
-  syno_strbuf_printf(&sb, "        if tuple(x.shape) != self.in_shape:\n"
-                          "            raise ValueError('SynoOp: input shape %%s, expected %%s' %% (tuple(x.shape), self.in_shape))\n");
-  syno_strbuf_printf(&sb, "        dev = x.device\n");
-  /* One broadcastable arange per loop, in its own position of L axes. */
+  /* The gather offsets and padding masks depend only on the binding, so
+   * __init__ computes them once as buffers (they follow .to(device)); forward
+   * is then one gather per factor and one einsum. */
+  syno_strbuf_printf(&sb, "        # index buffers: one broadcastable arange per loop\n");
   for (int j = 0; j < L; j++) {
-    syno_strbuf_printf(&sb, "        %c = torch.arange(%" PRId64 ", device=dev).view(", letter(j), ext[j]);
+    syno_strbuf_printf(&sb, "        %c = torch.arange(%" PRId64 ").view(", letter(j), ext[j]);
     for (int k = 0; k < L; k++) syno_strbuf_printf(&sb, "%s%s", k == j ? "-1" : "1", k + 1 < L || L == 1 ? ", " : "");
     syno_strbuf_printf(&sb, ")\n");
   }
-  syno_strbuf_printf(&sb, "        zero = torch.zeros((1,) * %d, dtype=torch.long, device=dev)\n", L);
+  syno_strbuf_printf(&sb, "        zero = torch.zeros((1,) * %d, dtype=torch.long)\n", L);
+  fw = malloc(FW_CAP);
+  if (!fw) {
+    syno_error_set(err, "out of memory");
+    goto fail;
+  }
+  syno_strbuf_t fs;
+  syno_strbuf_init(&fs, fw, FW_CAP);
+  syno_strbuf_printf(&fs, "\n    def forward(self, x):\n");
+  syno_strbuf_printf(&fs, "        if tuple(x.shape) != self.in_shape:\n"
+                          "            raise ValueError('SynoOp: input shape %%s, expected %%s' %% (tuple(x.shape), self.in_shape))\n");
   char spec[256];
   syno_strbuf_t es;
   syno_strbuf_init(&es, spec, sizeof spec);
@@ -149,6 +170,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
       goto fail;
     }
     unsigned used = 0;
+    bool padded = false;
     syno_strbuf_printf(&sb, "        # factor %d: %s\n        ok = []\n        off = zero", f,
                        a->tensor == 0 ? "the input" : "a weight");
     int64_t stride = 1, strides[SYNO_MAX_RANK];
@@ -163,17 +185,31 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
       if (expr_py(&sb, nest, a->idx[i], v, binding, &used, err)) goto fail;
       syno_strbuf_printf(&sb, " * %" PRId64, strides[i]);
     }
+    for (int i = 0; i < a->rank; i++) padded |= has_restrict(nest, a->idx[i]);
     all |= used;
-    if (a->tensor == 0) syno_strbuf_printf(&sb, "\n        src = x.reshape(-1)\n");
-    else syno_strbuf_printf(&sb, "\n        src = self.w%d.reshape(-1)\n", a->tensor);
-    syno_strbuf_printf(&sb, "        f%d = src[off.clamp(0, %" PRId64 ")]\n", f, numel[a->tensor] - 1);
-    syno_strbuf_printf(&sb, "        for m in ok:\n            f%d = f%d * m\n", f, f);
-    syno_strbuf_printf(&sb, "        f%d = f%d.expand(", f, f);
-    for (int j = 0; j < L; j++) syno_strbuf_printf(&sb, "%" PRId64 ", ", (used >> j & 1) ? ext[j] : 1);
-    syno_strbuf_printf(&sb, ").reshape(");
+    char full[256], own[256];
+    syno_strbuf_t fb, ob;
+    syno_strbuf_init(&fb, full, sizeof full);
+    syno_strbuf_init(&ob, own, sizeof own);
+    for (int j = 0; j < L; j++) syno_strbuf_printf(&fb, "%" PRId64 ", ", (used >> j & 1) ? ext[j] : 1);
     for (int j = 0; j < L; j++)
-      if (used >> j & 1) syno_strbuf_printf(&sb, "%" PRId64 ", ", ext[j]);
-    syno_strbuf_printf(&sb, ")\n");
+      if (used >> j & 1) syno_strbuf_printf(&ob, "%" PRId64 ", ", ext[j]);
+    syno_strbuf_printf(&sb, "\n        off = off.clamp(0, %" PRId64 ").expand(%s).reshape(%s)\n", numel[a->tensor] - 1,
+                       full, own);
+    syno_strbuf_printf(&sb, "        self.register_buffer('off%d', off.contiguous(), persistent=False)\n", f);
+    const char *src = a->tensor == 0 ? "x" : NULL;
+    char wname[16];
+    if (!src) {
+      snprintf(wname, sizeof wname, "self.w%d", a->tensor);
+      src = wname;
+    }
+    syno_strbuf_printf(&fs, "        f%d = %s.reshape(-1)[self.off%d]\n", f, src, f);
+    if (padded) {
+      syno_strbuf_printf(&sb, "        mask = torch.ones(())\n        for m in ok:\n            mask = mask * m\n");
+      syno_strbuf_printf(&sb, "        mask = mask.expand(%s).reshape(%s)\n", full, own);
+      syno_strbuf_printf(&sb, "        self.register_buffer('mask%d', mask.contiguous(), persistent=False)\n", f);
+      syno_strbuf_printf(&fs, "        f%d = f%d * self.mask%d\n", f, f, f);
+    }
     if (f) syno_strbuf_printf(&es, ",");
     for (int j = 0; j < L; j++)
       if (used >> j & 1) syno_strbuf_printf(&es, "%c", letter(j));
@@ -182,7 +218,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   int extra = 0;
   for (int j = 0; j < L; j++)
     if (!(all >> j & 1)) {
-      syno_strbuf_printf(&sb, "        e%d = torch.ones(%" PRId64 ", dtype=x.dtype, device=dev)\n", extra, ext[j]);
+      syno_strbuf_printf(&fs, "        e%d = torch.ones(%" PRId64 ", dtype=x.dtype, device=x.device)\n", extra, ext[j]);
       syno_strbuf_printf(&es, "%s%c", es.len ? "," : "", letter(j));
       extra++;
     }
@@ -192,16 +228,23 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     syno_error_set(err, "codegen pytorch: einsum equation too long");
     goto fail;
   }
-  syno_strbuf_printf(&sb, "        y = torch.einsum('%s'", spec);
-  for (int f = 0; f < nest->n_factors; f++) syno_strbuf_printf(&sb, ", f%d", f);
-  for (int e = 0; e < extra; e++) syno_strbuf_printf(&sb, ", e%d", e);
-  syno_strbuf_printf(&sb, ")\n");
-  if (div != 1) syno_strbuf_printf(&sb, "        y = y / %" PRId64 "\n", div);
-  syno_strbuf_printf(&sb, "        return y\n");
+  syno_strbuf_printf(&fs, "        y = torch.einsum('%s'", spec);
+  for (int f = 0; f < nest->n_factors; f++) syno_strbuf_printf(&fs, ", f%d", f);
+  for (int e = 0; e < extra; e++) syno_strbuf_printf(&fs, ", e%d", e);
+  syno_strbuf_printf(&fs, ")\n");
+  if (div != 1) syno_strbuf_printf(&fs, "        y = y / %" PRId64 "\n", div);
+  syno_strbuf_printf(&fs, "        return y\n");
+  if (fs.len >= FW_CAP) {
+    syno_error_set(err, "codegen pytorch: forward text too long");
+    goto fail;
+  }
+  syno_strbuf_printf(&sb, "%s", fw);
+  free(fw);
   free(nest);
   if (sb.len > (size_t)INT32_MAX) return syno_error_set(err, "codegen pytorch: the generated text is too long");
   return (int)sb.len;
 fail:
+  free(fw);
   free(nest);
   return -1;
 }
