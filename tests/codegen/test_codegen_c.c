@@ -16,58 +16,83 @@
 typedef void (*forward_fn)(const float *, const float *const *, float *);
 
 static char tmpdir[256];
-static int counter;
 
-/* Emits, compiles and runs op's C code; compares with the interpreter. */
-static void check_c(const syno_operator_t *op, syno_rng_t *rng) {
+/* Cases are compiled in batches: one cc run per batch builds every emitted
+ * file into one shared object (each file renames its function with a
+ * #define in front of the generated text), which keeps the test fast. */
+#define MAX_CASES 128
+typedef struct {
+  char text[4096];
+  int n_tensors;
+  float *t[SYNO_MAX_TENSORS];
+  float *want;
+  int64_t n_out;
+} case_t;
+static case_t cases[MAX_CASES];
+static int n_cases;
+
+static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
+  assert_true(n_cases < MAX_CASES);
+  case_t *c = &cases[n_cases];
   syno_error_t err;
   const syno_vars_t *v = syno_graph_vars(op->g);
+  syno_operator_print(op, c->text, sizeof c->text);
   int len = syno_codegen_c(op, 0, NULL, 0, &err);
-  if (len < 0) fail_msg("codegen c: %s", err.msg);
+  if (len < 0) fail_msg("codegen c: '%s': %s", c->text, err.msg);
   char *code = malloc((size_t)len + 1);
   assert_int_equal(syno_codegen_c(op, 0, code, (size_t)len + 1, &err), len);
-  char src[300], so[300], cmd[1024];
-  snprintf(src, sizeof src, "%s/op%d.c", tmpdir, counter);
-  snprintf(so, sizeof so, "%s/op%d.so", tmpdir, counter);
-  counter++;
+  char src[300];
+  snprintf(src, sizeof src, "%s/op%03d.c", tmpdir, n_cases);
   FILE *f = fopen(src, "w");
   assert_non_null(f);
+  fprintf(f, "#define syno_op_forward syno_op_forward_%d\n", n_cases);
   fputs(code, f);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "cc -std=c99 -O1 -Wall -Wextra -Werror -fPIC -shared -o %s %s", so, src);
-  if (system(cmd) != 0) fail_msg("generated code does not compile:\n%s", code);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  if (!h) fail_msg("dlopen: %s", dlerror());
-  forward_fn fwd;
-  *(void **)&fwd = dlsym(h, "syno_op_forward");
-  assert_non_null(fwd);
+  free(code);
   syno_nest_t *nest = malloc(sizeof *nest);
   if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
-  float *t[SYNO_MAX_TENSORS] = {0};
-  int64_t numel, n_out;
+  int64_t numel;
+  c->n_tensors = op->n_tensors;
   for (int i = 0; i < op->n_tensors; i++) {
     assert_int_equal(syno_tensor_numel(op, i, 0, &numel, &err), 0);
-    t[i] = st_random(rng, numel);
+    c->t[i] = st_random(rng, numel);
   }
-  assert_int_equal(syno_output_numel(op, 0, &n_out, &err), 0);
-  float *want = malloc(sizeof(float) * (size_t)n_out), *got = malloc(sizeof(float) * (size_t)n_out);
-  if (syno_interp_nest(nest, v, 0, (const float *const *)t, NULL, want, &err)) fail_msg("%s", err.msg);
-  for (int64_t i = 0; i < n_out; i++) got[i] = NAN;
-  fwd(t[0], (const float *const *)(t + 1), got);
-  double e = st_rel_err(got, want, n_out);
-  if (!(e <= 1e-4)) {
-    char text[4096];
-    syno_operator_print(op, text, sizeof text);
-    fail_msg("'%s': generated C differs from the interpreter, rel err %g", text, e);
+  assert_int_equal(syno_output_numel(op, 0, &c->n_out, &err), 0);
+  c->want = malloc(sizeof(float) * (size_t)c->n_out);
+  if (syno_interp_nest(nest, v, 0, (const float *const *)c->t, NULL, c->want, &err)) fail_msg("%s", err.msg);
+  free(nest);
+  n_cases++;
+}
+
+/* Compiles every prepared case, runs each, compares, and clears the batch. */
+static void run_batch(void) {
+  char so[300], cmd[1024];
+  snprintf(so, sizeof so, "%s/batch.so", tmpdir);
+  snprintf(cmd, sizeof cmd, "cd %s && cc -std=c99 -O0 -Wall -Wextra -Werror -fPIC -shared -o batch.so op*.c", tmpdir);
+  if (system(cmd) != 0) fail_msg("generated code does not compile: %s", cmd);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) fail_msg("dlopen: %s", dlerror());
+  for (int k = 0; k < n_cases; k++) {
+    case_t *c = &cases[k];
+    char name[64];
+    snprintf(name, sizeof name, "syno_op_forward_%d", k);
+    forward_fn fwd;
+    *(void **)&fwd = dlsym(h, name);
+    if (!fwd) fail_msg("%s is missing from the shared object", name);
+    float *got = malloc(sizeof(float) * (size_t)c->n_out);
+    for (int64_t i = 0; i < c->n_out; i++) got[i] = NAN;
+    fwd(c->t[0], (const float *const *)(c->t + 1), got);
+    double e = st_rel_err(got, c->want, c->n_out);
+    if (!(e <= 1e-4)) fail_msg("'%s': generated C differs from the interpreter, rel err %g", c->text, e);
+    free(got);
+    free(c->want);
+    for (int i = 0; i < c->n_tensors; i++) free(c->t[i]);
+    snprintf(cmd, sizeof cmd, "%s/op%03d.c", tmpdir, k);
+    unlink(cmd);
   }
   dlclose(h);
   unlink(so);
-  unlink(src);
-  for (int i = 0; i < op->n_tensors; i++) free(t[i]);
-  free(want);
-  free(got);
-  free(nest);
-  free(code);
+  n_cases = 0;
 }
 
 static void test_builtins(void **state) {
@@ -87,10 +112,11 @@ static void test_builtins(void **state) {
       if (strcmp(small[j], syno_builtin_at(i)->name) == 0) bind = small[j + 1];
     st_op_t o;
     st_op_builtin(&o, syno_builtin_at(i)->name, bind);
-    check_c(&o.op, &rng);
+    prepare(&o.op, &rng);
     st_op_free(&o);
     checked++;
   }
+  run_batch();
   assert_true(checked >= 6);
 }
 
@@ -116,9 +142,10 @@ static void test_sampled(void **state) {
     if (!found) break;
     syno_operator_t op;
     if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
-    check_c(&op, &rng);
+    prepare(&op, &rng);
     seen++;
   }
+  run_batch();
   print_message("%d sampled operators compiled and checked\n", seen);
   assert_true(seen >= 100);
   syno_space_free(s);
