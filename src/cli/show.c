@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "syno/codegen.h"
 #include "syno/lower.h"
 
 static const char *help =
@@ -16,10 +17,32 @@ static const char *help =
     "\n"
     "options:\n" SYNO_OPSEL_HELP
     "  --json              print one JSON object instead\n"
+    "  --emit LANG         print generated code instead: pytorch (a torch.nn.Module)\n"
+    "                      or c (a C99 function syno_op_forward), see docs/codegen.md\n"
+    "  --binding B         the binding the generated code is for, from 0 (default 0)\n"
     "  -h, --help          this help\n"
     "\n"
     "example:\n"
-    "  syno show --builtin conv2d --bind N=2,C_in=4,C_out=8,H=9,W=9,k=3\n";
+    "  syno show --builtin conv2d --bind N=2,C_in=4,C_out=8,H=9,W=9,k=3\n"
+    "  syno show --builtin linear --emit pytorch > op.py\n";
+
+typedef int (*emitter_fn)(const syno_operator_t *, int, char *, size_t, syno_error_t *);
+
+static int emit(const syno_cliop_t *c, const char *lang, long binding) {
+  emitter_fn fn = strcmp(lang, "pytorch") == 0 ? syno_codegen_pytorch : syno_codegen_c;
+  syno_error_t err;
+  int len = fn(&c->op, (int)binding, NULL, 0, &err);
+  if (len < 0) {
+    fprintf(stderr, "syno: %s\n", err.msg);
+    return SYNO_EXIT_FAIL;
+  }
+  char *code = malloc((size_t)len + 1);
+  if (!code) return SYNO_EXIT_FAIL;
+  fn(&c->op, (int)binding, code, (size_t)len + 1, &err);
+  fputs(code, stdout);
+  free(code);
+  return 0;
+}
 
 static cJSON *shape_values(const syno_vars_t *v, const syno_shape_t *s, int b) {
   cJSON *a = cJSON_CreateArray();
@@ -199,9 +222,14 @@ static int show_text(const syno_cliop_t *c, const syno_lowered_t *low, const cha
 }
 
 int syno_cmd_show(int argc, char **argv) {
-  enum { OPT_JSON = 1, OPT_HELP = 'h' };
-  static const struct option own[] = {
-      {"json", no_argument, NULL, OPT_JSON}, {"help", no_argument, NULL, OPT_HELP}, {NULL, 0, NULL, 0}};
+  enum { OPT_JSON = 1, OPT_EMIT, OPT_BINDING, OPT_HELP = 'h' };
+  static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
+                                      {"emit", required_argument, NULL, OPT_EMIT},
+                                      {"binding", required_argument, NULL, OPT_BINDING},
+                                      {"help", no_argument, NULL, OPT_HELP},
+                                      {NULL, 0, NULL, 0}};
+  const char *lang = NULL;
+  long binding = 0;
   struct option opts[SYNO_CLI_MAX_OPTS];
   syno_cli_opsel_longopts(opts, own);
   syno_opsel_t sel = {0};
@@ -215,6 +243,15 @@ int syno_cmd_show(int argc, char **argv) {
     if (r) continue;
     switch (opt) {
       case OPT_JSON: json = true; break;
+      case OPT_EMIT:
+        if (strcmp(optarg, "pytorch") != 0 && strcmp(optarg, "c") != 0)
+          return syno_cli_usage_error("show: --emit '%s' is not a code generator (pytorch, c)", optarg);
+        lang = optarg;
+        break;
+      case OPT_BINDING:
+        if (syno_cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
+          return syno_cli_usage_error("show: --binding '%s' is not a binding number", optarg);
+        break;
       case OPT_HELP: fputs(help, stdout); return 0;
       case ':': return syno_cli_usage_error("show: option '%s' needs a value", argv[optind - 1]);
       default: return syno_cli_usage_error("show: unknown option '%s' (see syno show --help)", argv[optind - 1]);
@@ -225,6 +262,15 @@ int syno_cmd_show(int argc, char **argv) {
   syno_cliop_t c;
   int rc = syno_cli_opsel_resolve(&sel, &c);
   if (rc) return rc;
+  if (lang) {
+    if (binding >= c.vars.nbind) {
+      syno_cli_op_free(&c);
+      return syno_cli_usage_error("show: --binding %ld does not exist (the operator has %d)", binding, c.vars.nbind);
+    }
+    rc = emit(&c, lang, binding);
+    syno_cli_op_free(&c);
+    return rc;
+  }
   syno_lowered_t *low = malloc(sizeof *low);
   syno_error_t err;
   if (!low || syno_lower(&c.op, low, &err)) {

@@ -1,0 +1,185 @@
+/* The C emitter against the reference interpreter: every builtin and a
+ * sample of operators from the conv2d search space is emitted, compiled by
+ * the system cc into a shared object, loaded with dlopen and run on random
+ * data; its output must match syno_interp_nest to 1e-4 relative error. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "synotest.h"
+#include "syno/codegen.h"
+#include "syno/space.h"
+
+typedef void (*forward_fn)(const float *, const float *const *, float *);
+
+static char tmpdir[256];
+
+/* Cases are compiled in batches: one cc run per batch builds every emitted
+ * file into one shared object (each file renames its function with a
+ * #define in front of the generated text), which keeps the test fast. */
+#define MAX_CASES 128
+typedef struct {
+  char text[4096];
+  int n_tensors;
+  float *t[SYNO_MAX_TENSORS];
+  float *want;
+  int64_t n_out;
+} case_t;
+static case_t cases[MAX_CASES];
+static int n_cases;
+
+static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
+  assert_true(n_cases < MAX_CASES);
+  case_t *c = &cases[n_cases];
+  syno_error_t err;
+  const syno_vars_t *v = syno_graph_vars(op->g);
+  syno_operator_print(op, c->text, sizeof c->text);
+  int len = syno_codegen_c(op, 0, NULL, 0, &err);
+  if (len < 0) fail_msg("codegen c: '%s': %s", c->text, err.msg);
+  char *code = malloc((size_t)len + 1);
+  assert_int_equal(syno_codegen_c(op, 0, code, (size_t)len + 1, &err), len);
+  char src[300];
+  snprintf(src, sizeof src, "%s/op%03d.c", tmpdir, n_cases);
+  FILE *f = fopen(src, "w");
+  assert_non_null(f);
+  fprintf(f, "#define syno_op_forward syno_op_forward_%d\n", n_cases);
+  fputs(code, f);
+  fclose(f);
+  free(code);
+  syno_nest_t *nest = malloc(sizeof *nest);
+  if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
+  int64_t numel;
+  c->n_tensors = op->n_tensors;
+  for (int i = 0; i < op->n_tensors; i++) {
+    assert_int_equal(syno_tensor_numel(op, i, 0, &numel, &err), 0);
+    c->t[i] = st_random(rng, numel);
+  }
+  assert_int_equal(syno_output_numel(op, 0, &c->n_out, &err), 0);
+  c->want = malloc(sizeof(float) * (size_t)c->n_out);
+  if (syno_interp_nest(nest, v, 0, (const float *const *)c->t, NULL, c->want, &err)) fail_msg("%s", err.msg);
+  free(nest);
+  n_cases++;
+}
+
+/* Compiles every prepared case, runs each, compares, and clears the batch. */
+static void run_batch(void) {
+  char so[300], cmd[1024];
+  snprintf(so, sizeof so, "%s/batch.so", tmpdir);
+  snprintf(cmd, sizeof cmd, "cd %s && cc -std=c99 -O0 -Wall -Wextra -Werror -fPIC -shared -o batch.so op*.c", tmpdir);
+  if (system(cmd) != 0) fail_msg("generated code does not compile: %s", cmd);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) fail_msg("dlopen: %s", dlerror());
+  for (int k = 0; k < n_cases; k++) {
+    case_t *c = &cases[k];
+    char name[64];
+    snprintf(name, sizeof name, "syno_op_forward_%d", k);
+    forward_fn fwd;
+    *(void **)&fwd = dlsym(h, name);
+    if (!fwd) fail_msg("%s is missing from the shared object", name);
+    float *got = malloc(sizeof(float) * (size_t)c->n_out);
+    for (int64_t i = 0; i < c->n_out; i++) got[i] = NAN;
+    fwd(c->t[0], (const float *const *)(c->t + 1), got);
+    double e = st_rel_err(got, c->want, c->n_out);
+    if (!(e <= 1e-4)) fail_msg("'%s': generated C differs from the interpreter, rel err %g", c->text, e);
+    free(got);
+    free(c->want);
+    for (int i = 0; i < c->n_tensors; i++) free(c->t[i]);
+    snprintf(cmd, sizeof cmd, "%s/op%03d.c", tmpdir, k);
+    unlink(cmd);
+  }
+  dlclose(h);
+  unlink(so);
+  n_cases = 0;
+}
+
+static void test_builtins(void **state) {
+  (void)state;
+  static const char *small[] = {"conv2d", "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
+                                "grouped-conv2d", "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
+                                "depthwise-conv2d", "N=2, C_in=3, H=6, W=5, k=3",
+                                "strided-conv2d", "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
+                                "linear", "N=3, C_in=10, C_out=7",
+                                "avgpool2d", "N=2, C_in=3, H=8, W=6, k=2"};
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, 3, 0);
+  int checked = 0;
+  for (int i = 0; syno_builtin_at(i); i++) {
+    const char *bind = "";
+    for (size_t j = 0; j < sizeof small / sizeof *small; j += 2)
+      if (strcmp(small[j], syno_builtin_at(i)->name) == 0) bind = small[j + 1];
+    st_op_t o;
+    st_op_builtin(&o, syno_builtin_at(i)->name, bind);
+    prepare(&o.op, &rng);
+    st_op_free(&o);
+    checked++;
+  }
+  run_batch();
+  assert_true(checked >= 6);
+}
+
+static void test_sampled(void **state) {
+  (void)state;
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+                                "\"min_weight_params\": 8}",
+                                &spec, &err))
+    fail_msg("%s", err.msg);
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  syno_rng_t walk, rng;
+  syno_nn_rng_seed(&walk, 5, 0);
+  syno_nn_rng_seed(&rng, 6, 0);
+  int seen = 0;
+  for (int i = 0; i < 104; i++) {
+    uint32_t node, final;
+    int walks;
+    int found = syno_space_random_walk(s, &walk, 1000000, true, &node, &final, &walks, &err);
+    assert_true(found >= 0);
+    if (!found) break;
+    syno_operator_t op;
+    if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
+    prepare(&op, &rng);
+    seen++;
+  }
+  run_batch();
+  print_message("%d sampled operators compiled and checked\n", seen);
+  assert_true(seen >= 100);
+  syno_space_free(s);
+}
+
+static void test_bad_binding(void **state) {
+  (void)state;
+  st_op_t o;
+  st_op_builtin(&o, "linear", "");
+  syno_error_t err;
+  char buf[64];
+  assert_int_equal(syno_codegen_c(&o.op, 5, buf, sizeof buf, &err), -1);
+  assert_non_null(strstr(err.msg, "binding 5 does not exist"));
+  assert_int_equal(syno_codegen_pytorch(&o.op, -1, buf, sizeof buf, &err), -1);
+  assert_non_null(strstr(err.msg, "binding -1 does not exist"));
+  /* snprintf semantics: a short buffer is truncated and NUL-terminated. */
+  int len = syno_codegen_c(&o.op, 0, buf, sizeof buf, &err);
+  assert_true(len > (int)sizeof buf);
+  assert_int_equal(strlen(buf), sizeof buf - 1);
+  st_op_free(&o);
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/syno-codegen-XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_binding),
+      cmocka_unit_test(test_builtins),
+      cmocka_unit_test(test_sampled),
+  };
+  int r = cmocka_run_group_tests(tests, NULL, NULL);
+  rmdir(tmpdir);
+  return r;
+}

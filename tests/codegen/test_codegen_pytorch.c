@@ -1,0 +1,240 @@
+/* The PyTorch emitter against the reference interpreter. Every builtin and
+ * a sample of conv2d-space operators is emitted as a module; syno writes
+ * random input, weights and output gradient as raw float32 files, one
+ * python3 process runs every module forward and backward (autograd), and
+ * the output and every gradient must match the interpreter (forward nest,
+ * and gradients scattered through it) to 1e-4 relative error.
+ *
+ * Needs python3 with torch and numpy: $SYNO_PYTHON, else python3 on PATH,
+ * else /usr/bin/python3. Without one, exits 77 (ctest reports a skip). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "synotest.h"
+#include "syno/codegen.h"
+#include "syno/space.h"
+
+#define MAX_CASES 64
+
+static char tmpdir[256];
+static const char *python;
+
+static const char *driver =
+    "import importlib.util, os, sys\n"
+    "import numpy as np\n"
+    "import torch\n"
+    "torch.set_num_threads(1)\n"
+    "root = sys.argv[1]\n"
+    "for case in sorted(os.listdir(root)):\n"
+    "    d = os.path.join(root, case)\n"
+    "    if not os.path.isdir(d):\n"
+    "        continue\n"
+    "    spec = importlib.util.spec_from_file_location('op_' + case, os.path.join(d, 'op.py'))\n"
+    "    mod = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(mod)\n"
+    "    op = mod.SynoOp()\n"
+    "    def load(name, shape):\n"
+    "        return torch.from_numpy(np.fromfile(os.path.join(d, name), dtype=np.float32)).view(shape)\n"
+    "    x = load('t0', op.in_shape).clone().requires_grad_(True)\n"
+    "    ws = [p for n, p in sorted(op.named_parameters())]\n"
+    "    with torch.no_grad():\n"
+    "        for t, p in enumerate(ws, 1):\n"
+    "            p.copy_(load('t%d' % t, tuple(p.shape)))\n"
+    "    y = op(x)\n"
+    "    assert tuple(y.shape) == op.out_shape, (case, y.shape, op.out_shape)\n"
+    "    y.backward(load('gout', op.out_shape))\n"
+    "    y.detach().numpy().astype(np.float32).tofile(os.path.join(d, 'y'))\n"
+    "    for t, g in enumerate([x] + ws):\n"
+    "        gr = g.grad if g.grad is not None else torch.zeros_like(g)\n"
+    "        gr.detach().numpy().astype(np.float32).tofile(os.path.join(d, 'g%d' % t))\n";
+
+typedef struct {
+  char text[4096];
+  int n_tensors;
+  int64_t numel[SYNO_MAX_TENSORS], n_out;
+  float *want_y, *want_g[SYNO_MAX_TENSORS];
+} case_t;
+
+static case_t cases[MAX_CASES];
+static int n_cases;
+
+static void write_floats(const char *path, const float *x, int64_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) fail_msg("cannot write %s", path);
+  assert_int_equal(fwrite(x, sizeof(float), (size_t)n, f), (size_t)n);
+  fclose(f);
+}
+
+static float *read_floats(const char *path, int64_t n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("python did not write %s", path);
+  float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  size_t got = fread(x, sizeof(float), (size_t)n, f);
+  int extra = fgetc(f);
+  fclose(f);
+  if (got != (size_t)n || extra != EOF) fail_msg("%s: expected %lld floats", path, (long long)n);
+  return x;
+}
+
+/* Emits op into its case directory with its inputs and the expected results. */
+static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
+  assert_true(n_cases < MAX_CASES);
+  case_t *c = &cases[n_cases];
+  char dir[320], path[400];
+  snprintf(dir, sizeof dir, "%s/c%03d", tmpdir, n_cases);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  syno_error_t err;
+  const syno_vars_t *v = syno_graph_vars(op->g);
+  syno_operator_print(op, c->text, sizeof c->text);
+  int len = syno_codegen_pytorch(op, 0, NULL, 0, &err);
+  if (len < 0) fail_msg("'%s': %s", c->text, err.msg);
+  char *code = malloc((size_t)len + 1);
+  assert_int_equal(syno_codegen_pytorch(op, 0, code, (size_t)len + 1, &err), len);
+  snprintf(path, sizeof path, "%s/op.py", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(code, f);
+  fclose(f);
+  free(code);
+  syno_nest_t *nest = malloc(sizeof *nest);
+  if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
+  float *t[SYNO_MAX_TENSORS] = {0};
+  c->n_tensors = op->n_tensors;
+  for (int i = 0; i < op->n_tensors; i++) {
+    assert_int_equal(syno_tensor_numel(op, i, 0, &c->numel[i], &err), 0);
+    t[i] = st_random(rng, c->numel[i]);
+    snprintf(path, sizeof path, "%s/t%d", dir, i);
+    write_floats(path, t[i], c->numel[i]);
+  }
+  assert_int_equal(syno_output_numel(op, 0, &c->n_out, &err), 0);
+  float *gout = st_random(rng, c->n_out);
+  snprintf(path, sizeof path, "%s/gout", dir);
+  write_floats(path, gout, c->n_out);
+  c->want_y = malloc(sizeof(float) * (size_t)c->n_out);
+  if (syno_interp_nest(nest, v, 0, (const float *const *)t, NULL, c->want_y, &err)) fail_msg("%s", err.msg);
+  for (int i = 0; i < op->n_tensors; i++) {
+    c->want_g[i] = malloc(sizeof(float) * (size_t)c->numel[i]);
+    if (syno_interp_grad_scatter(nest, v, 0, i, (const float *const *)t, gout, c->want_g[i], &err))
+      fail_msg("%s", err.msg);
+  }
+  for (int i = 0; i < op->n_tensors; i++) free(t[i]);
+  free(gout);
+  free(nest);
+  n_cases++;
+}
+
+static void prepare_builtins(syno_rng_t *rng) {
+  static const char *small[] = {"conv2d", "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
+                                "grouped-conv2d", "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
+                                "depthwise-conv2d", "N=2, C_in=3, H=6, W=5, k=3",
+                                "strided-conv2d", "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
+                                "linear", "N=3, C_in=10, C_out=7",
+                                "avgpool2d", "N=2, C_in=3, H=8, W=6, k=2"};
+  for (int i = 0; syno_builtin_at(i); i++) {
+    const char *bind = "";
+    for (size_t j = 0; j < sizeof small / sizeof *small; j += 2)
+      if (strcmp(small[j], syno_builtin_at(i)->name) == 0) bind = small[j + 1];
+    st_op_t o;
+    st_op_builtin(&o, syno_builtin_at(i)->name, bind);
+    prepare(&o.op, rng);
+    st_op_free(&o);
+  }
+}
+
+static void prepare_sampled(syno_rng_t *rng, int n) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+                                "\"min_weight_params\": 8}",
+                                &spec, &err))
+    fail_msg("%s", err.msg);
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  syno_rng_t walk;
+  syno_nn_rng_seed(&walk, 11, 0);
+  for (int i = 0; i < n; i++) {
+    uint32_t node, final;
+    int walks;
+    int found = syno_space_random_walk(s, &walk, 1000000, true, &node, &final, &walks, &err);
+    assert_true(found > 0);
+    syno_operator_t op;
+    if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
+    prepare(&op, rng);
+  }
+  syno_space_free(s);
+}
+
+static void test_pytorch_matches_interpreter(void **state) {
+  (void)state;
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, 21, 0);
+  prepare_builtins(&rng);
+  prepare_sampled(&rng, 40);
+  char path[400], cmd[1024];
+  snprintf(path, sizeof path, "%s/driver.py", tmpdir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(driver, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "%s %s %s", python, path, tmpdir);
+  if (system(cmd) != 0) fail_msg("python failed: %s", cmd);
+  for (int k = 0; k < n_cases; k++) {
+    case_t *c = &cases[k];
+    snprintf(path, sizeof path, "%s/c%03d/y", tmpdir, k);
+    float *y = read_floats(path, c->n_out);
+    double e = st_rel_err(y, c->want_y, c->n_out);
+    if (!(e <= 1e-4)) fail_msg("'%s': PyTorch forward differs from the interpreter, rel err %g", c->text, e);
+    free(y);
+    for (int t = 0; t < c->n_tensors; t++) {
+      snprintf(path, sizeof path, "%s/c%03d/g%d", tmpdir, k, t);
+      float *g = read_floats(path, c->numel[t]);
+      e = st_rel_err(g, c->want_g[t], c->numel[t]);
+      if (!(e <= 1e-4)) fail_msg("'%s': autograd gradient of tensor %d differs, rel err %g", c->text, t, e);
+      free(g);
+    }
+  }
+  print_message("%d modules checked (forward and every gradient)\n", n_cases);
+  assert_true(n_cases >= 46);
+  for (int k = 0; k < n_cases; k++) {
+    free(cases[k].want_y);
+    for (int t = 0; t < cases[k].n_tensors; t++) free(cases[k].want_g[t]);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) print_message("could not remove %s\n", tmpdir);
+}
+
+/* The first interpreter that imports torch and numpy, or NULL. */
+static const char *find_python(void) {
+  static char buf[512];
+  const char *env = getenv("SYNO_PYTHON");
+  const char *cands[] = {env, "python3", "/usr/bin/python3"};
+  for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
+    if (!cands[i] || !*cands[i]) continue;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s -c 'import torch, numpy' >/dev/null 2>&1", cands[i]);
+    if (system(cmd) == 0) {
+      snprintf(buf, sizeof buf, "%s", cands[i]);
+      return buf;
+    }
+  }
+  return NULL;
+}
+
+int main(void) {
+  python = find_python();
+  if (!python) {
+    printf("SKIP: no python3 with torch and numpy (set SYNO_PYTHON)\n");
+    return 77;
+  }
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/syno-pytorch-XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_pytorch_matches_interpreter)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
