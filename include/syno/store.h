@@ -78,6 +78,10 @@ void syno_db_cand_clear(syno_db_cand_t *c);
 /* One-line JSON of a record (malloc'd; NULL when out of memory), and back.
  * Missing fields read as 0 / NULL; anything but a JSON object is an error. */
 char *syno_db_cand_to_json(const syno_db_cand_t *c);
+/* CSV (RFC 4180 quoting): the header line, and one line per record. */
+#include <stdio.h>
+void syno_db_csv_header(FILE *f);
+void syno_db_csv_row(FILE *f, const syno_db_cand_t *c);
 int syno_db_cand_from_json(const char *json, syno_db_cand_t *c, syno_error_t *err);
 
 #endif

@@ -96,5 +96,6 @@ int syno_cmd_run(int argc, char **argv);
 int syno_cmd_train(int argc, char **argv);
 int syno_cmd_eval(int argc, char **argv);
 int syno_cmd_search(int argc, char **argv);
+int syno_cmd_report(int argc, char **argv);
 
 #endif

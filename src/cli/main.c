@@ -17,6 +17,7 @@ static const command_t commands[] = {
     {"space", syno_cmd_space, "count the search space per depth; find missed duplicates"},
     {"eval", syno_cmd_eval, "evaluate one operator in a backbone: train, time, print JSON"},
     {"search", syno_cmd_search, "search for operators: MCTS or random, results in a database"},
+    {"report", syno_cmd_report, "what a search found: best operators, Pareto front, plots"},
     {"train", syno_cmd_train, "train a backbone whose conv slots hold a (synthesized) operator"},
 };
 

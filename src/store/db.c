@@ -364,3 +364,31 @@ int syno_db_cand_from_json(const char *json, syno_db_cand_t *c, syno_error_t *er
   cJSON_Delete(o);
   return 0;
 }
+
+void syno_db_csv_header(FILE *f) {
+  for (int i = 0; i < NFIELDS; i++) fprintf(f, "%s%s", i ? "," : "", fields[i].name);
+  fputc('\n', f);
+}
+
+void syno_db_csv_row(FILE *f, const syno_db_cand_t *c) {
+  for (int i = 0; i < NFIELDS; i++) {
+    const field_t *fd = &fields[i];
+    if (i) fputc(',', f);
+    switch (fd->type) {
+    case F_INT: fprintf(f, "%d", *AT(c, fd, const int)); break;
+    case F_LONG: fprintf(f, "%ld", *AT(c, fd, const long)); break;
+    case F_REAL: fprintf(f, "%.9g", *AT(c, fd, const double)); break;
+    case F_TEXT: {
+      const char *s = *AT(c, fd, char *const);
+      if (!s) break;
+      fputc('"', f);
+      for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+      }
+      fputc('"', f);
+    } break;
+    }
+  }
+  fputc('\n', f);
+}

@@ -1,0 +1,262 @@
+/* syno report: what a search found, from its results database. */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "syno/codegen.h"
+#include "syno/space.h"
+#include "syno/store.h"
+
+static const char *help =
+    "usage: syno report --db FILE [--top K] [--json | --csv] [--out DIR]\n"
+    "\n"
+    "Shows what a search recorded: its settings, the baseline (the backbone with\n"
+    "the standard operator), the best operators by reward with their accuracy,\n"
+    "accuracy loss against the baseline, FLOPs ratio and measured speed-up, the\n"
+    "failures with their reasons, and the Pareto front of accuracy against\n"
+    "latency. Writes DIR/NAME-pareto.png (gnuplot) and DIR/NAME-best.dot and\n"
+    "-best.png (graphviz) of the best operator, NAME being the database's name\n"
+    "without .db and DIR its directory unless --out is given.\n"
+    "\n"
+    "options:\n"
+    "  --db FILE     the results database of `syno search`\n"
+    "  --top K       how many operators to list (default 10)\n"
+    "  --json        one JSON object per record, then a summary object\n"
+    "  --csv         a header and one row per record\n"
+    "  --out DIR     where to write the pictures\n"
+    "  -h, --help    this help\n";
+
+static int by_reward(const void *a, const void *b) {
+  const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
+  if (x->reward != y->reward) return x->reward < y->reward ? 1 : -1;
+  return x->id < y->id ? -1 : 1;
+}
+static int by_latency(const void *a, const void *b) {
+  const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
+  if (x->latency_s != y->latency_s) return x->latency_s < y->latency_s ? -1 : 1;
+  return x->accuracy > y->accuracy ? -1 : 1;
+}
+
+/* The latency of a record: the candidate's, or the baseline network's. */
+static double latency_of(const syno_db_cand_t *c) { return c->is_baseline ? c->base_latency_s : c->latency_s; }
+
+/* Non-dominated records (higher accuracy, lower latency), by latency. */
+static int pareto(syno_db_cand_t **ok, int n, syno_db_cand_t **front) {
+  syno_db_cand_t **s = malloc((size_t)(n ? n : 1) * sizeof *s);
+  memcpy(s, ok, (size_t)n * sizeof *s);
+  for (int i = 0; i < n; i++)
+    if (s[i]->is_baseline) s[i]->latency_s = s[i]->base_latency_s;
+  qsort(s, (size_t)n, sizeof *s, by_latency);
+  int m = 0;
+  double best = -1;
+  for (int i = 0; i < n; i++)
+    if (s[i]->accuracy > best) best = s[i]->accuracy, front[m++] = s[i];
+  free(s);
+  return m;
+}
+
+static int have_program(const char *name) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
+  return system(cmd) == 0;
+}
+
+static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **front, int m, const syno_db_cand_t *base) {
+  if (!have_program("gnuplot")) return -1;
+  int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
+  FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
+  if (!g) return -1;
+  fprintf(g, "set terminal %s size 900,600\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
+  fprintf(g, "set title 'syno search: accuracy against inference latency'\n"
+             "set xlabel 'whole-network latency (ms)'\nset ylabel 'test accuracy (%%)'\nset grid\nset key bottom right\n");
+  fprintf(g, "plot '-' with points pt 7 ps 0.8 lc rgb '#7f7f7f' title 'candidates', "
+             "'-' with linespoints pt 7 lw 2 lc rgb '#d62728' title 'Pareto front', "
+             "'-' with points pt 9 ps 2 lc rgb '#1f77b4' title 'baseline (standard operator)'\n");
+  for (int i = 0; i < n; i++)
+    if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", 1e3 * ok[i]->latency_s, 100 * ok[i]->accuracy);
+  fprintf(g, "e\n");
+  for (int i = 0; i < m; i++) fprintf(g, "%g %g\n", 1e3 * latency_of(front[i]), 100 * front[i]->accuracy);
+  fprintf(g, "e\n");
+  if (base) fprintf(g, "%g %g\n", 1e3 * base->base_latency_s, 100 * base->accuracy);
+  fprintf(g, "e\n");
+  return pclose(g) == 0 ? 0 : -1;
+}
+
+/* The best operator as a Graphviz drawing (its shapes come from the spec). */
+static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_path, const char *png_path,
+                     syno_error_t *err) {
+  char *spec_text = NULL;
+  if (syno_db_meta_get(db, "spec", &spec_text, err) != 1) return syno_error_set(err, "the database has no search spec");
+  syno_space_spec_t spec;
+  int rc = syno_space_spec_from_json(spec_text, &spec, err);
+  free(spec_text);
+  if (rc) return -1;
+  syno_graph_t *g = syno_graph_new(&spec.vars);
+  syno_operator_t op;
+  if (!g) return syno_error_set(err, "out of memory");
+  if (syno_operator_parse(g, best->op_text, &spec.input, &spec.output, &op, err)) {
+    syno_graph_free(g);
+    return -1;
+  }
+  static char dot[1 << 16];
+  rc = syno_codegen_dot(&op, dot, sizeof dot, err) < 0 ? -1 : 0;
+  syno_graph_free(g);
+  if (rc) return -1;
+  FILE *f = fopen(dot_path, "w");
+  if (!f) return syno_error_set(err, "cannot write %s", dot_path);
+  fputs(dot, f);
+  fclose(f);
+  if (!have_program("dot")) return syno_error_set(err, "graphviz's dot is not installed");
+  char cmd[2600];
+  snprintf(cmd, sizeof cmd, "dot -Tpng -o '%s' '%s'", png_path, dot_path);
+  return system(cmd) == 0 ? 0 : syno_error_set(err, "dot failed on %s", dot_path);
+}
+
+int syno_cmd_report(int argc, char **argv) {
+  const char *db_path = NULL, *out_dir = NULL;
+  int top = 10, json = 0, csv = 0;
+  static const struct option opts[] = {{"db", required_argument, 0, 'f'}, {"top", required_argument, 0, 'k'},
+                                       {"json", no_argument, 0, 'j'},     {"csv", no_argument, 0, 'c'},
+                                       {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  optind = 1;
+  for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+    switch (o) {
+    case 'f': db_path = optarg; break;
+    case 'k': top = atoi(optarg); break;
+    case 'j': json = 1; break;
+    case 'c': csv = 1; break;
+    case 'o': out_dir = optarg; break;
+    case 'h': fputs(help, stdout); return 0;
+    default: return SYNO_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) return syno_cli_usage_error("unexpected argument '%s'", argv[optind]);
+  if (!db_path) return syno_cli_usage_error("give the results database with --db FILE");
+  if (json && csv) return syno_cli_usage_error("--json and --csv exclude each other");
+  if (top < 1) return syno_cli_usage_error("--top must be at least 1");
+  syno_error_t err;
+  syno_db_t *db;
+  if (syno_db_open(db_path, 0, &db, &err)) return syno_cli_usage_error("%s", err.msg);
+  syno_db_cand_t *rows;
+  int n;
+  if (syno_db_list(db, &rows, &n, &err)) {
+    syno_db_close(db);
+    fprintf(stderr, "syno report: %s\n", err.msg);
+    return SYNO_EXIT_FAIL;
+  }
+  syno_db_cand_t *base = NULL;
+  syno_db_cand_t **ok = malloc((size_t)(n + 1) * sizeof *ok), **front = malloc((size_t)(n + 1) * sizeof *front);
+  int n_ok = 0, n_failed = 0;
+  for (int i = 0; i < n; i++) {
+    if (rows[i].is_baseline) base = &rows[i];
+    if (rows[i].status == 0) ok[n_ok++] = &rows[i];
+    else n_failed++;
+  }
+  int n_front = pareto(ok, n_ok, front);
+  qsort(ok, (size_t)n_ok, sizeof *ok, by_reward);
+  syno_db_cand_t *best = NULL;
+  for (int i = 0; i < n_ok && !best; i++)
+    if (!ok[i]->is_baseline) best = ok[i];
+
+  /* Where the pictures go. */
+  char dir[1024], name[512], png[1600], dot[1600], best_png[1600];
+  {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", db_path);
+    snprintf(dir, sizeof dir, "%s", out_dir ? out_dir : dirname(tmp));
+    snprintf(tmp, sizeof tmp, "%s", db_path);
+    snprintf(name, sizeof name, "%s", basename(tmp));
+    char *dotpos = strrchr(name, '.');
+    if (dotpos && dotpos != name) *dotpos = 0;
+  }
+  snprintf(png, sizeof png, "%s/%s-pareto.png", dir, name);
+  snprintf(dot, sizeof dot, "%s/%s-best.dot", dir, name);
+  snprintf(best_png, sizeof best_png, "%s/%s-best.png", dir, name);
+  int plotted = plot(png, ok, n_ok, front, n_front, base) == 0;
+  syno_error_t derr;
+  int drawn = best && draw_best(db, best, dot, best_png, &derr) == 0;
+
+  if (json || csv) {
+    if (csv) syno_db_csv_header(stdout);
+    for (int i = 0; i < n; i++) {
+      if (csv) {
+        syno_db_csv_row(stdout, &rows[i]);
+        continue;
+      }
+      char *j = syno_db_cand_to_json(&rows[i]);
+      printf("%s\n", j);
+      free(j);
+    }
+    if (json) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddBoolToObject(o, "summary", 1);
+      cJSON_AddNumberToObject(o, "candidates", n - (base ? 1 : 0));
+      cJSON_AddNumberToObject(o, "ok", n_ok - (base && base->status == 0 ? 1 : 0));
+      cJSON_AddNumberToObject(o, "failed", n_failed);
+      if (base) cJSON_AddNumberToObject(o, "baseline_accuracy", base->accuracy);
+      if (best) {
+        cJSON_AddStringToObject(o, "best_op", best->op_text);
+        cJSON_AddNumberToObject(o, "best_reward", best->reward);
+        cJSON_AddNumberToObject(o, "best_accuracy", best->accuracy);
+        cJSON_AddNumberToObject(o, "best_speedup", best->speedup);
+      }
+      cJSON *pf = cJSON_AddArrayToObject(o, "pareto_ids");
+      for (int i = 0; i < n_front; i++) cJSON_AddItemToArray(pf, cJSON_CreateNumber((double)front[i]->id));
+      if (plotted) cJSON_AddStringToObject(o, "pareto_png", png);
+      if (drawn) cJSON_AddStringToObject(o, "best_png", best_png);
+      char *s = cJSON_PrintUnformatted(o);
+      printf("%s\n", s);
+      free(s);
+      cJSON_Delete(o);
+    }
+  } else {
+    const char *keys[] = {"backbone", "dataset", "algorithm", "seed", "driver", "spec"};
+    printf("search recorded in %s\n", db_path);
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+      char *v;
+      if (syno_db_meta_get(db, keys[k], &v, &err) == 1) printf("  %-10s %s\n", keys[k], v);
+      if (v) free(v), v = NULL;
+    }
+    if (base)
+      printf("\nbaseline (standard operator): accuracy %.2f%%, %.3g MFLOPs, %.0f params, latency %.3f ms (%s), "
+             "%.3f ms with syno's conv layer\n",
+             100 * base->accuracy, base->flops / 1e6, base->params, 1e3 * base->base_latency_s,
+             base->base_impl ? base->base_impl : "?", 1e3 * base->nnconv_latency_s);
+    printf("\n%d candidates: %d ok, %d failed\n", n - (base ? 1 : 0), n_ok - (base && base->status == 0), n_failed);
+    printf("\nbest operators by reward:\n  %4s %7s %8s %8s %7s %9s %9s  %s\n", "id", "reward", "acc", "d-acc", "FLOPs",
+           "speed-up", "vs ours", "operator");
+    int shown = 0;
+    for (int i = 0; i < n_ok && shown < top; i++) {
+      const syno_db_cand_t *c = ok[i];
+      if (c->is_baseline) continue;
+      shown++;
+      printf("  %4ld %7.4f %7.2f%% %+7.2fpp %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, 100 * c->accuracy,
+             base ? 100 * (c->accuracy - base->accuracy) : 0.0, c->flops_ratio, c->speedup, c->speedup_nnconv,
+             c->op_text);
+    }
+    if (n_failed) {
+      printf("\nfailures:\n");
+      for (int i = 0; i < n; i++)
+        if (rows[i].status != 0) printf("  %4ld  %s\n        %s\n", rows[i].id, rows[i].reason ? rows[i].reason : "?", rows[i].op_text);
+    }
+    printf("\nPareto front (accuracy against latency):\n");
+    for (int i = 0; i < n_front; i++)
+      printf("  %4ld %7.2f%% %9.3f ms  %s\n", front[i]->id, 100 * front[i]->accuracy, 1e3 * latency_of(front[i]),
+             front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
+    printf("\n");
+    if (plotted) printf("wrote %s\n", png);
+    else printf("no plot: gnuplot is missing or failed\n");
+    if (drawn) printf("wrote %s and %s\n", dot, best_png);
+    else if (best) printf("no drawing of the best operator: %s\n", derr.msg);
+  }
+  free(ok);
+  free(front);
+  syno_db_list_free(rows, n);
+  syno_db_close(db);
+  return 0;
+}
