@@ -111,7 +111,7 @@ static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_
   fputs(dot, f);
   fclose(f);
   if (!have_program("dot")) return syno_error_set(err, "graphviz's dot is not installed");
-  char cmd[2600];
+  char cmd[3400];
   snprintf(cmd, sizeof cmd, "dot -Tpng -o '%s' '%s'", png_path, dot_path);
   return system(cmd) == 0 ? 0 : syno_error_set(err, "dot failed on %s", dot_path);
 }
