@@ -12,6 +12,10 @@
  * 1e-4). syno_exec_strategy names the strategy chosen, so tests and
  * benchmarks can tell a fast path from the fallback.
  *
+ * Strategies: "gemm" (an input and at most one weight: offset-table gather,
+ * cblas_sgemm, scatter; see docs/exec.md) and "interp" (the interpreter, for
+ * everything else). Neither allocates per call.
+ *
  * Ownership: the executor copies what it needs from the operator and the
  * variable table; it does not keep pointers to them. It owns its scratch
  * buffers and is not thread-safe: one executor serves one call at a time. */
@@ -37,6 +41,10 @@ int syno_exec_num_tensors(const syno_exec_t *e);
 int64_t syno_exec_flops(const syno_exec_t *e);
 /* A short name of the strategy chosen ("interp" for the fallback). */
 const char *syno_exec_strategy(const syno_exec_t *e);
+
+/* Why the fast strategies do not apply (e.g. "several weights"), or NULL
+ * when the executor runs on a fast path. Static storage. */
+const char *syno_exec_fallback_reason(const syno_exec_t *e);
 
 /* out = op(tensors[0], ..., tensors[n_tensors-1]); out is overwritten. */
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err);

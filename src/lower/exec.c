@@ -1,11 +1,13 @@
-/* The operator executor (syno/exec.h). This file holds the compile step and
- * the fallback strategy, which runs the lowered loop nests through the
- * reference interpreter: always correct, slow. Faster strategies plug in at
- * compile time by choosing another strategy for the operator. */
+/* The operator executor (syno/exec.h). This file holds the compile step, the
+ * dispatch, and the fallback strategy, which runs the lowered loop nests
+ * through the reference interpreter: always correct, slow. The compile step
+ * first tries the "gemm" strategy (exec_gemm.c); when that does not apply,
+ * the reason is kept for syno_exec_fallback_reason. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "syno/exec.h"
+#include "exec_gemm.h"
 
 struct syno_exec {
   syno_vars_t vars; /* a private copy: the binding index stays valid */
@@ -16,6 +18,8 @@ struct syno_exec {
   int64_t numel[SYNO_MAX_TENSORS];
   int64_t flops;
   const char *strategy;
+  const char *fallback_reason; /* NULL on a fast path */
+  syno_gemm_plan_t *gemm;
 };
 
 int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err) {
@@ -32,7 +36,10 @@ int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_e
   for (int t = 0; t < op->n_tensors; t++)
     if (syno_nest_target_numel(&e->low.backward[t], &e->vars, b, &e->numel[t], err)) goto fail;
   if (syno_nest_flops(&e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
-  e->strategy = "interp";
+  const char *reason = NULL;
+  if (syno_gemm_plan_new(&e->low.forward, op->n_tensors, &e->vars, b, &e->gemm, &reason, err)) goto fail;
+  e->strategy = e->gemm ? "gemm" : "interp";
+  e->fallback_reason = e->gemm ? NULL : reason;
   *out = e;
   return 0;
 fail:
@@ -40,7 +47,11 @@ fail:
   return -1;
 }
 
-void syno_exec_free(syno_exec_t *e) { free(e); }
+void syno_exec_free(syno_exec_t *e) {
+  if (!e) return;
+  syno_gemm_plan_free(e->gemm);
+  free(e);
+}
 
 int64_t syno_exec_numel(const syno_exec_t *e, int t) {
   if (t < 0) return e->numel_out;
@@ -50,13 +61,22 @@ int64_t syno_exec_numel(const syno_exec_t *e, int t) {
 int syno_exec_num_tensors(const syno_exec_t *e) { return e->op.n_tensors; }
 int64_t syno_exec_flops(const syno_exec_t *e) { return e->flops; }
 const char *syno_exec_strategy(const syno_exec_t *e) { return e->strategy; }
+const char *syno_exec_fallback_reason(const syno_exec_t *e) { return e->fallback_reason; }
 
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
+  if (e->gemm) {
+    syno_gemm_forward(e->gemm, tensors, out);
+    return 0;
+  }
   return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);
 }
 
 int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,
                        syno_error_t *err) {
+  if (e->gemm) {
+    syno_gemm_backward(e->gemm, tensors, grad_out, grads);
+    return 0;
+  }
   for (int t = 0; t < e->op.n_tensors; t++) {
     if (!grads[t]) continue;
     if (syno_interp_nest(&e->low.backward[t], &e->vars, e->b, tensors, grad_out, grads[t], err)) return -1;

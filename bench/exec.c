@@ -1,0 +1,196 @@
+/* bench/exec.c - the operator executor against the native conv layer.
+ *
+ * The builtin conv2d operator (k x k, stride 1, same padding) compiled by
+ * syno_exec_new ("gemm" strategy: offset-table gather + sgemm + scatter) is
+ * timed against syno_nn_conv2d (hand-written im2col + sgemm, no bias) on
+ * the same input and weight, forward and forward+backward (input and weight
+ * gradients), at the training shapes. Medians of --reps repeats after one
+ * warm-up; the ratio is executor / native (below 1 = executor faster). The
+ * outputs of the two are compared first (relative error printed).
+ *
+ * The BLAS is linked through the generic libblas name; the OpenBLAS queries
+ * (configuration, thread count) are looked up at run time. */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "syno/exec.h"
+#include "syno/graph.h"
+#include "syno/nn.h"
+#include "syno/train.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double rel_err(const float *a, const float *b, int64_t n) {
+  double m = 0, d = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - b[i]);
+    if (e > d) d = e;
+    if (fabs((double)b[i]) > m) m = fabs((double)b[i]);
+  }
+  return m > 0 ? d / m : d;
+}
+
+typedef struct {
+  syno_vars_t vars;
+  syno_shape_t in, out;
+  syno_graph_t *g;
+  syno_operator_t op;
+} built_t;
+
+static int build(built_t *o, const char *bind, syno_error_t *err) {
+  const syno_builtin_t *b = syno_builtin_find("conv2d");
+  if (!b) return syno_error_set(err, "no builtin conv2d");
+  syno_vars_init(&o->vars);
+  if (syno_vars_declare(&o->vars, b->vars, err) || syno_vars_scan(&o->vars, b->input, err) ||
+      syno_vars_scan(&o->vars, b->output, err) || syno_vars_scan(&o->vars, b->text, err) ||
+      syno_vars_bind(&o->vars, bind, err) || syno_shape_parse(&o->vars, b->input, &o->in, err) ||
+      syno_shape_parse(&o->vars, b->output, &o->out, err))
+    return -1;
+  o->g = syno_graph_new(&o->vars);
+  if (!o->g) return syno_error_set(err, "out of memory");
+  return syno_operator_parse(o->g, b->text, &o->in, &o->out, &o->op, err);
+}
+
+int main(int argc, char **argv) {
+  int reps = 5;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps = atoi(argv[++i]);
+      if (reps < 1 || reps > 1000) {
+        fprintf(stderr, "exec: --reps '%s' is not 1..1000\n", argv[i]);
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      puts("usage: exec [--reps R]   (default 5)\n"
+           "Times the builtin conv2d through syno_exec (gemm strategy) against syno_nn_conv2d.");
+      return 0;
+    } else {
+      fprintf(stderr, "exec: unknown option '%s' (see --help)\n", argv[i]);
+      return 2;
+    }
+  }
+  char *(*get_config)(void) = NULL;
+  int (*get_threads)(void) = NULL;
+  void *sym = dlsym(RTLD_DEFAULT, "openblas_get_config");
+  if (sym) memcpy(&get_config, &sym, sizeof sym); /* object to function pointer, as POSIX allows */
+  sym = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  if (sym) memcpy(&get_threads, &sym, sizeof sym);
+  printf("BLAS: %s, %d thread(s); %d repeats, medians in ms\n", get_config ? get_config() : "not OpenBLAS",
+         get_threads ? get_threads() : 1, reps);
+  printf("%-22s %9s %9s %6s | %9s %9s %6s | %s\n", "shape (N, C, HxW, k)", "exec fwd", "native", "ratio",
+         "exec f+b", "native", "ratio", "rel err");
+  static const int64_t shapes[][3] = {{16, 28, 28}, {32, 14, 14}, {64, 7, 7}, {128, 4, 4}};
+  const int64_t N = 128, k = 3;
+  int rc = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int64_t C = shapes[s][0], H = shapes[s][1], W = shapes[s][2];
+    char bind[128];
+    snprintf(bind, sizeof bind, "N=%lld,C_in=%lld,C_out=%lld,H=%lld,W=%lld,k=%lld", (long long)N, (long long)C,
+             (long long)C, (long long)H, (long long)W, (long long)k);
+    syno_error_t err = {0};
+    built_t o;
+    syno_exec_t *e = NULL;
+    if (build(&o, bind, &err) || syno_exec_new(&o.op, syno_graph_vars(o.g), 0, &e, &err)) {
+      fprintf(stderr, "exec: %s: %s\n", bind, err.msg);
+      return 1;
+    }
+    if (strcmp(syno_exec_strategy(e), "gemm") != 0) {
+      fprintf(stderr, "exec: %s fell back: %s\n", bind, syno_exec_fallback_reason(e));
+      return 1;
+    }
+    syno_rng_t rng;
+    syno_nn_rng_seed(&rng, 42, s);
+    syno_conv2d_cfg_t cfg = {.in_channels = C, .out_channels = C, .kernel_h = k, .kernel_w = k,
+                             .pad_h = k / 2, .pad_w = k / 2, .bias = 0};
+    syno_layer_t *conv = syno_nn_conv2d_create(&cfg, &rng);
+    if (!conv) return 1;
+    int64_t nx = syno_exec_numel(e, 0), nw = syno_exec_numel(e, 1), ny = syno_exec_numel(e, -1);
+    if (conv->nparams != 1 || syno_nn_tensor_numel(&conv->params[0].value) != nw) {
+      fprintf(stderr, "exec: the native conv's weight is not [C_out, C_in, k, k]\n");
+      return 1;
+    }
+    float *x = malloc(sizeof(float) * (size_t)nx), *y = malloc(sizeof(float) * (size_t)ny);
+    float *dy = malloc(sizeof(float) * (size_t)ny), *dx = malloc(sizeof(float) * (size_t)nx);
+    float *dw = malloc(sizeof(float) * (size_t)nw);
+    const float *w = conv->params[0].value.data;
+    for (int64_t i = 0; i < nx; i++) x[i] = syno_nn_rng_uniform(&rng) * 2 - 1;
+    for (int64_t i = 0; i < ny; i++) dy[i] = syno_nn_rng_uniform(&rng) * 2 - 1;
+    int64_t xd[4] = {N, C, H, W}, yd[4] = {N, C, H, W};
+    syno_tensor_t xt = syno_nn_tensor_view(x, 4, xd), dyt = syno_nn_tensor_view(dy, 4, yd);
+    const float *ts[2] = {x, w};
+    float *gs[2] = {dx, dw};
+
+    /* Agreement first: forward, input gradient, weight gradient. */
+    syno_nn_zero_grad(conv);
+    if (syno_exec_forward(e, ts, y, &err) || syno_exec_backward(e, ts, dy, gs, &err)) {
+      fprintf(stderr, "exec: %s\n", err.msg);
+      return 1;
+    }
+    if (syno_nn_forward(conv, &xt, 1) || syno_nn_backward(conv, &dyt)) return 1;
+    double re = rel_err(y, conv->out.data, ny);
+    double rx = rel_err(dx, conv->grad_in.data, nx), rw = rel_err(dw, conv->params[0].grad.data, nw);
+    if (rx > re) re = rx;
+    if (rw > re) re = rw;
+    if (re > 1e-4) rc = 1;
+
+    double *tf = malloc(sizeof(double) * (size_t)reps * 4);
+    double *tef = tf, *tnf = tf + reps, *teb = tf + 2 * reps, *tnb = tf + 3 * reps;
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+      double t0 = now();
+      syno_exec_forward(e, ts, y, &err);
+      double t1 = now();
+      syno_nn_forward(conv, &xt, 1);
+      double t2 = now();
+      syno_exec_forward(e, ts, y, &err);
+      syno_exec_backward(e, ts, dy, gs, &err);
+      double t3 = now();
+      syno_nn_zero_grad(conv);
+      syno_nn_forward(conv, &xt, 1);
+      syno_nn_backward(conv, &dyt);
+      double t4 = now();
+      if (r < 0) continue;
+      tef[r] = t1 - t0;
+      tnf[r] = t2 - t1;
+      teb[r] = t3 - t2;
+      tnb[r] = t4 - t3;
+    }
+    double ef = median(tef, reps), nf = median(tnf, reps), eb = median(teb, reps), nb = median(tnb, reps);
+    char label[64];
+    snprintf(label, sizeof label, "%lld, %lld, %lldx%lld, %lld", (long long)N, (long long)C, (long long)H,
+             (long long)W, (long long)k);
+    printf("%-22s %9.2f %9.2f %6.2f | %9.2f %9.2f %6.2f | %.1e\n", label, 1e3 * ef, 1e3 * nf, ef / nf, 1e3 * eb,
+           1e3 * nb, eb / nb, re);
+    free(tf);
+    free(x);
+    free(y);
+    free(dy);
+    free(dx);
+    free(dw);
+    syno_nn_layer_free(conv);
+    syno_exec_free(e);
+    syno_graph_free(o.g);
+  }
+  if (rc) fprintf(stderr, "exec: the executor and the native conv disagree beyond 1e-4\n");
+  return rc;
+}

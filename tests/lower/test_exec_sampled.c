@@ -1,0 +1,175 @@
+/* The executor against the reference interpreter on operators drawn from the
+ * conv2d search space, and the standard operators on the fast path.
+ *
+ * Each operator is compiled, run forward and backward (the gradient of the
+ * input and of every weight), and compared with the interpreter's forward
+ * nest and backward nests at relative error 1e-4. The test counts how many
+ * operators the gemm strategy takes and asserts a coverage floor. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "syno/exec.h"
+#include "syno/space.h"
+#include "synotest.h"
+
+#define TOL 1e-4
+
+/* Returns 1 when e ran on the fast path. Fails the test on any mismatch. */
+static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char *what, syno_rng_t *rng) {
+  syno_error_t err = {0};
+  syno_exec_t *e = NULL;
+  if (syno_exec_new(op, v, 0, &e, &err)) fail_msg("%s: %s", what, err.msg);
+  syno_lowered_t *low = malloc(sizeof *low);
+  assert_non_null(low);
+  if (syno_lower(op, low, &err)) fail_msg("%s: %s", what, err.msg);
+  int nt = syno_exec_num_tensors(e);
+  float *t[SYNO_MAX_TENSORS] = {0}, *g[SYNO_MAX_TENSORS] = {0}, *ref[SYNO_MAX_TENSORS] = {0};
+  for (int i = 0; i < nt; i++) {
+    int64_t n = syno_exec_numel(e, i);
+    t[i] = st_random(rng, n);
+    g[i] = malloc(sizeof(float) * (size_t)n);
+    ref[i] = malloc(sizeof(float) * (size_t)n);
+    for (int64_t j = 0; j < n; j++) g[i][j] = 1e30f; /* the executor must overwrite */
+  }
+  int64_t n_out = syno_exec_numel(e, -1);
+  float *out = malloc(sizeof(float) * (size_t)n_out), *want = malloc(sizeof(float) * (size_t)n_out);
+  float *gout = st_random(rng, n_out);
+  for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
+  if (syno_interp_nest(&low->forward, v, 0, (const float *const *)t, NULL, want, &err)) fail_msg("%s", err.msg);
+  if (syno_exec_forward(e, (const float *const *)t, out, &err)) fail_msg("%s: %s", what, err.msg);
+  double fe = st_rel_err(out, want, n_out);
+  if (!(fe <= TOL)) fail_msg("%s [%s]: forward differs by %g", what, syno_exec_strategy(e), fe);
+  if (syno_exec_backward(e, (const float *const *)t, gout, g, &err)) fail_msg("%s: %s", what, err.msg);
+  for (int i = 0; i < nt; i++) {
+    if (syno_interp_nest(&low->backward[i], v, 0, (const float *const *)t, gout, ref[i], &err))
+      fail_msg("%s", err.msg);
+    double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
+    if (!(ge <= TOL)) fail_msg("%s [%s]: gradient of tensor %d differs by %g", what, syno_exec_strategy(e), i, ge);
+  }
+  int fast = syno_exec_fallback_reason(e) == NULL;
+  assert_int_equal(fast, strcmp(syno_exec_strategy(e), "interp") != 0);
+  for (int i = 0; i < nt; i++) {
+    free(t[i]);
+    free(g[i]);
+    free(ref[i]);
+  }
+  free(out);
+  free(want);
+  free(gout);
+  free(low);
+  syno_exec_free(e);
+  return fast;
+}
+
+static void test_builtins_fast(void **state) {
+  (void)state;
+  static const char *cases[][2] = {
+      {"conv2d", "N=2,C_in=4,C_out=8,H=6,W=6,k=3"},
+      {"grouped-conv2d", "N=2,C_in=4,C_out=6,H=5,W=6,k=3,g=2"},
+      {"depthwise-conv2d", "N=3,C_in=4,H=6,W=5,k=3"},
+      {"strided-conv2d", "N=2,C_in=3,C_out=5,H=8,W=8,k=3,s=2"},
+      {"linear", "N=3,C_in=5,C_out=7"},
+      {"avgpool2d", "N=2,C_in=3,H=6,W=6,k=2"},
+      /* a batch large enough for several GEMM column chunks */
+      {"conv2d", "N=40,C_in=16,C_out=8,H=14,W=14,k=3"},
+  };
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, 11, 1);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    st_op_t o;
+    st_op_builtin(&o, cases[i][0], cases[i][1]);
+    syno_error_t err = {0};
+    syno_exec_t *e = NULL;
+    assert_int_equal(syno_exec_new(&o.op, syno_graph_vars(o.g), 0, &e, &err), 0);
+    if (strcmp(syno_exec_strategy(e), "gemm") != 0)
+      fail_msg("%s: not on the fast path (%s)", cases[i][0], syno_exec_fallback_reason(e));
+    assert_null(syno_exec_fallback_reason(e));
+    syno_exec_free(e);
+    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng), 1);
+    st_op_free(&o);
+  }
+}
+
+#define MAX_OPS 600
+#define MAX_REASONS 16
+
+typedef struct {
+  char **seen;
+  int n_seen, fast, target;
+  int n_tensors_hist[SYNO_MAX_TENSORS + 1];
+  const char *reason[MAX_REASONS];
+  int reason_n[MAX_REASONS];
+  syno_rng_t rng;
+} census_t;
+
+/* Checks one finalization of the space; stops the walk at the target. */
+static int visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
+  census_t *c = ctx;
+  syno_error_t err = {0};
+  syno_operator_t op;
+  if (syno_node_final(s, node, index, &op, &err)) fail_msg("%s", err.msg);
+  const syno_vars_t *v = syno_graph_vars(syno_space_graph(s));
+  char buf[4096];
+  syno_operator_print(&op, buf, sizeof buf);
+  for (int i = 0; i < c->n_seen; i++)
+    if (strcmp(c->seen[i], buf) == 0) return 0;
+  c->seen[c->n_seen++] = strdup(buf);
+  c->n_tensors_hist[op.n_tensors]++;
+  if (check_one(&op, v, buf, &c->rng)) {
+    c->fast++;
+  } else {
+    syno_exec_t *e = NULL;
+    assert_int_equal(syno_exec_new(&op, v, 0, &e, &err), 0);
+    const char *r = syno_exec_fallback_reason(e);
+    assert_non_null(r);
+    int k = 0;
+    while (k < MAX_REASONS - 1 && c->reason[k] && strcmp(c->reason[k], r) != 0) k++;
+    c->reason[k] = r;
+    c->reason_n[k]++;
+    syno_exec_free(e);
+  }
+  return c->n_seen >= c->target;
+}
+
+static void test_sampled_operators(void **state) {
+  (void)state;
+  /* Random walks draw only a few operators a second at these depths, so the
+   * operators come from enumerating the space: all of depth 4, then the
+   * first ones of depth 5 (depth first), up to the target. Up to two weights. */
+  census_t *c = calloc(1, sizeof *c);
+  assert_non_null(c);
+  c->seen = calloc(MAX_OPS, sizeof *c->seen);
+  assert_non_null(c->seen);
+  c->target = 520;
+  syno_nn_rng_seed(&c->rng, 5, 3);
+  for (int depth = 4; depth <= 5 && c->n_seen < c->target; depth++) {
+    syno_space_spec_t spec;
+    syno_error_t err = {0};
+    if (syno_space_preset("conv2d", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", &spec, &err)) fail_msg("%s", err.msg);
+    spec.opts.depth = depth;
+    spec.opts.max_tensors = 3;
+    syno_space_t *s = NULL;
+    if (syno_space_new(&spec, &s, &err)) fail_msg("%s", err.msg);
+    if (syno_space_exhaust(s, visit, c, NULL, NULL, &err)) fail_msg("%s", err.msg);
+    syno_space_free(s);
+  }
+  printf("checked %d distinct operators: %d on the gemm path, %d fall back\n", c->n_seen, c->fast,
+         c->n_seen - c->fast);
+  for (int t = 1; t <= SYNO_MAX_TENSORS; t++)
+    if (c->n_tensors_hist[t]) printf("  %d operators with %d tensor(s)\n", c->n_tensors_hist[t], t);
+  for (int k = 0; k < MAX_REASONS && c->reason[k]; k++) printf("  fallback (%d): %s\n", c->reason_n[k], c->reason[k]);
+  assert_true(c->n_seen >= 500);
+  /* Every operator with an input and at most one weight must be fast, and
+   * those are most of the space. */
+  assert_int_equal(c->fast, c->n_tensors_hist[1] + c->n_tensors_hist[2]);
+  assert_true(c->fast * 10 >= c->n_seen * 6);
+  for (int i = 0; i < c->n_seen; i++) free(c->seen[i]);
+  free(c->seen);
+  free(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_builtins_fast), cmocka_unit_test(test_sampled_operators)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
