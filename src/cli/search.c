@@ -99,6 +99,7 @@ int syno_cmd_search(int argc, char **argv) {
   if (optind < argc) return syno_cli_usage_error("unexpected argument '%s'", argv[optind]);
   if (!c.db_path) return syno_cli_usage_error("give --db FILE for a new search or --resume FILE");
   if (c.workers < 1 || c.workers > 64) return syno_cli_usage_error("--workers must be in 1..64");
+  if (c.budget < -1) return syno_cli_usage_error("--budget must not be negative");
   if (c.epochs < 1) return syno_cli_usage_error("--epochs must be at least 1");
   static char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -38,7 +38,7 @@ void syno_driver_cfg_default(syno_driver_cfg_t *c) {
   c->seed = 1;
   c->max_flops_ratio = 1.0;
   c->min_flops_ratio = 0.05;
-  c->budget = 20;
+  c->budget = -1; /* unset: 20 for a new search, the recorded one on resume */
   c->workers = 1;
   c->cand_timeout = 600;
   c->reward_lb = c->reward_ub = -1;
@@ -64,6 +64,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddStringToObject(o, "algorithm", c->random ? "random" : "mcts");
   cJSON_AddNumberToObject(o, "reward_lb", c->reward_lb);
   cJSON_AddNumberToObject(o, "reward_ub", c->reward_ub);
+  cJSON_AddNumberToObject(o, "budget", c->budget);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
@@ -90,6 +91,7 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub");
 #undef NUM
 #undef INT
+  if (c->budget < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "budget"))) c->budget = (int)x->valuedouble;
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "subset"))) c->subset = (long)x->valuedouble;
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "seed"))) c->seed = (uint64_t)x->valuedouble;
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "algorithm")))
@@ -308,7 +310,6 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
   if (!c->db_path) return syno_error_set(err, "no database given (--db FILE)");
   if (!c->worker_exe) return syno_error_set(err, "no worker program");
   if (c->workers < 1) return syno_error_set(err, "--workers must be at least 1 (got %d)", c->workers);
-  if (c->budget < 0) return syno_error_set(err, "--budget must not be negative");
   if (!c->resume && access(c->db_path, F_OK) == 0)
     return syno_error_set(err, "%s already exists; continue it with --resume, or choose another --db", c->db_path);
   if (syno_db_open(c->db_path, !c->resume, &db, err)) return -1;
@@ -327,6 +328,7 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
       goto out;
     }
   }
+  if (c->budget < 0) c->budget = 20;
   if (syno_pool_new(c->workers, c->cand_timeout, &pool, err)) goto out;
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
