@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "syno/backbone.h"
@@ -41,39 +40,6 @@ static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, i
   if (!strcmp(name, "digits")) return *h = *w = 8, 0;
   if (!strcmp(name, "fashion-mnist")) return *h = *w = 28, 0;
   return -1;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Median forward time of one layer on a random [n, c, h, w] input. */
-static int layer_latency(syno_layer_t *l, int64_t n, int64_t c, int64_t h, int64_t w, int repeats, double *sec,
-                         syno_error_t *err) {
-  syno_tensor_t x = {0};
-  int64_t dims[4] = {n, c, h, w};
-  if (syno_nn_tensor_alloc(&x, 4, dims)) return syno_error_set(err, "out of memory");
-  syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 7, 0);
-  syno_nn_rng_fill_normal(&rng, &x, 0, 1);
-  double *t = calloc((size_t)repeats, sizeof *t);
-  int rc = 0;
-  for (int r = -1; r < repeats && rc == 0; r++) {
-    double t0 = now_s();
-    if (syno_nn_forward(l, &x, 0)) rc = syno_error_set(err, "slot forward failed: %s", syno_slot_error(l));
-    if (r >= 0) t[r] = now_s() - t0;
-  }
-  for (int i = 1; i < repeats; i++) /* insertion sort: repeats are few */
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double s = t[j];
-      t[j] = t[j - 1], t[j - 1] = s;
-    }
-  *sec = t[repeats / 2];
-  free(t);
-  syno_nn_tensor_free(&x);
-  return rc;
 }
 
 int syno_cmd_eval(int argc, char **argv) {
@@ -212,8 +178,8 @@ int syno_cmd_eval(int argc, char **argv) {
         }
         if (dup) continue;
         double a_s, b_s;
-        if (layer_latency(cand.slots[i], lat_batch, si.c_in, si.h, si.w, repeats, &a_s, &err) ||
-            layer_latency(stdnet.slots[i], lat_batch, si.c_in, si.h, si.w, repeats, &b_s, &err))
+        if (syno_net_latency(cand.slots[i], lat_batch, si.c_in, si.h, si.w, repeats, &a_s, &err) ||
+            syno_net_latency(stdnet.slots[i], lat_batch, si.c_in, si.h, si.w, repeats, &b_s, &err))
           break;
         cJSON *s = cJSON_CreateObject();
         cJSON_AddNumberToObject(s, "c_in", (double)si.c_in);

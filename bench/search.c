@@ -1,0 +1,100 @@
+/* bench/search: MCTS against random search, same seed, same budget, same
+ * backbone and data (ResNet on the committed digits by default). Prints the
+ * best reward of each and how many evaluations MCTS needed to reach the
+ * best reward random search found.
+ *
+ * usage: search [BUDGET] [DATASET] [EPOCHS]   (defaults: 30 digits 3) */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "syno/driver.h"
+#include "syno/store.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct {
+  double best, seconds;
+  int n, failed;
+  double curve[1024]; /* best reward after each evaluation, in evaluation order */
+} result_t;
+
+static int run(const char *exe, const char *db, int random, int budget, const char *dataset, int epochs,
+               result_t *r) {
+  syno_driver_cfg_t c;
+  syno_driver_cfg_default(&c);
+  c.db_path = db;
+  c.worker_exe = exe;
+  c.dataset = dataset;
+  c.epochs = epochs;
+  c.budget = budget;
+  c.random = random;
+  c.seed = 1;
+  c.quiet = 1;
+  unlink(db);
+  syno_error_t err;
+  double t0 = now_s();
+  if (syno_driver_run(&c, &err)) {
+    fprintf(stderr, "search: %s\n", err.msg);
+    return -1;
+  }
+  r->seconds = now_s() - t0;
+  syno_db_t *h;
+  syno_db_cand_t *rows;
+  int n;
+  if (syno_db_open(db, 0, &h, &err) || syno_db_list(h, &rows, &n, &err)) {
+    fprintf(stderr, "search: %s\n", err.msg);
+    return -1;
+  }
+  r->best = -1, r->n = 0, r->failed = 0;
+  for (int i = 0; i < n && r->n < 1024; i++) {
+    if (rows[i].is_baseline) continue;
+    if (rows[i].reward > r->best) r->best = rows[i].reward;
+    r->failed += rows[i].status != 0;
+    r->curve[r->n++] = r->best;
+  }
+  syno_db_list_free(rows, n);
+  syno_db_close(h);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int budget = argc > 1 ? atoi(argv[1]) : 30;
+  const char *dataset = argc > 2 ? argv[2] : "digits";
+  int epochs = argc > 3 ? atoi(argv[3]) : 3;
+  char self[4096], exe[4200], dir[] = "/tmp/syno-bench-search-XXXXXX";
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0 || !mkdtemp(dir)) return 1;
+  self[len] = 0;
+  snprintf(exe, sizeof exe, "%s/../syno", dirname(self));
+  if (access(exe, X_OK)) {
+    fprintf(stderr, "search: cannot find the syno binary at %s\n", exe);
+    return 1;
+  }
+  printf("MCTS vs random search: ResNet on %s, %d epochs per candidate, budget %d, seed 1, 1 worker\n", dataset, epochs,
+         budget);
+  printf("(each candidate trains in its own `syno eval` process; OpenBLAS pthread build)\n");
+  result_t m, r;
+  char db_m[128], db_r[128];
+  snprintf(db_m, sizeof db_m, "%s/mcts.db", dir);
+  snprintf(db_r, sizeof db_r, "%s/random.db", dir);
+  if (run(exe, db_r, 1, budget, dataset, epochs, &r) || run(exe, db_m, 0, budget, dataset, epochs, &m)) return 1;
+  int reach = -1;
+  for (int i = 0; i < m.n && reach < 0; i++)
+    if (m.curve[i] >= r.best) reach = i + 1;
+  printf("%-8s %12s %12s %8s %10s\n", "", "best reward", "evaluations", "failed", "seconds");
+  printf("%-8s %12.4f %12d %8d %10.1f\n", "random", r.best, r.n, r.failed, r.seconds);
+  printf("%-8s %12.4f %12d %8d %10.1f\n", "MCTS", m.best, m.n, m.failed, m.seconds);
+  if (reach > 0) printf("MCTS reached random search's best reward after %d of %d evaluations\n", reach, m.n);
+  else printf("MCTS did not reach random search's best reward (%.4f) within %d evaluations\n", r.best, m.n);
+  printf("ratio of best rewards MCTS/random: %.3f\n", r.best > 0 ? m.best / r.best : 0.0);
+  printf("databases kept in %s (syno report --db ...)\n", dir);
+  return 0;
+}
