@@ -27,13 +27,35 @@
 
 #define NCACHE 4
 
+/* 1: let oneDNN choose the layouts (format_any) and reorder from/to the plain tensors;
+ * 0: plain NCHW/OIHW throughout. See docs/conv.md for the measurements behind the choice. */
+#ifndef SYNO_DNNL_BLOCKED
+#define SYNO_DNNL_BLOCKED 1
+#endif
+#define MAXPORTS 4
+
+/* One argument of a primitive: the caller's plain buffer and, when the primitive chose
+ * another layout, its own buffer and the reorder between the two. */
+typedef struct port {
+    int arg, out;          /* out: the primitive writes it (reorder after, not before) */
+    dnnl_memory_t user;    /* plain layout; handle set per call */
+    dnnl_memory_t inner;   /* NULL: the primitive reads/writes the user memory directly */
+    dnnl_primitive_t reorder;
+} port_t;
+
+typedef struct op {
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t prim;
+    port_t port[MAXPORTS];
+    int nports;
+} op_t;
+
 typedef struct entry {
     int64_t n, h, w; /* key; n == 0: unused */
     int ok;          /* oneDNN accepted the forward */
-    dnnl_primitive_desc_t fwd_train_pd, fwd_inf_pd, bwd_data_pd, bwd_w_pd;
-    dnnl_primitive_t fwd_train, fwd_inf, bwd_data, bwd_w;
-    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
-    dnnl_memory_t src, wei, bias, dst; /* handles set per call; also used for the diffs */
+    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;   /* plain layouts */
+    dnnl_memory_desc_t src_any, wei_any, dst_any;         /* layouts left to oneDNN */
+    op_t fwd_train, fwd_inf, bwd_data, bwd_w;
 } entry_t;
 
 struct nn_dnnl_conv {
@@ -73,19 +95,30 @@ nn_dnnl_conv_t *nn_dnnl_conv_new(const syno_conv2d_cfg_t *c)
     return d;
 }
 
+static void op_clear(op_t *o)
+{
+    for (int i = 0; i < o->nports; i++) {
+        port_t *p = &o->port[i];
+        if (p->reorder)
+            dnnl_primitive_destroy(p->reorder);
+        if (p->inner)
+            dnnl_memory_destroy(p->inner);
+        if (p->user)
+            dnnl_memory_destroy(p->user);
+    }
+    if (o->prim)
+        dnnl_primitive_destroy(o->prim);
+    if (o->pd)
+        dnnl_primitive_desc_destroy(o->pd);
+    memset(o, 0, sizeof *o);
+}
+
 static void entry_clear(entry_t *e)
 {
-    dnnl_primitive_t prims[] = {e->fwd_train, e->fwd_inf, e->bwd_data, e->bwd_w};
-    dnnl_primitive_desc_t pds[] = {e->fwd_train_pd, e->fwd_inf_pd, e->bwd_data_pd, e->bwd_w_pd};
-    dnnl_memory_t mems[] = {e->src, e->wei, e->bias, e->dst};
-    for (int i = 0; i < 4; i++) {
-        if (prims[i])
-            dnnl_primitive_destroy(prims[i]);
-        if (pds[i])
-            dnnl_primitive_desc_destroy(pds[i]);
-        if (mems[i])
-            dnnl_memory_destroy(mems[i]);
-    }
+    op_clear(&e->fwd_train);
+    op_clear(&e->fwd_inf);
+    op_clear(&e->bwd_data);
+    op_clear(&e->bwd_w);
     memset(e, 0, sizeof *e);
 }
 
@@ -126,8 +159,102 @@ static void make_geo(const syno_conv2d_cfg_t *c, int64_t h, int64_t w, int64_t o
     g->pr[1] = (ow - 1) * c->stride_w + (c->kernel_w - 1) * c->dilation_w + 1 - w - c->pad_w;
 }
 
-/* Creates the forward-training primitive and the memory objects of a fresh entry; e->ok
- * says whether oneDNN accepted all of it. */
+/* What an op's port is bound to: the oneDNN argument, the plain layout, and direction. */
+typedef struct bind {
+    int arg;
+    const dnnl_memory_desc_t *plain;
+    int out;
+} bind_t;
+
+/* Creates o's primitive from an op descriptor (hint: the training forward, or NULL) and its
+ * ports; 0 on success. */
+static int op_init(op_t *o, const void *opdesc, const_dnnl_primitive_desc_t hint,
+                   const bind_t *b, int nb)
+{
+    if (dnnl_primitive_desc_create(&o->pd, opdesc, NULL, engine, hint)) {
+        o->pd = NULL;
+        return -1;
+    }
+    if (dnnl_primitive_create(&o->prim, o->pd)) {
+        o->prim = NULL;
+        return -1;
+    }
+    for (int i = 0; i < nb; i++) {
+        port_t *p = &o->port[o->nports++];
+        p->arg = b[i].arg;
+        p->out = b[i].out;
+        if (dnnl_memory_create(&p->user, b[i].plain, engine, DNNL_MEMORY_NONE)) {
+            p->user = NULL;
+            return -1;
+        }
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(o->pd, dnnl_query_exec_arg_md, p->arg);
+        if (!md || dnnl_memory_desc_equal(md, b[i].plain))
+            continue;
+        if (dnnl_memory_create(&p->inner, md, engine, DNNL_MEMORY_ALLOCATE)) {
+            p->inner = NULL;
+            return -1;
+        }
+        dnnl_primitive_desc_t rpd;
+        if (p->out ? dnnl_reorder_primitive_desc_create(&rpd, md, engine, b[i].plain, engine, NULL)
+                   : dnnl_reorder_primitive_desc_create(&rpd, b[i].plain, engine, md, engine, NULL))
+            return -1;
+        int bad = dnnl_primitive_create(&p->reorder, rpd) != dnnl_success;
+        dnnl_primitive_desc_destroy(rpd);
+        if (bad) {
+            p->reorder = NULL;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int reorder(nn_dnnl_conv_t *d, port_t *p, dnnl_memory_t from, dnnl_memory_t to)
+{
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    return dnnl_primitive_execute(p->reorder, d->stream, 2, a) != dnnl_success;
+}
+
+/* Runs o on the caller's plain buffers ptr[i] (one per port, in port order). */
+static int op_exec(nn_dnnl_conv_t *d, op_t *o, void *const *ptr)
+{
+    dnnl_exec_arg_t args[MAXPORTS];
+    for (int i = 0; i < o->nports; i++) {
+        port_t *p = &o->port[i];
+        if (dnnl_memory_set_data_handle(p->user, ptr[i]))
+            return SYNO_NN_EINVAL;
+        if (p->inner && !p->out && reorder(d, p, p->user, p->inner))
+            return SYNO_NN_EINVAL;
+        args[i].arg = p->arg;
+        args[i].memory = p->inner ? p->inner : p->user;
+    }
+    if (dnnl_primitive_execute(o->prim, d->stream, o->nports, args))
+        return SYNO_NN_EINVAL;
+    for (int i = 0; i < o->nports; i++) {
+        port_t *p = &o->port[i];
+        if (p->inner && p->out && reorder(d, p, p->inner, p->user))
+            return SYNO_NN_EINVAL;
+    }
+    return dnnl_stream_wait(d->stream) ? SYNO_NN_EINVAL : SYNO_NN_OK;
+}
+
+static int fwd_init(entry_t *e, const syno_conv2d_cfg_t *c, op_t *o, dnnl_prop_kind_t kind)
+{
+    geo_t g;
+    make_geo(c, e->h, e->w, e->dst_md.dims[2], e->dst_md.dims[3], &g);
+    dnnl_convolution_desc_t cd;
+    if (dnnl_dilated_convolution_forward_desc_init(&cd, kind, dnnl_convolution_direct,
+                                                   &e->src_any, &e->wei_any,
+                                                   c->bias ? &e->bias_md : NULL, &e->dst_any,
+                                                   g.strides, g.dil, g.pl, g.pr))
+        return -1;
+    bind_t b[4] = {{DNNL_ARG_SRC, &e->src_md, 0},
+                   {DNNL_ARG_WEIGHTS, &e->wei_md, 0},
+                   {DNNL_ARG_DST, &e->dst_md, 1},
+                   {DNNL_ARG_BIAS, &e->bias_md, 0}};
+    return op_init(o, &cd, NULL, b, c->bias ? 4 : 3);
+}
+
+/* Sets up a fresh entry and its training forward; e->ok says whether oneDNN accepted it. */
 static void entry_init(entry_t *e, const syno_conv2d_cfg_t *c, int64_t n, int64_t h, int64_t w)
 {
     memset(e, 0, sizeof *e);
@@ -138,37 +265,30 @@ static void entry_init(entry_t *e, const syno_conv2d_cfg_t *c, int64_t n, int64_
     int64_t ow = out_side(w, c->kernel_w, c->stride_w, c->pad_w, c->dilation_w);
     if (oh <= 0 || ow <= 0)
         return;
-    geo_t g;
-    make_geo(c, h, w, oh, ow, &g);
     dnnl_dims_t sd = {n, c->in_channels, h, w}, dd = {n, c->out_channels, oh, ow};
     dnnl_dims_t bd = {c->out_channels};
     dnnl_dims_t wd4 = {c->out_channels, c->in_channels, c->kernel_h, c->kernel_w};
     dnnl_dims_t wd5 = {c->groups, c->out_channels / c->groups, c->in_channels / c->groups,
                        c->kernel_h, c->kernel_w};
+    int g1 = c->groups == 1;
     if (dnnl_memory_desc_init_by_tag(&e->src_md, 4, sd, dnnl_f32, dnnl_nchw) ||
         dnnl_memory_desc_init_by_tag(&e->dst_md, 4, dd, dnnl_f32, dnnl_nchw) ||
         dnnl_memory_desc_init_by_tag(&e->bias_md, 1, bd, dnnl_f32, dnnl_x) ||
-        (c->groups == 1
-             ? dnnl_memory_desc_init_by_tag(&e->wei_md, 4, wd4, dnnl_f32, dnnl_oihw)
-             : dnnl_memory_desc_init_by_tag(&e->wei_md, 5, wd5, dnnl_f32, dnnl_goihw)))
+        dnnl_memory_desc_init_by_tag(&e->wei_md, g1 ? 4 : 5, g1 ? wd4 : wd5, dnnl_f32,
+                                     g1 ? dnnl_oihw : dnnl_goihw))
         return;
-    dnnl_convolution_desc_t cd;
-    if (dnnl_dilated_convolution_forward_desc_init(
-            &cd, dnnl_forward_training, dnnl_convolution_direct, &e->src_md, &e->wei_md,
-            c->bias ? &e->bias_md : NULL, &e->dst_md, g.strides, g.dil, g.pl, g.pr))
+#if SYNO_DNNL_BLOCKED
+    const dnnl_format_tag_t any = dnnl_format_tag_any;
+    if (dnnl_memory_desc_init_by_tag(&e->src_any, 4, sd, dnnl_f32, any) ||
+        dnnl_memory_desc_init_by_tag(&e->dst_any, 4, dd, dnnl_f32, any) ||
+        dnnl_memory_desc_init_by_tag(&e->wei_any, g1 ? 4 : 5, g1 ? wd4 : wd5, dnnl_f32, any))
         return;
-    if (dnnl_primitive_desc_create(&e->fwd_train_pd, &cd, NULL, engine, NULL)) {
-        e->fwd_train_pd = NULL;
-        return;
-    }
-    if (dnnl_primitive_create(&e->fwd_train, e->fwd_train_pd)) {
-        e->fwd_train = NULL;
-        return;
-    }
-    if (dnnl_memory_create(&e->src, &e->src_md, engine, DNNL_MEMORY_NONE) ||
-        dnnl_memory_create(&e->wei, &e->wei_md, engine, DNNL_MEMORY_NONE) ||
-        dnnl_memory_create(&e->bias, &e->bias_md, engine, DNNL_MEMORY_NONE) ||
-        dnnl_memory_create(&e->dst, &e->dst_md, engine, DNNL_MEMORY_NONE))
+#else
+    e->src_any = e->src_md;
+    e->dst_any = e->dst_md;
+    e->wei_any = e->wei_md;
+#endif
+    if (fwd_init(e, c, &e->fwd_train, dnnl_forward_training))
         return;
     e->ok = 1;
 }
@@ -192,58 +312,23 @@ int nn_dnnl_conv_supported(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, int64_
     return d && lookup(d, c, n, h, w)->ok;
 }
 
-/* Creates *prim from an op descriptor (hint: the training forward); 0 on success. */
-static int make_prim(entry_t *e, const void *op, dnnl_primitive_desc_t *pd, dnnl_primitive_t *prim)
-{
-    if (dnnl_primitive_desc_create(pd, op, NULL, engine, e->fwd_train_pd)) {
-        *pd = NULL;
-        return -1;
-    }
-    if (dnnl_primitive_create(prim, *pd)) {
-        *prim = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-static int run(nn_dnnl_conv_t *d, dnnl_primitive_t p, int nargs, const dnnl_exec_arg_t *args)
-{
-    if (dnnl_primitive_execute(p, d->stream, nargs, args) || dnnl_stream_wait(d->stream))
-        return SYNO_NN_EINVAL;
-    return SYNO_NN_OK;
-}
-
 int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const syno_tensor_t *x,
                          const float *wt, const float *bias, float *y, int train)
 {
     entry_t *e = lookup(d, c, x->dims[0], x->dims[2], x->dims[3]);
     if (!e->ok)
         return SYNO_NN_EINVAL;
-    dnnl_primitive_t p = e->fwd_train;
+    op_t *o = &e->fwd_train;
     if (!train) {
-        if (!e->fwd_inf) {
-            int64_t oh = e->dst_md.dims[2], ow = e->dst_md.dims[3];
-            geo_t g;
-            make_geo(c, e->h, e->w, oh, ow, &g);
-            dnnl_convolution_desc_t cd;
-            if (dnnl_dilated_convolution_forward_desc_init(
-                    &cd, dnnl_forward_inference, dnnl_convolution_direct, &e->src_md,
-                    &e->wei_md, c->bias ? &e->bias_md : NULL, &e->dst_md, g.strides, g.dil,
-                    g.pl, g.pr) ||
-                make_prim(e, &cd, &e->fwd_inf_pd, &e->fwd_inf))
+        if (!e->fwd_inf.prim) {
+            op_clear(&e->fwd_inf);
+            if (fwd_init(e, c, &e->fwd_inf, dnnl_forward_inference))
                 return SYNO_NN_EINVAL;
         }
-        p = e->fwd_inf;
+        o = &e->fwd_inf;
     }
-    dnnl_memory_set_data_handle(e->src, (void *)x->data);
-    dnnl_memory_set_data_handle(e->wei, (void *)wt);
-    dnnl_memory_set_data_handle(e->dst, y);
-    dnnl_exec_arg_t args[4] = {
-        {DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->wei}, {DNNL_ARG_DST, e->dst},
-        {DNNL_ARG_BIAS, e->bias}};
-    if (bias)
-        dnnl_memory_set_data_handle(e->bias, (void *)bias);
-    return run(d, p, bias ? 4 : 3, args);
+    void *ptr[4] = {(void *)x->data, (void *)wt, y, (void *)bias};
+    return op_exec(d, o, ptr);
 }
 
 int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const syno_tensor_t *x,
@@ -254,32 +339,34 @@ int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const s
         return SYNO_NN_EINVAL;
     geo_t g;
     make_geo(c, e->h, e->w, e->dst_md.dims[2], e->dst_md.dims[3], &g);
-    if (!e->bwd_w) {
+    if (!e->bwd_w.prim) {
         dnnl_convolution_desc_t cd;
+        bind_t b[4] = {{DNNL_ARG_SRC, &e->src_md, 0},
+                       {DNNL_ARG_DIFF_DST, &e->dst_md, 0},
+                       {DNNL_ARG_DIFF_WEIGHTS, &e->wei_md, 1},
+                       {DNNL_ARG_DIFF_BIAS, &e->bias_md, 1}};
+        op_clear(&e->bwd_w);
         if (dnnl_dilated_convolution_backward_weights_desc_init(
-                &cd, dnnl_convolution_direct, &e->src_md, &e->wei_md,
-                c->bias ? &e->bias_md : NULL, &e->dst_md, g.strides, g.dil, g.pl, g.pr) ||
-            make_prim(e, &cd, &e->bwd_w_pd, &e->bwd_w))
+                &cd, dnnl_convolution_direct, &e->src_any, &e->wei_any,
+                c->bias ? &e->bias_md : NULL, &e->dst_any, g.strides, g.dil, g.pl, g.pr) ||
+            op_init(&e->bwd_w, &cd, e->fwd_train.pd, b, c->bias ? 4 : 3))
             return SYNO_NN_EINVAL;
     }
-    if (dx && !e->bwd_data) {
+    if (dx && !e->bwd_data.prim) {
         dnnl_convolution_desc_t cd;
+        bind_t b[3] = {{DNNL_ARG_DIFF_DST, &e->dst_md, 0},
+                       {DNNL_ARG_WEIGHTS, &e->wei_md, 0},
+                       {DNNL_ARG_DIFF_SRC, &e->src_md, 1}};
+        op_clear(&e->bwd_data);
         if (dnnl_dilated_convolution_backward_data_desc_init(
-                &cd, dnnl_convolution_direct, &e->src_md, &e->wei_md, &e->dst_md, g.strides,
+                &cd, dnnl_convolution_direct, &e->src_any, &e->wei_any, &e->dst_any, g.strides,
                 g.dil, g.pl, g.pr) ||
-            make_prim(e, &cd, &e->bwd_data_pd, &e->bwd_data))
+            op_init(&e->bwd_data, &cd, e->fwd_train.pd, b, 3))
             return SYNO_NN_EINVAL;
     }
-    /* Weights (and bias) gradient into scratch, then accumulate. */
-    dnnl_memory_set_data_handle(e->src, (void *)x->data);
-    dnnl_memory_set_data_handle(e->dst, (void *)dy);
-    dnnl_memory_set_data_handle(e->wei, d->dw);
-    dnnl_memory_set_data_handle(e->bias, d->db);
-    dnnl_exec_arg_t wargs[4] = {{DNNL_ARG_SRC, e->src},
-                                {DNNL_ARG_DIFF_DST, e->dst},
-                                {DNNL_ARG_DIFF_WEIGHTS, e->wei},
-                                {DNNL_ARG_DIFF_BIAS, e->bias}};
-    int rc = run(d, e->bwd_w, db ? 4 : 3, wargs);
+    /* Weight (and bias) gradients into scratch, then accumulated. */
+    void *wptr[4] = {(void *)x->data, (void *)dy, d->dw, d->db};
+    int rc = op_exec(d, &e->bwd_w, wptr);
     if (rc)
         return rc;
     for (int64_t i = 0; i < d->dw_len; i++)
@@ -289,10 +376,6 @@ int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const s
             db[k] += d->db[k];
     if (!dx)
         return SYNO_NN_OK;
-    dnnl_memory_set_data_handle(e->src, dx);
-    dnnl_memory_set_data_handle(e->wei, (void *)wt);
-    dnnl_exec_arg_t dargs[3] = {{DNNL_ARG_DIFF_DST, e->dst},
-                                {DNNL_ARG_WEIGHTS, e->wei},
-                                {DNNL_ARG_DIFF_SRC, e->src}};
-    return run(d, e->bwd_data, 3, dargs);
+    void *dptr[3] = {(void *)dy, (void *)wt, dx};
+    return op_exec(d, &e->bwd_data, dptr);
 }
