@@ -21,7 +21,7 @@
  *   - A container (sequential, residual) owns its children and frees them with itself.
  *   - Layers are not thread-safe: one layer object serves one forward/backward at a time.
  * Status codes are the syno_nn_status values below; 0 is success. Arithmetic-heavy paths
- * (conv2d, linear) go through CBLAS sgemm; reductions (batch statistics, losses, bias
+ * (linear, im2col conv2d) go through CBLAS sgemm, conv2d by default through oneDNN; reductions (batch statistics, losses, bias
  * gradients) accumulate in double because float sums over N*H*W elements lose digits.
  */
 #ifndef SYNO_NN_H
@@ -162,8 +162,9 @@ typedef struct syno_conv2d_cfg {
     int backend;              /* a syno_conv_backend value; 0 (AUTO) is the default */
 } syno_conv2d_cfg_t;
 
-/* How a conv2d layer computes. AUTO uses oneDNN (plain NCHW/OIHW memory, primitives created
- * once per input shape and cached in the layer) when oneDNN accepts the shape and im2col
+/* How a conv2d layer computes. AUTO uses oneDNN (primitives created once per input shape and
+ * cached in the layer, reorders to oneDNN's blocked layouts internally; the layer's tensors
+ * stay NCHW/OIHW) when oneDNN accepts the shape and im2col
  * otherwise; IM2COL forces the im2col + sgemm path above; ONEDNN forces oneDNN, and a
  * forward of a shape oneDNN rejects fails with SYNO_NN_EINVAL. */
 enum syno_conv_backend {

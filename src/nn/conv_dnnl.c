@@ -1,13 +1,16 @@
 /*
  * The oneDNN backend of conv2d (see conv.c for the layer and the im2col backend).
  *
- * Memory stays plain: x and y NCHW, the weight OIHW (GOIHW with groups, which is the same
- * bytes), so the layer's tensors are handed to oneDNN as they are and nothing is reordered.
- * For each input shape (n, h, w) the layer keeps an entry holding the forward (training and,
- * lazily, inference) primitives, the backward-data and backward-weights primitives (created
- * at the first backward), and memory objects whose data handles are pointed at the caller's
- * buffers before every execute. A few entries are kept, so alternating the training batch,
- * a short last batch and an evaluation batch does not recreate primitives.
+ * The layer's tensors stay plain (x and y NCHW, the weight OIHW, or GOIHW with groups, which
+ * is the same bytes). Primitives are created with format_any; for every argument where
+ * oneDNN picked another (blocked) layout, the op owns a buffer in that layout and a reorder
+ * from/to the plain tensor, run around each execute (SYNO_DNNL_BLOCKED=0 keeps everything
+ * plain; docs/conv.md has the measurements: blocked is 2-3x faster here). For each input
+ * shape (n, h, w) the layer keeps an entry holding the forward (training and, lazily,
+ * inference) primitives and the backward-data and backward-weights ones (created at the
+ * first backward); memory objects are created once and their data handles pointed at the
+ * caller's buffers per call. A few entries are kept, so alternating the training batch, a
+ * short last batch and an evaluation batch does not recreate primitives.
  *
  * oneDNN overwrites diff_weights/diff_bias while the layer contract accumulates (+=), so the
  * weight and bias gradients land in scratch buffers and are added afterwards.
