@@ -21,8 +21,8 @@
  *   - A container (sequential, residual) owns its children and frees them with itself.
  *   - Layers are not thread-safe: one layer object serves one forward/backward at a time.
  * Status codes are the syno_nn_status values below; 0 is success. Arithmetic-heavy paths
- * (linear, im2col conv2d) go through CBLAS sgemm, conv2d by default through oneDNN; reductions (batch statistics, losses, bias
- * gradients) accumulate in double because float sums over N*H*W elements lose digits.
+ * go through CBLAS sgemm (linear, im2col conv2d) or oneDNN (conv2d by default); reductions
+ * (batch statistics, losses, bias gradients) accumulate in double because float sums over N*H*W elements lose digits.
  */
 #ifndef SYNO_NN_H
 #define SYNO_NN_H
