@@ -22,7 +22,8 @@
  *   - Layers are not thread-safe: one layer object serves one forward/backward at a time.
  * Status codes are the syno_nn_status values below; 0 is success. Arithmetic-heavy paths
  * go through CBLAS sgemm (linear, im2col conv2d) or oneDNN (conv2d by default); reductions
- * (batch statistics, losses, bias gradients) accumulate in double because float sums over N*H*W elements lose digits.
+ * (batch statistics, losses, bias gradients) accumulate in double because float sums over
+ * N*H*W elements lose digits.
  */
 #ifndef SYNO_NN_H
 #define SYNO_NN_H
