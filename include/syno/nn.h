@@ -21,14 +21,17 @@
  *   - A container (sequential, residual) owns its children and frees them with itself.
  *   - Layers are not thread-safe: one layer object serves one forward/backward at a time.
  * Status codes are the syno_nn_status values below; 0 is success. Arithmetic-heavy paths
- * (conv2d, linear) go through CBLAS sgemm; reductions (batch statistics, losses, bias
- * gradients) accumulate in double because float sums over N*H*W elements lose digits.
+ * go through CBLAS sgemm (linear, im2col conv2d) or oneDNN (conv2d by default); reductions
+ * (batch statistics, losses, bias gradients) accumulate in double because float sums over
+ * N*H*W elements lose digits.
  */
 #ifndef SYNO_NN_H
 #define SYNO_NN_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "syno/error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -157,13 +160,33 @@ typedef struct syno_conv2d_cfg {
     int64_t groups;
     int bias;
     int64_t workspace_floats; /* 0: default (1<<20 floats, i.e. 4 MiB per layer) */
+    int backend;              /* a syno_conv_backend value; 0 (AUTO) is the default */
 } syno_conv2d_cfg_t;
+
+/* How a conv2d layer computes. AUTO uses oneDNN (primitives created once per input shape and
+ * cached in the layer, reorders to oneDNN's blocked layouts internally; the layer's tensors
+ * stay NCHW/OIHW) when oneDNN accepts the shape and im2col
+ * otherwise; IM2COL forces the im2col + sgemm path above; ONEDNN forces oneDNN, and a
+ * forward of a shape oneDNN rejects fails with SYNO_NN_EINVAL. */
+enum syno_conv_backend {
+    SYNO_CONV_AUTO = 0,
+    SYNO_CONV_IM2COL = 1,
+    SYNO_CONV_ONEDNN = 2
+};
 
 /* Returns NULL on an invalid configuration (non-positive sizes, channels not divisible by
  * groups) or when memory runs out. */
 syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rng);
 /* The configuration of a conv2d layer (with defaults filled in), or NULL if l is not one. */
 const syno_conv2d_cfg_t *syno_nn_conv2d_cfg(const syno_layer_t *l);
+/* The backend the last forward of conv2d layer l ran on (SYNO_CONV_IM2COL or
+ * SYNO_CONV_ONEDNN), or -1 before any forward or if l is not a conv2d layer. */
+int syno_nn_conv2d_used_backend(const syno_layer_t *l);
+/* Median wall time in seconds (into *seconds) of an inference-mode forward of a conv2d layer
+ * built from cfg on a random [n, in_channels, h, w] input, over `repeats` (>= 1) timed runs
+ * after one warm-up run, with the backend cfg selects. Returns 0, or -1 with err filled. */
+int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w,
+                           int repeats, double *seconds, syno_error_t *err);
 
 /* Linear: y = x W^T + b over the last dim of x ([..., in] -> [..., out]); weight [out, in]
  * as in PyTorch, initialised uniform in +-1/sqrt(in) (bias too). */

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cblas.h>
 
@@ -31,6 +32,8 @@ typedef struct conv {
     float *col;   /* [ckk][nb*ohw] */
     float *tmp;   /* [K][nb*ohw]: GEMM output / gathered dy when nb > 1 */
     int64_t col_cap, tmp_cap;
+    nn_dnnl_conv_t *dnnl; /* oneDNN primitives (NULL for the im2col backend) */
+    int used;             /* backend of the last forward; -1 before the first */
 } conv_t;
 
 /* Geometry of one call. */
@@ -204,12 +207,25 @@ static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     if (rc)
         return rc;
     conv_out_shape(self, 4, x->dims, od);
-    if ((rc = syno_nn_tensor_resize(&self->out, 4, od)) || (rc = plan_chunk(cv, &g, &nb)))
+    if ((rc = syno_nn_tensor_resize(&self->out, 4, od)))
         return rc;
-    nn_begin_forward(self, x, train);
     const float *w = self->params[0].value.data;
     const float *bias = cv->cfg.bias ? self->params[1].value.data : NULL;
     float *y = self->out.data;
+    if (cv->dnnl && nn_dnnl_conv_supported(cv->dnnl, &cv->cfg, g.n, g.h, g.w)) {
+        rc = nn_dnnl_conv_forward(cv->dnnl, &cv->cfg, x, w, bias, y, train);
+        if (rc)
+            return rc;
+        nn_begin_forward(self, x, train);
+        cv->used = SYNO_CONV_ONEDNN;
+        return SYNO_NN_OK;
+    }
+    if (cv->cfg.backend == SYNO_CONV_ONEDNN)
+        return SYNO_NN_EINVAL;
+    if ((rc = plan_chunk(cv, &g, &nb)))
+        return rc;
+    nn_begin_forward(self, x, train);
+    cv->used = SYNO_CONV_IM2COL;
     for (int64_t n0 = 0; n0 < g.n; n0 += nb) {
         int64_t cnt = g.n - n0 < nb ? g.n - n0 : nb, ld = cnt * g.ohw;
         float *res = cnt == 1 ? y + n0 * g.k * g.ohw : cv->tmp;
@@ -242,10 +258,19 @@ static int conv_backward(syno_layer_t *self, const syno_tensor_t *dy)
     geom_t g;
     int64_t nb;
     int skip, rc = make_geom(cv, x, &g);
-    if (rc || (rc = plan_chunk(cv, &g, &nb)) || (rc = nn_prepare_grad_in(self, &skip)))
+    if (rc)
         return rc;
     const float *w = self->params[0].value.data;
     float *dw = self->params[0].grad.data;
+    if (cv->used == SYNO_CONV_ONEDNN) {
+        if ((rc = nn_prepare_grad_in(self, &skip)))
+            return rc;
+        return nn_dnnl_conv_backward(cv->dnnl, &cv->cfg, x, dy->data, w, dw,
+                                     cv->cfg.bias ? self->params[1].grad.data : NULL,
+                                     skip ? NULL : self->grad_in.data);
+    }
+    if ((rc = plan_chunk(cv, &g, &nb)) || (rc = nn_prepare_grad_in(self, &skip)))
+        return rc;
     if (cv->cfg.bias) {
         float *db = self->params[1].grad.data;
         for (int64_t k = 0; k < g.k; k++) {
@@ -294,6 +319,7 @@ static void conv_destroy(syno_layer_t *self)
     conv_t *cv = (conv_t *)self;
     free(cv->col);
     free(cv->tmp);
+    nn_dnnl_conv_free(cv->dnnl);
 }
 
 static const syno_layer_ops_t conv_ops = {
@@ -315,13 +341,22 @@ syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rn
     if (c.in_channels <= 0 || c.out_channels <= 0 || c.kernel_h <= 0 || c.kernel_w <= 0 ||
         c.stride_h < 0 || c.stride_w < 0 || c.pad_h < 0 || c.pad_w < 0 || c.dilation_h < 0 ||
         c.dilation_w < 0 || c.groups < 0 || c.in_channels % c.groups ||
-        c.out_channels % c.groups)
+        c.out_channels % c.groups || c.backend < SYNO_CONV_AUTO || c.backend > SYNO_CONV_ONEDNN)
         return NULL;
     conv_t *cv = nn_layer_new(sizeof *cv, &conv_ops, c.bias ? 2 : 1);
     if (!cv)
         return NULL;
     cv->cfg = c;
+    cv->used = -1;
     syno_layer_t *l = &cv->base;
+    if (c.backend != SYNO_CONV_IM2COL) {
+        cv->dnnl = nn_dnnl_conv_new(&cv->cfg);
+        /* AUTO without a working oneDNN engine still runs, on im2col. */
+        if (!cv->dnnl && c.backend == SYNO_CONV_ONEDNN) {
+            syno_nn_layer_free(l);
+            return NULL;
+        }
+    }
     int64_t wd[4] = {c.out_channels, c.in_channels / c.groups, c.kernel_h, c.kernel_w};
     int64_t fan_in = wd[1] * wd[2] * wd[3];
     if (syno_nn_param_init(&l->params[0], "weight", 4, wd)) {
@@ -344,4 +379,60 @@ syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rn
 const syno_conv2d_cfg_t *syno_nn_conv2d_cfg(const syno_layer_t *l)
 {
     return l && l->ops == &conv_ops ? &((const conv_t *)l)->cfg : NULL;
+}
+
+int syno_nn_conv2d_used_backend(const syno_layer_t *l)
+{
+    return l && l->ops == &conv_ops ? ((const conv_t *)l)->used : -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w,
+                           int repeats, double *seconds, syno_error_t *err)
+{
+    if (!cfg || !seconds || repeats < 1 || n < 1 || h < 1 || w < 1)
+        return syno_error_set(err, "conv2d latency: bad argument (need cfg, seconds, "
+                                   "repeats >= 1 and positive n, h, w)");
+    syno_rng_t rng;
+    syno_nn_rng_seed(&rng, 1, 1);
+    syno_layer_t *l = syno_nn_conv2d_create(cfg, &rng);
+    if (!l)
+        return syno_error_set(err, "conv2d latency: invalid configuration or out of memory");
+    int64_t xd[4] = {n, cfg->in_channels, h, w};
+    syno_tensor_t x = SYNO_TENSOR_EMPTY;
+    double *t = malloc((size_t)repeats * sizeof *t);
+    int rc = t ? syno_nn_tensor_alloc(&x, 4, xd) : SYNO_NN_ENOMEM;
+    if (!rc) {
+        syno_nn_rng_fill_normal(&rng, &x, 0.0, 1.0);
+        rc = syno_nn_forward(l, &x, 0); /* warm-up: creates primitives, touches buffers */
+    }
+    for (int i = 0; !rc && i < repeats; i++) {
+        double t0 = now_seconds();
+        rc = syno_nn_forward(l, &x, 0);
+        t[i] = now_seconds() - t0;
+    }
+    if (!rc) {
+        qsort(t, (size_t)repeats, sizeof *t, cmp_double);
+        *seconds = repeats % 2 ? t[repeats / 2] : 0.5 * (t[repeats / 2 - 1] + t[repeats / 2]);
+    }
+    free(t);
+    syno_nn_tensor_free(&x);
+    syno_nn_layer_free(l);
+    if (rc)
+        return syno_error_set(err, "conv2d latency: forward of [%lld, %lld, %lld, %lld] failed: %s",
+                              (long long)n, (long long)cfg->in_channels, (long long)h,
+                              (long long)w, syno_nn_status_str(rc));
+    return 0;
 }

@@ -1,0 +1,198 @@
+/*
+ * conv2d backends on ResNet shapes (N = 128, 3x3, padding 1, C -> C, no bias): the im2col +
+ * sgemm baseline against the oneDNN backend, forward (inference mode) and forward+backward
+ * (training mode, dx and dW), plus PyTorch's F.conv2d (bench/conv_torch.py run with
+ * /usr/bin/python3, 2 threads; skipped with a note when torch is missing). Medians over
+ * --reps runs after a warm-up; GFLOP/s counts 2*N*K*C*9*OH*OW per pass (3x for f+b).
+ */
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "syno/nn.h"
+#include "syno/train.h"
+
+#ifndef SYNO_SOURCE_DIR
+#define SYNO_SOURCE_DIR "."
+#endif
+
+static const int64_t shapes[][2] = {{16, 28}, {32, 14}, {64, 7}, {128, 4}};
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+static const int64_t N = 128;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* Median seconds of forward (bwd = 0, inference mode) or forward+backward (training). */
+static double time_layer(syno_layer_t *l, const syno_tensor_t *x, const syno_tensor_t *dy,
+                         int bwd, int reps)
+{
+    double *t = malloc((size_t)reps * sizeof *t);
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+        double t0 = now();
+        if (syno_nn_forward(l, x, bwd) || (bwd && syno_nn_backward(l, dy))) {
+            fprintf(stderr, "conv: forward/backward failed\n");
+            exit(1);
+        }
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    double m = median(t, reps);
+    free(t);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 7;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+            if (reps < 1 || reps > 1000) {
+                fprintf(stderr, "conv: --reps '%s' is not 1..1000\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: conv [--reps R]   (default 7)\n"
+                 "Times conv2d im2col vs oneDNN (and PyTorch F.conv2d) on N=128 ResNet shapes.");
+            return 0;
+        } else {
+            fprintf(stderr, "conv: unknown option '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    char *(*get_config)(void) = NULL;
+    int (*get_threads)(void) = NULL, (*omp_threads)(void) = NULL;
+    void *sym = dlsym(RTLD_DEFAULT, "openblas_get_config");
+    if (sym) memcpy(&get_config, &sym, sizeof sym);
+    sym = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+    if (sym) memcpy(&get_threads, &sym, sizeof sym);
+    sym = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+    if (sym) memcpy(&omp_threads, &sym, sizeof sym);
+    printf("BLAS: %s, %d thread(s); oneDNN (OpenMP) %d thread(s); %d repeats, medians in ms\n",
+           get_config ? get_config() : "not OpenBLAS", get_threads ? get_threads() : 1,
+           omp_threads ? omp_threads() : -1, reps);
+
+    double tsec[NSHAPES][2][2]; /* [shape][im2col, onednn][fwd, f+b] */
+    double flops[NSHAPES];
+    for (size_t s = 0; s < NSHAPES; s++) {
+        int64_t C = shapes[s][0], H = shapes[s][1];
+        flops[s] = 2.0 * (double)(N * C * C * 9 * H * H);
+        syno_conv2d_cfg_t cfg = {.in_channels = C, .out_channels = C, .kernel_h = 3,
+                                 .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+        int64_t xd[4] = {N, C, H, H};
+        syno_rng_t rng;
+        syno_nn_rng_seed(&rng, 42, 1);
+        syno_tensor_t x = SYNO_TENSOR_EMPTY, dy = SYNO_TENSOR_EMPTY;
+        syno_nn_tensor_alloc(&x, 4, xd);
+        syno_nn_tensor_alloc(&dy, 4, xd);
+        syno_nn_rng_fill_normal(&rng, &x, 0.0, 1.0);
+        syno_nn_rng_fill_normal(&rng, &dy, 0.0, 1.0);
+        syno_layer_t *l[2];
+        for (int b = 0; b < 2; b++) {
+            cfg.backend = b ? SYNO_CONV_ONEDNN : SYNO_CONV_IM2COL;
+            syno_nn_rng_seed(&rng, 7, 1);
+            l[b] = syno_nn_conv2d_create(&cfg, &rng);
+            if (!l[b]) {
+                fprintf(stderr, "conv: layer creation failed\n");
+                return 1;
+            }
+        }
+        /* Interleave the backends so drift in machine load hits both alike. */
+        for (int bwd = 0; bwd < 2; bwd++)
+            for (int b = 0; b < 2; b++)
+                tsec[s][b][bwd] = time_layer(l[b], &x, &dy, bwd, reps);
+        /* Agreement of the two, as a sanity check of what was timed. */
+        syno_nn_forward(l[0], &x, 0);
+        syno_nn_forward(l[1], &x, 0);
+        double num = 0.0, den = 1e-30;
+        for (int64_t i = 0; i < syno_nn_tensor_numel(&l[0]->out); i++) {
+            num = fmax(num, fabs((double)l[0]->out.data[i] - l[1]->out.data[i]));
+            den = fmax(den, fabs((double)l[0]->out.data[i]));
+        }
+        if (num / den > 1e-4) {
+            fprintf(stderr, "conv: backends disagree (rel err %.2e)\n", num / den);
+            return 1;
+        }
+        syno_nn_layer_free(l[0]);
+        syno_nn_layer_free(l[1]);
+        syno_nn_tensor_free(&x);
+        syno_nn_tensor_free(&dy);
+    }
+
+    /* PyTorch, in a child process. */
+    double torch_t[NSHAPES][2];
+    int have_torch = 0;
+    char cmd[1024];
+    int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bench/conv_torch.py %lld %d",
+                       SYNO_SOURCE_DIR, (long long)N, reps);
+    for (size_t s = 0; s < NSHAPES; s++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %lld:%lld",
+                        (long long)shapes[s][0], (long long)shapes[s][1]);
+    snprintf(cmd + len, sizeof cmd - (size_t)len, " 2>/dev/null");
+    FILE *p = popen(cmd, "r");
+    char line[256], torch_ver[64] = "";
+    if (p) {
+        int got = 0, tthreads = 0;
+        if (fgets(line, sizeof line, p) && sscanf(line, "torch %63s threads %d", torch_ver,
+                                                  &tthreads) == 2) {
+            for (size_t s = 0; s < NSHAPES && fgets(line, sizeof line, p); s++) {
+                long long c, h;
+                if (sscanf(line, "%lld %lld %lf %lf", &c, &h, &torch_t[s][0], &torch_t[s][1]) == 4 &&
+                    c == shapes[s][0] && h == shapes[s][1])
+                    got++;
+            }
+        }
+        have_torch = pclose(p) == 0 && got == (int)NSHAPES;
+        if (have_torch)
+            printf("PyTorch %s F.conv2d, %d thread(s)\n", torch_ver, tthreads);
+    }
+    if (!have_torch)
+        printf("note: PyTorch not run (/usr/bin/python3 without torch, or the script failed)\n");
+
+    const char *pass[2] = {"forward (inference)", "forward+backward"};
+    for (int bwd = 0; bwd < 2; bwd++) {
+        printf("\n%s\n%-18s %9s %7s %9s %7s %7s", pass[bwd], "shape (N,C,HxW)", "im2col",
+               "GF/s", "oneDNN", "GF/s", "speedup");
+        if (have_torch)
+            printf(" %9s %7s %9s", "torch", "GF/s", "torch/dnnl");
+        printf("\n");
+        double mult = bwd ? 3.0 : 1.0;
+        for (size_t s = 0; s < NSHAPES; s++) {
+            char name[32];
+            snprintf(name, sizeof name, "%lld,%lld,%lldx%lld", (long long)N,
+                     (long long)shapes[s][0], (long long)shapes[s][1], (long long)shapes[s][1]);
+            double a = tsec[s][0][bwd], b = tsec[s][1][bwd], f = mult * flops[s] * 1e-9;
+            printf("%-18s %9.2f %7.1f %9.2f %7.1f %6.2fx", name, a * 1e3, f / a, b * 1e3, f / b,
+                   a / b);
+            if (have_torch) {
+                double t = torch_t[s][bwd];
+                printf(" %9.2f %7.1f %9.2fx", t * 1e3, f / t, t / b);
+            }
+            printf("\n");
+        }
+    }
+    printf("\nspeedup = im2col time / oneDNN time; torch/dnnl = torch time / oneDNN time "
+           "(> 1: oneDNN faster)\n");
+    return 0;
+}
