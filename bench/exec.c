@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
     }
     syno_rng_t rng;
     syno_nn_rng_seed(&rng, 42, s);
-    syno_conv2d_cfg_t cfg = {.in_channels = C, .out_channels = C, .kernel_h = k, .kernel_w = k,
+    syno_conv2d_cfg_t cfg = {.backend = SYNO_CONV_IM2COL, .in_channels = C, .out_channels = C, .kernel_h = k, .kernel_w = k,
                              .pad_h = k / 2, .pad_w = k / 2, .bias = 0};
     syno_layer_t *conv = syno_nn_conv2d_create(&cfg, &rng);
     if (!conv) return 1;

@@ -163,7 +163,7 @@ int syno_cmd_eval(int argc, char **argv) {
     } else {
       rec.latency_s = tc_s;
       rec.base_latency_s = rec.nnconv_latency_s = tb_s;
-      rec.base_impl = strdup("im2col");
+      rec.base_impl = strdup("onednn"); /* standard slots use syno_nn_conv2d, backend AUTO */
       rec.speedup = rec.speedup_nnconv = tb_s / tc_s;
       rec.flops_ratio = stdnet.flops > 0 ? (double)cand.flops / (double)stdnet.flops : 0;
       /* Per slot: each distinct shape once. */
