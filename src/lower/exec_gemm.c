@@ -19,6 +19,7 @@
 #include <cblas.h>
 
 #include "exec_gemm.h"
+#include "expr_eval.h"
 
 #define WORKSPACE (INT64_C(1) << 20) /* floats per column buffer, as the native conv */
 #define MAX_TABLE (INT64_C(1) << 26) /* entries of one offset table */
@@ -45,28 +46,6 @@ typedef struct {
   int64_t val[SYNO_MAX_RANK + SYNO_MAX_LOOPS]; /* outer vars, then inner */
 } ev_t;
 
-static int64_t ev(const ev_t *e, int i, int *ok) {
-  const syno_expr_t *x = &e->n->node[i];
-  switch (x->kind) {
-    case SYNO_EXPR_OUTER: return e->val[x->var];
-    case SYNO_EXPR_INNER: return e->val[e->n->n_outer + x->var];
-    case SYNO_EXPR_SIZE: return e->size_val[i];
-    case SYNO_EXPR_IMM: return x->imm;
-    default: break;
-  }
-  int64_t a = ev(e, x->a, ok), b = ev(e, x->b, ok);
-  switch (x->kind) {
-    case SYNO_EXPR_ADD: return a + b;
-    case SYNO_EXPR_SUB: return a - b;
-    case SYNO_EXPR_MUL: return a * b;
-    case SYNO_EXPR_DIV: return syno_index_div(a, b);
-    case SYNO_EXPR_MOD: return syno_index_mod(a, b);
-    case SYNO_EXPR_RESTRICT:
-      if (a < 0 || a >= b) *ok = 0;
-      return a;
-    default: return 0;
-  }
-}
 
 /* Counts occurrences of each loop variable in the tree of node i. */
 static void count_vars(const syno_nest_t *n, int i, int *cnt) {
@@ -96,9 +75,10 @@ static void decode(ev_t *e, const class_t *c, const int64_t *ext, int64_t idx) {
 }
 
 static int64_t access_off(const ev_t *e, const syno_access_t *a, const int64_t *stride) {
-  int ok = 1;
+  bool ok = true;
   int64_t off = 0;
-  for (int i = 0; i < a->rank; i++) off += ev(e, a->idx[i], &ok) * stride[i];
+  for (int i = 0; i < a->rank; i++)
+    off += syno_expr_eval(e->n, a->idx[i], e->size_val, e->val, e->val + e->n->n_outer, &ok) * stride[i];
   return ok ? off : -1;
 }
 

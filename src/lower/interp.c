@@ -8,6 +8,8 @@
 
 #include "syno/lower.h"
 
+#include "expr_eval.h"
+
 typedef struct {
   const syno_nest_t *n;
   int64_t size_val[SYNO_MAX_NODES]; /* SIZE nodes evaluated under the binding */
@@ -26,28 +28,9 @@ int64_t syno_index_mod(int64_t a, int64_t b) {
   return r < 0 ? r + (b < 0 ? -b : b) : r;
 }
 
-/* Evaluates node i; *ok becomes false when a restrict is out of range. */
+/* Evaluates node i under the evaluator's current loop values. */
 static int64_t eval(const eval_t *e, int i, bool *ok) {
-  const syno_expr_t *x = &e->n->node[i];
-  switch (x->kind) {
-    case SYNO_EXPR_OUTER: return e->outer[x->var];
-    case SYNO_EXPR_INNER: return e->inner[x->var];
-    case SYNO_EXPR_SIZE: return e->size_val[i];
-    case SYNO_EXPR_IMM: return x->imm;
-    default: break;
-  }
-  int64_t a = eval(e, x->a, ok), b = eval(e, x->b, ok);
-  switch (x->kind) {
-    case SYNO_EXPR_ADD: return a + b;
-    case SYNO_EXPR_SUB: return a - b;
-    case SYNO_EXPR_MUL: return a * b;
-    case SYNO_EXPR_DIV: return syno_index_div(a, b);
-    case SYNO_EXPR_MOD: return syno_index_mod(a, b);
-    case SYNO_EXPR_RESTRICT:
-      if (a < 0 || a >= b) *ok = false;
-      return a;
-    default: return 0;
-  }
+  return syno_expr_eval(e->n, i, e->size_val, e->outer, e->inner, ok);
 }
 
 static bool guards_hold(const eval_t *e) {

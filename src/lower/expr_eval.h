@@ -1,0 +1,38 @@
+/* expr_eval.h - evaluating an index expression of a loop nest (internal to
+ * src/lower). The interpreter and the executor's offset tables both use it;
+ * it is static inline because both call it in their innermost loops. */
+#ifndef SYNO_EXPR_EVAL_H
+#define SYNO_EXPR_EVAL_H
+
+#include <stdbool.h>
+
+#include "syno/lower.h"
+
+/* The value of node i of nest n, given the values of the outer and inner
+ * loop variables and of the SIZE nodes (size_val[j] for node j). *ok becomes
+ * false when a restrict is out of range (the access reads zero padding). */
+static inline int64_t syno_expr_eval(const syno_nest_t *n, int i, const int64_t *size_val, const int64_t *outer,
+                       const int64_t *inner, bool *ok) {
+  const syno_expr_t *x = &n->node[i];
+  switch (x->kind) {
+    case SYNO_EXPR_OUTER: return outer[x->var];
+    case SYNO_EXPR_INNER: return inner[x->var];
+    case SYNO_EXPR_SIZE: return size_val[i];
+    case SYNO_EXPR_IMM: return x->imm;
+    default: break;
+  }
+  int64_t a = syno_expr_eval(n, x->a, size_val, outer, inner, ok), b = syno_expr_eval(n, x->b, size_val, outer, inner, ok);
+  switch (x->kind) {
+    case SYNO_EXPR_ADD: return a + b;
+    case SYNO_EXPR_SUB: return a - b;
+    case SYNO_EXPR_MUL: return a * b;
+    case SYNO_EXPR_DIV: return syno_index_div(a, b);
+    case SYNO_EXPR_MOD: return syno_index_mod(a, b);
+    case SYNO_EXPR_RESTRICT:
+      if (a < 0 || a >= b) *ok = false;
+      return a;
+    default: return 0;
+  }
+}
+
+#endif
