@@ -1,0 +1,131 @@
+#define _GNU_SOURCE
+/* Training and inference throughput of the ResNet backbone (standard operator in every
+ * slot): ours against the same network in PyTorch (bench/train_torch.py, run via popen with
+ * torch.set_num_threads(2)), batch 128 of synthetic 1x28x28 images, medians of repeats.
+ *   build/bench/train [--reps R] [--width W] [--depth D] [--batch B] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <dlfcn.h>
+
+#include "syno/backbone.h"
+
+#ifndef SYNO_SOURCE_DIR
+#define SYNO_SOURCE_DIR "."
+#endif
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 5, depth = 2;
+    double width = 1.0;
+    int64_t batch = 128;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            puts("usage: train [--reps R] [--width W] [--depth D] [--batch B]");
+            return 0;
+        } else if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--width")) width = atof(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--depth")) depth = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--batch")) batch = atoll(argv[++i]);
+        else {
+            fprintf(stderr, "train: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (reps < 1 || reps > 100 || batch < 1 || depth < 1 || !(width > 0)) {
+        fprintf(stderr, "train: bad --reps/--batch/--depth/--width\n");
+        return 2;
+    }
+    /* the BLAS actually loaded (the cblas alternative may or may not be OpenBLAS) */
+    char *(*cfg)(void) = NULL;
+    int (*nth)(void) = NULL;
+    void *sym = dlsym(RTLD_DEFAULT, "openblas_get_config");
+    memcpy(&cfg, &sym, sizeof sym);
+    sym = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+    memcpy(&nth, &sym, sizeof sym);
+    printf("BLAS: %s, %d threads\n", cfg ? cfg() : "not OpenBLAS (no openblas_get_config)",
+           nth ? nth() : 1);
+    printf("ResNet backbone width %g depth %d, batch %lld, 1x28x28, %d repeats\n", width, depth,
+           (long long)batch, reps);
+    syno_backbone_cfg_t bc = {"resnet", 1, 28, 28, 10, width, depth, NULL};
+    syno_rng_t rng;
+    syno_nn_rng_seed(&rng, 1, 1);
+    syno_backbone_t bb;
+    syno_error_t err = {0};
+    if (syno_backbone_build(&bc, &rng, &bb, &err)) {
+        fprintf(stderr, "train: %s\n", err.msg);
+        return 1;
+    }
+    bb.net->skip_input_grad = 1;
+    syno_tensor_t x = SYNO_TENSOR_EMPTY, dl = SYNO_TENSOR_EMPTY;
+    int64_t d[4] = {batch, 1, 28, 28};
+    syno_nn_tensor_alloc(&x, 4, d);
+    syno_nn_rng_fill_normal(&rng, &x, 0, 1);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)batch);
+    for (int64_t i = 0; i < batch; i++)
+        lab[i] = (int32_t)(i % 10);
+    syno_sgd_t opt;
+    syno_sgd_cfg_t sc = {0.9, 5e-4, 0};
+    syno_nn_sgd_init_layer(&opt, bb.net, &sc);
+    double *t = malloc(sizeof(double) * (size_t)(reps + 1));
+    for (int r = 0; r <= reps; r++) {
+        double t0 = now_s(), loss;
+        if (syno_nn_forward(bb.net, &x, 1) ||
+            syno_nn_softmax_xent(&bb.net->out, lab, &loss, &dl, NULL)) {
+            fprintf(stderr, "train: forward failed\n");
+            return 1;
+        }
+        syno_nn_sgd_zero_grad(&opt);
+        if (syno_nn_backward(bb.net, &dl)) {
+            fprintf(stderr, "train: backward failed\n");
+            return 1;
+        }
+        syno_nn_sgd_step(&opt, 0.05);
+        t[r] = now_s() - t0;
+    }
+    qsort(t + 1, (size_t)reps, sizeof *t, cmp_d);
+    double ours_train = batch / t[1 + reps / 2], lat;
+    if (syno_net_latency(bb.net, batch, 1, 28, 28, reps, &lat, &err)) {
+        fprintf(stderr, "train: %s\n", err.msg);
+        return 1;
+    }
+    double ours_inf = batch / lat;
+    printf("ours:    train %8.1f images/s   inference %8.1f images/s\n", ours_train, ours_inf);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bench/train_torch.py %g %d %lld %d 2>/dev/null", SYNO_SOURCE_DIR,
+             width, depth, (long long)batch, reps);
+    FILE *p = popen(cmd, "r");
+    double tt = 0, ti = 0;
+    int got = p && fscanf(p, "train_ips %lf infer_ips %lf", &tt, &ti) == 2;
+    if (p)
+        pclose(p);
+    if (!got) {
+        printf("pytorch: skipped (python3 with torch 1.13 not available: '%s' failed)\n", cmd);
+    } else {
+        printf("pytorch: train %8.1f images/s   inference %8.1f images/s (torch.set_num_threads(2))\n",
+               tt, ti);
+        printf("ratio ours/pytorch: train %.2fx, inference %.2fx\n", ours_train / tt, ours_inf / ti);
+    }
+    free(t);
+    free(lab);
+    syno_nn_sgd_free(&opt);
+    syno_nn_tensor_free(&x);
+    syno_nn_tensor_free(&dl);
+    syno_backbone_free(&bb);
+    return 0;
+}
