@@ -52,11 +52,12 @@ typedef struct syno_slot_info {
 } syno_slot_info_t;
 
 /* A conv slot for [N, c_in, h, w] -> [N, c_out, h, w]. op NULL: the standard 3x3 conv2d
- * (weights drawn from rng exactly as syno_nn_conv2d_create draws them). Otherwise compiles
+ * (weights drawn from rng exactly as syno_nn_conv2d_create draws them; conv_backend, a
+ * syno_conv_backend, picks how it computes). Otherwise compiles
  * op for the binding (checking that its shapes fit) and draws its weights from rng. Returns
  * 0 and *out, or -1 with err naming the slot's binding and the problem. */
 int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w,
-                     syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
+                     int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
 /* 1 if l is a slot (then *info is filled when info is not NULL). */
 int syno_slot_info(const syno_layer_t *l, syno_slot_info_t *info);
 /* The message of a slot's last failed forward/backward ("" if none). */
@@ -73,6 +74,8 @@ typedef struct syno_backbone_cfg {
     double width;      /* channel multiplier; 0 means 1 (ResNet widths 16/32/64/128) */
     int depth;         /* blocks (ResNet) or convs (VGG) per stage; 0 means 2 */
     const syno_slotop_t *op; /* NULL: standard conv in every slot */
+    int conv_backend;  /* syno_conv_backend of every standard conv (slots, stem, shortcuts);
+                          0 (AUTO) is the default */
 } syno_backbone_cfg_t;
 
 typedef struct syno_backbone {

@@ -188,6 +188,14 @@ int syno_nn_conv2d_used_backend(const syno_layer_t *l);
 int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w,
                            int repeats, double *seconds, syno_error_t *err);
 
+/* Threads of the compute libraries: OpenBLAS and oneDNN's OpenMP runtime. syno_nn_threads_set
+ * sets both to n (n < 1: one per online CPU) and returns the count set; the setting is per
+ * process (OpenMP: per calling thread). syno_nn_threads_describe writes a one-line report of
+ * the BLAS loaded and the thread counts in effect, for benchmark output. */
+int syno_nn_cpu_count(void);
+int syno_nn_threads_set(int n);
+void syno_nn_threads_describe(char *buf, size_t size);
+
 /* Linear: y = x W^T + b over the last dim of x ([..., in] -> [..., out]); weight [out, in]
  * as in PyTorch, initialised uniform in +-1/sqrt(in) (bias too). */
 syno_layer_t *syno_nn_linear_create(int64_t in_features, int64_t out_features, int bias,

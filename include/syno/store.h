@@ -44,9 +44,9 @@ typedef struct {
   double flops_ratio;    /* vs the baseline network */
   double train_seconds;
   double latency_s;        /* whole network inference, this operator */
-  double base_latency_s;   /* the standard network, fastest implementation here */
-  char *base_impl;         /* which implementation that was */
-  double nnconv_latency_s; /* the standard network with syno's own conv layer */
+  double base_latency_s;   /* the standard network, the faster of its two implementations */
+  char *base_impl;         /* which that was: "onednn" or "im2col" */
+  double nnconv_latency_s; /* the standard network on syno's own im2col + BLAS conv */
   double speedup, speedup_nnconv;
   char *slots_json;        /* per-slot latencies and bindings */
   double reward;

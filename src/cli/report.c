@@ -224,12 +224,12 @@ int syno_cmd_report(int argc, char **argv) {
     }
     if (base)
       printf("\nbaseline (standard operator): accuracy %.2f%%, %.3g MFLOPs, %.0f params, latency %.3f ms (%s), "
-             "%.3f ms with syno's conv layer\n",
+             "%.3f ms with syno's im2col conv\n",
              100 * base->accuracy, base->flops / 1e6, base->params, 1e3 * base->base_latency_s,
              base->base_impl ? base->base_impl : "?", 1e3 * base->nnconv_latency_s);
     printf("\n%d candidates: %d ok, %d failed\n", n - (base ? 1 : 0), n_ok - (base && base->status == 0), n_failed);
     printf("\nbest operators by reward:\n  %4s %7s %8s %8s %7s %9s %9s  %s\n", "id", "reward", "acc", "d-acc", "FLOPs",
-           "speed-up", "vs ours", "operator");
+           "speed-up", "vs im2col", "operator");
     int shown = 0;
     for (int i = 0; i < n_ok && shown < top; i++) {
       const syno_db_cand_t *c = ok[i];

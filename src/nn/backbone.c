@@ -11,6 +11,7 @@ typedef struct {
     const syno_slotop_t *op;
     syno_rng_t *rng;
     syno_error_t *err;
+    int conv_backend;
     int failed;
 } builder_t;
 
@@ -33,7 +34,7 @@ static syno_layer_t *mk_slot(builder_t *b, int64_t ci, int64_t co, int64_t h, in
         return NULL;
     }
     syno_layer_t *l = NULL;
-    if (syno_slot_create(b->op, ci, co, h, w, b->rng, &l, b->err)) {
+    if (syno_slot_create(b->op, ci, co, h, w, b->conv_backend, b->rng, &l, b->err)) {
         b->failed = 1;
         return NULL;
     }
@@ -54,6 +55,7 @@ static syno_layer_t *mk_conv(builder_t *b, int64_t ci, int64_t co, int64_t k, in
     c.out_channels = co;
     c.kernel_h = c.kernel_w = k;
     c.pad_h = c.pad_w = pad;
+    c.backend = b->conv_backend;
     syno_layer_t *l = syno_nn_conv2d_create(&c, b->rng);
     TRY(l);
     b->bb->flops += 2 * co * ci * k * k * h * w;
@@ -140,7 +142,7 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
         return syno_error_set(err, "width must be in (0, 16] (got %g)", cfg->width);
     if (cfg->in_c < 1 || cfg->in_h < 1 || cfg->in_w < 1 || cfg->nclasses < 2)
         return syno_error_set(err, "bad input shape or class count");
-    builder_t b = {bb, cfg->op, rng, err, 0};
+    builder_t b = {bb, cfg->op, rng, err, cfg->conv_backend, 0};
     int64_t h = cfg->in_h, w = cfg->in_w;
     syno_layer_t *layers[64];
     int n = 0;

@@ -257,7 +257,7 @@ const char *syno_slot_error(const syno_layer_t *l)
 }
 
 int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w,
-                     syno_rng_t *rng, syno_layer_t **out, syno_error_t *err)
+                     int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err)
 {
     *out = NULL;
     if (c_in < 1 || c_out < 1 || h < 1 || w < 1)
@@ -279,6 +279,7 @@ int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64
         cc.out_channels = c_out;
         cc.kernel_h = cc.kernel_w = 3;
         cc.pad_h = cc.pad_w = 1;
+        cc.backend = conv_backend;
         syno_layer_t *conv = syno_nn_conv2d_create(&cc, rng);
         self->children = malloc(sizeof *self->children);
         if (!conv || !self->children) {

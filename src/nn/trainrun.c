@@ -172,7 +172,8 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
         }
         tr = &sub;
     }
-    syno_backbone_cfg_t bc = {bname, tr->c, tr->h, tr->w, tr->nclasses, cfg->width, cfg->depth, op};
+    syno_backbone_cfg_t bc = {.name = bname, .in_c = tr->c, .in_h = tr->h, .in_w = tr->w, .nclasses = tr->nclasses,
+                              .width = cfg->width, .depth = cfg->depth, .op = op};
     syno_backbone_t bb;
     int rc = syno_backbone_build(&bc, &rng, &bb, err);
     syno_slotop_free(op);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "syno/nn.h"
 #include "syno/pool.h"
 #include "syno/search.h"
 #include "syno/space.h"
@@ -145,6 +146,9 @@ static void eval_args(const syno_driver_cfg_t *c, args_t *a) {
   if (c->depth > 0) arg_num(a, "--depth", c->depth);
   if (c->subset > 0) arg_num(a, "--subset", (double)c->subset);
   if (c->cand_timeout > 0) arg_num(a, "--time-limit", c->cand_timeout * 0.9);
+  /* The CPUs shared among the workers, so that W workers do not oversubscribe them. */
+  int per = syno_nn_cpu_count() / (c->workers > 0 ? c->workers : 1);
+  arg_num(a, "--threads", per > 0 ? per : 1);
 }
 
 /* The last line of a job's output that is a JSON object. */

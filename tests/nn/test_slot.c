@@ -47,7 +47,7 @@ static void test_standard_slot_equals_conv(void **state)
     syno_nn_rng_seed(&r2, 5, 1);
     syno_error_t err = {0};
     syno_layer_t *slot = NULL;
-    assert_int_equal(syno_slot_create(NULL, 3, 5, 6, 6, &r1, &slot, &err), 0);
+    assert_int_equal(syno_slot_create(NULL, 3, 5, 6, 6, 0, &r1, &slot, &err), 0);
     syno_layer_t *conv = plain_conv(3, 5, &r2);
     syno_tensor_t x = SYNO_TENSOR_EMPTY, dy = SYNO_TENSOR_EMPTY;
     int64_t d[4] = {2, 3, 6, 6}, e[4] = {2, 5, 6, 6};
@@ -88,7 +88,7 @@ static void test_synthesized_slot_matches_conv(void **state)
     syno_nn_rng_seed(&r1, 9, 1);
     syno_nn_rng_seed(&r2, 9, 1);
     syno_layer_t *slot = NULL;
-    assert_int_equal(syno_slot_create(op, 3, 4, 5, 5, &r1, &slot, &err), 0);
+    assert_int_equal(syno_slot_create(op, 3, 4, 5, 5, 0, &r1, &slot, &err), 0);
     syno_layer_t *conv = plain_conv(3, 4, &r2);
     syno_param_t *ps[2], *pc[2];
     assert_int_equal(syno_nn_params(slot, ps, 2), 1);
@@ -139,8 +139,8 @@ static void test_slot_gradcheck(void **state)
     syno_rng_t rng;
     syno_nn_rng_seed(&rng, 3, 1);
     syno_layer_t *s1 = NULL, *s2 = NULL;
-    assert_int_equal(syno_slot_create(op, 2, 3, 4, 4, &rng, &s1, &err), 0);
-    assert_int_equal(syno_slot_create(op, 3, 2, 4, 4, &rng, &s2, &err), 0);
+    assert_int_equal(syno_slot_create(op, 2, 3, 4, 4, 0, &rng, &s1, &err), 0);
+    assert_int_equal(syno_slot_create(op, 3, 2, 4, 4, 0, &rng, &s2, &err), 0);
     syno_layer_t *ls[4] = {s1, syno_nn_gelu_create(), s2, syno_nn_global_avgpool_create()};
     syno_layer_t *net = syno_nn_sequential_create(4, ls);
     assert_non_null(net);
@@ -184,7 +184,7 @@ static void test_train_synthesized(void **state)
     syno_rng_t rng;
     syno_nn_rng_seed(&rng, 4, 1);
     syno_layer_t *s1 = NULL;
-    assert_int_equal(syno_slot_create(op, 1, 8, 8, 8, &rng, &s1, &err), 0);
+    assert_int_equal(syno_slot_create(op, 1, 8, 8, 8, 0, &rng, &s1, &err), 0);
     syno_layer_t *ls[5] = {s1, syno_nn_batchnorm_create(8, 0.1, 1e-5), syno_nn_relu_create(),
                            syno_nn_flatten_create(), syno_nn_linear_create(512, 10, 1, &rng)};
     syno_layer_t *net = syno_nn_sequential_create(5, ls);
