@@ -103,6 +103,10 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n);
  * [c, h, w] over `repeats` runs (after one warm-up run). */
 int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w,
                      int repeats, double *median_seconds, syno_error_t *err);
+/* The same for n nets on one input, timed round-robin (one forward of each in turn, so a
+ * change of load hits all alike); medians[k] is net k's median. */
+int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h,
+                       int64_t w, int repeats, double *medians, syno_error_t *err);
 
 /* ---------------------------------------------------------------- training driver */
 
@@ -125,6 +129,7 @@ typedef struct syno_train_cfg {
     double weight_decay;   /* <0: 0; 0 means default 5e-4 */
     int warmup_epochs;     /* warm-up in epochs (0: none) */
     int64_t subset;        /* 0: all training images */
+    int pad;               /* zero-pad every image by this many pixels per side (0: none) */
     uint64_t seed;
     double width;
     int depth;

@@ -76,6 +76,10 @@ int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out
 int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng,
                     syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err);
 
+/* Zero-pads every image by `pad` pixels on each side, in place (h and w grow by 2 * pad);
+ * pixel 0 is the background of both data sets. pad 0 does nothing. */
+int syno_data_pad(syno_dataset_t *ds, int pad, syno_error_t *err);
+
 /* A stratified random subset of n samples (the "test" half of syno_data_split). */
 int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng,
                      syno_dataset_t *out, syno_error_t *err);

@@ -34,6 +34,7 @@ typedef struct {
   /* What to train: passed to every `syno eval` worker. */
   const char *backbone, *dataset;
   int epochs, batch, width, depth;
+  int pad;                 /* zero-padding of the images per side */
   long subset;
   double lr;
   uint64_t seed;

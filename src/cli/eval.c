@@ -26,6 +26,7 @@ static const char *help =
     "  --op TEXT             the operator's text form (conv2d preset variables)\n"
     "  --epochs E            training epochs (default 2)\n"
     "  --subset N            train on N images (default all)\n"
+    "  --pad P               zero-pad the images by P pixels per side\n"
     "  --batch B             batch size (default 64)\n"
     "  --lr X                learning rate (default 0.1)\n"
     "  --width W, --depth D  backbone knobs\n"
@@ -66,6 +67,7 @@ int syno_cmd_eval(int argc, char **argv) {
       {"time-limit", required_argument, 0, 't'}, {"latency-batch", required_argument, 0, 'L'},
       {"repeats", required_argument, 0, 'r'},  {"plan", no_argument, 0, 'p'},
       {"threads", required_argument, 0, 'T'},  {"latency-threads", required_argument, 0, 'U'},
+      {"pad", required_argument, 0, 'P'},
       {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -77,6 +79,7 @@ int syno_cmd_eval(int argc, char **argv) {
     case 'o': tc.op_text = optarg; break;
     case 'e': tc.epochs = (int)strtol(optarg, &end, 10); break;
     case 'n': tc.subset = strtoll(optarg, &end, 10); break;
+    case 'P': tc.pad = (int)strtol(optarg, &end, 10); break;
     case 'B': tc.batch = strtoll(optarg, &end, 10); break;
     case 'l': tc.lr = strtod(optarg, &end); break;
     case 'w': tc.width = strtod(optarg, &end); break;
@@ -104,6 +107,9 @@ int syno_cmd_eval(int argc, char **argv) {
   int classes;
   if (dataset_shape(tc.dataset, &in_c, &in_h, &in_w, &classes))
     return syno_cli_usage_error("unknown dataset '%s' (known: digits, fashion-mnist)", tc.dataset);
+  if (tc.pad < 0 || tc.pad > 64) return syno_cli_usage_error("--pad must be in 0..64 (got %d)", tc.pad);
+  in_h += 2 * tc.pad;
+  in_w += 2 * tc.pad;
 
   syno_error_t err;
   syno_slotop_t *op = NULL;
@@ -176,12 +182,11 @@ int syno_cmd_eval(int argc, char **argv) {
   if (rec.status == 0) {
     double t[3];
     syno_layer_t *nets[3] = {cand.net, stdnet[0].net, stdnet[1].net};
-    for (int k = 0; k < 3 && rec.status == 0; k++)
-      if (syno_net_latency(nets[k], lat_batch, in_c, in_h, in_w, repeats, &t[k], &err)) {
-        rec.status = 1;
-        free(rec.reason);
-        rec.reason = strdup(err.msg);
-      }
+    if (syno_net_latencies(nets, 3, lat_batch, in_c, in_h, in_w, repeats, t, &err)) {
+      rec.status = 1;
+      free(rec.reason);
+      rec.reason = strdup(err.msg);
+    }
     if (rec.status == 0) {
       int fast = t[2] < t[1] ? 2 : 1;
       rec.latency_s = t[0];
@@ -204,9 +209,7 @@ int syno_cmd_eval(int argc, char **argv) {
         if (dup) continue;
         syno_layer_t *sl[3] = {cand.slots[i], stdnet[0].slots[i], stdnet[1].slots[i]};
         double st[3];
-        int k = 0;
-        while (k < 3 && !syno_net_latency(sl[k], lat_batch, si.c_in, si.h, si.w, repeats, &st[k], &err)) k++;
-        if (k < 3) break;
+        if (syno_net_latencies(sl, 3, lat_batch, si.c_in, si.h, si.w, repeats, st, &err)) break;
         int sf = st[2] < st[1] ? 2 : 1;
         cJSON *s = cJSON_CreateObject();
         cJSON_AddNumberToObject(s, "c_in", (double)si.c_in);

@@ -37,6 +37,9 @@ static const char *help =
     "  --subset N            proxy training images (default all)\n"
     "  --batch B, --lr X     proxy training batch size (64) and learning rate (0.1)\n"
     "  --width W, --depth D  backbone knobs\n"
+    "  --pad P               zero-pad the images by P pixels per side (2 puts Fashion-MNIST\n"
+    "                        at 32x32: every ResNet stage then has an even side, so the\n"
+    "                        operators may split H and W by s=2)\n"
     "  --space-depth D       max primitives per operator (default: the preset's)\n"
     "  --max-flops R         max FLOPs vs the standard operator in the slots (default 1)\n"
     "  --min-flops R         min FLOPs ratio (default 0.05)\n"
@@ -61,6 +64,7 @@ int syno_cmd_search(int argc, char **argv) {
       {"space-depth", required_argument, 0, 'p'}, {"max-flops", required_argument, 0, 'M'},
       {"min-flops", required_argument, 0, 'm'}, {"reward-lb", required_argument, 0, 'a'},
       {"reward-ub", required_argument, 0, 'A'}, {"log", required_argument, 0, 'L'},
+      {"pad", required_argument, 0, 'P'},
       {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -79,6 +83,7 @@ int syno_cmd_search(int argc, char **argv) {
     case 's': c.seed = strtoull(optarg, &end, 10); break;
     case 'e': c.epochs = (int)strtol(optarg, &end, 10); break;
     case 'S': c.subset = strtol(optarg, &end, 10); break;
+    case 'P': c.pad = (int)strtol(optarg, &end, 10); break;
     case 'B': c.batch = (int)strtol(optarg, &end, 10); break;
     case 'l': c.lr = strtod(optarg, &end); break;
     case 'w': c.width = strtod(optarg, &end); break;

@@ -27,6 +27,8 @@ static const char *help =
     "  --op TEXT           the operator every slot runs (default: standard conv2d)\n"
     "  --op-file F         read the operator text from file F\n"
     "  --subset N          train on N stratified, seeded training images\n"
+    "  --pad P             zero-pad the images by P pixels per side (e.g. 2: Fashion-MNIST\n"
+    "                      at 32x32, so that every ResNet stage has an even side)\n"
     "  --seed S            random seed (default 1)\n"
     "  --batch B           batch size (default 128)\n"
     "  --lr X              base learning rate (default 0.1)\n"
@@ -84,7 +86,7 @@ static char *read_file(const char *path)
 int syno_cmd_train(int argc, char **argv)
 {
     enum { O_BACKBONE = 256, O_DATASET, O_EPOCHS, O_OP, O_OPFILE, O_SUBSET, O_SEED, O_BATCH, O_LR,
-           O_MOM, O_WD, O_WARM, O_WIDTH, O_DEPTH, O_TIME, O_LIST, O_QUIET, O_JSON };
+           O_MOM, O_WD, O_WARM, O_WIDTH, O_DEPTH, O_TIME, O_LIST, O_QUIET, O_JSON, O_PAD };
     static const struct option longopts[] = {
         {"backbone", required_argument, 0, O_BACKBONE}, {"dataset", required_argument, 0, O_DATASET},
         {"epochs", required_argument, 0, O_EPOCHS},     {"op", required_argument, 0, O_OP},
@@ -95,7 +97,8 @@ int syno_cmd_train(int argc, char **argv)
         {"width", required_argument, 0, O_WIDTH},       {"depth", required_argument, 0, O_DEPTH},
         {"time-limit", required_argument, 0, O_TIME},   {"list-slots", no_argument, 0, O_LIST},
         {"quiet", no_argument, 0, O_QUIET},             {"json", no_argument, 0, O_JSON},
-        {"help", no_argument, 0, 'h'},                  {0, 0, 0, 0}};
+        {"pad", required_argument, 0, O_PAD},           {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     syno_train_cfg_t cfg = {0};
     cfg.backbone = "resnet";
     cfg.dataset = "digits";
@@ -117,6 +120,7 @@ int syno_cmd_train(int argc, char **argv)
         case O_EPOCHS: if (parse_num("epochs", optarg, 1, 10000, &v)) return 2; cfg.epochs = (int)v; break;
         case O_OP: cfg.op_text = optarg; break;
         case O_OPFILE: op_file = optarg; break;
+        case O_PAD: if (parse_num("pad", optarg, 0, 64, &v)) return 2; cfg.pad = (int)v; break;
         case O_SUBSET: if (parse_num("subset", optarg, 1, 1e9, &v)) return 2; cfg.subset = (int64_t)v; break;
         case O_SEED: if (parse_num("seed", optarg, 0, 1e18, &v)) return 2; cfg.seed = (uint64_t)v; break;
         case O_BATCH: if (parse_num("batch", optarg, 1, 65536, &v)) return 2; cfg.batch = (int64_t)v; break;
@@ -156,7 +160,7 @@ int syno_cmd_train(int argc, char **argv)
             free(file_text);
             return syno_cli_usage_error("%s", err.msg);
         }
-        int64_t side = strcmp(cfg.dataset, "digits") ? 28 : 8;
+        int64_t side = (strcmp(cfg.dataset, "digits") ? 28 : 8) + 2 * cfg.pad;
         syno_backbone_cfg_t bc = {.name = cfg.backbone, .in_c = 1, .in_h = side, .in_w = side, .nclasses = 10,
                                   .width = cfg.width, .depth = cfg.depth, .op = op};
         syno_rng_t rng;

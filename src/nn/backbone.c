@@ -240,11 +240,11 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w,
-                     int repeats, double *median_seconds, syno_error_t *err)
+int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h,
+                       int64_t w, int repeats, double *medians, syno_error_t *err)
 {
-    if (batch < 1 || repeats < 1 || repeats > 1000)
-        return syno_error_set(err, "latency: batch and repeats must be positive (repeats <= 1000)");
+    if (n < 1 || batch < 1 || repeats < 1 || repeats > 1000)
+        return syno_error_set(err, "latency: nets, batch and repeats must be positive (repeats <= 1000)");
     syno_tensor_t x = SYNO_TENSOR_EMPTY;
     int64_t d[4] = {batch, c, h, w};
     if (syno_nn_tensor_alloc(&x, 4, d))
@@ -252,20 +252,33 @@ int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int
     syno_rng_t rng;
     syno_nn_rng_seed(&rng, 1, 99);
     syno_nn_rng_fill_normal(&rng, &x, 0, 1);
-    double *t = malloc(sizeof(double) * (size_t)repeats);
-    int rc = t ? syno_nn_forward(net, &x, 0) : SYNO_NN_ENOMEM;
-    for (int i = 0; !rc && i < repeats; i++) {
-        double t0 = now_s();
-        rc = syno_nn_forward(net, &x, 0);
-        t[i] = now_s() - t0;
-    }
+    double *t = malloc(sizeof(double) * (size_t)repeats * (size_t)n);
+    int rc = t ? 0 : SYNO_NN_ENOMEM;
+    for (int k = 0; !rc && k < n; k++)
+        rc = syno_nn_forward(nets[k], &x, 0); /* warm-up: primitives, scratch buffers */
+    /* Round-robin, so that a change of load on a shared machine hits every net alike. */
+    for (int i = 0; !rc && i < repeats; i++)
+        for (int k = 0; !rc && k < n; k++) {
+            double t0 = now_s();
+            rc = syno_nn_forward(nets[k], &x, 0);
+            t[(size_t)k * (size_t)repeats + (size_t)i] = now_s() - t0;
+        }
     syno_nn_tensor_free(&x);
     if (rc) {
         free(t);
         return syno_error_set(err, "latency: forward failed: %s", syno_nn_status_str(rc));
     }
-    qsort(t, (size_t)repeats, sizeof *t, cmp_d);
-    *median_seconds = t[repeats / 2];
+    for (int k = 0; k < n; k++) {
+        double *tk = t + (size_t)k * (size_t)repeats;
+        qsort(tk, (size_t)repeats, sizeof *tk, cmp_d);
+        medians[k] = tk[repeats / 2];
+    }
     free(t);
     return 0;
+}
+
+int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w,
+                     int repeats, double *median_seconds, syno_error_t *err)
+{
+    return syno_net_latencies(&net, 1, batch, c, h, w, repeats, median_seconds, err);
 }

@@ -485,6 +485,28 @@ int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng,
     return syno_data_split(src, n, rng, NULL, out, err);
 }
 
+int syno_data_pad(syno_dataset_t *ds, int pad, syno_error_t *err)
+{
+    if (pad < 0 || pad > 64)
+        return syno_error_set(err, "pad must be in 0..64 (got %d)", pad);
+    if (pad == 0)
+        return 0;
+    int64_t h = ds->h + 2 * pad, w = ds->w + 2 * pad, plane = ds->h * ds->w;
+    uint8_t *px = calloc((size_t)(ds->n * ds->c * h * w) + 1, 1);
+    if (!px)
+        return syno_error_set(err, "out of memory padding %s to %lldx%lld", ds->name, (long long)h,
+                              (long long)w);
+    for (int64_t i = 0; i < ds->n * ds->c; i++)
+        for (int64_t y = 0; y < ds->h; y++)
+            memcpy(px + i * h * w + (y + pad) * w + pad, ds->pixels + i * plane + y * ds->w,
+                   (size_t)ds->w);
+    free(ds->pixels);
+    ds->pixels = px;
+    ds->h = h;
+    ds->w = w;
+    return 0;
+}
+
 int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, syno_tensor_t *x,
                      int32_t *labels)
 {

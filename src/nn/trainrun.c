@@ -154,7 +154,10 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
     if (cfg->op_text && syno_slotop_parse(cfg->op_text, &op, err))
         return -1;
     syno_dataset_t train = {0}, test = {0}, sub = {0};
-    if (load_data(cfg->dataset, &train, &test, err)) {
+    if (load_data(cfg->dataset, &train, &test, err) || syno_data_pad(&train, cfg->pad, err) ||
+        syno_data_pad(&test, cfg->pad, err)) {
+        syno_data_free(&train);
+        syno_data_free(&test);
         syno_slotop_free(op);
         return -1;
     }

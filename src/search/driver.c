@@ -56,6 +56,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "batch", c->batch);
   cJSON_AddNumberToObject(o, "width", c->width);
   cJSON_AddNumberToObject(o, "depth", c->depth);
+  cJSON_AddNumberToObject(o, "pad", c->pad);
   cJSON_AddNumberToObject(o, "subset", (double)c->subset);
   cJSON_AddNumberToObject(o, "lr", c->lr);
   cJSON_AddNumberToObject(o, "seed", (double)c->seed);
@@ -87,7 +88,7 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = x->valuedouble;
 #define INT(field, key)                                                    \
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = (int)x->valuedouble;
-  INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(space_depth, "space_depth");
+  INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(pad, "pad") INT(space_depth, "space_depth");
   NUM(width, "width") NUM(lr, "lr") NUM(max_flops_ratio, "max_flops_ratio") NUM(min_flops_ratio, "min_flops_ratio");
   NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub");
 #undef NUM
@@ -145,6 +146,7 @@ static void eval_args(const syno_driver_cfg_t *c, args_t *a) {
   if (c->width > 0) arg_num(a, "--width", c->width);
   if (c->depth > 0) arg_num(a, "--depth", c->depth);
   if (c->subset > 0) arg_num(a, "--subset", (double)c->subset);
+  if (c->pad > 0) arg_num(a, "--pad", c->pad);
   if (c->cand_timeout > 0) arg_num(a, "--time-limit", c->cand_timeout * 0.9);
   /* The CPUs shared among the workers, so that W workers do not oversubscribe them. */
   int per = syno_nn_cpu_count() / (c->workers > 0 ? c->workers : 1);
@@ -314,6 +316,7 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
   if (!c->db_path) return syno_error_set(err, "no database given (--db FILE)");
   if (!c->worker_exe) return syno_error_set(err, "no worker program");
   if (c->workers < 1) return syno_error_set(err, "--workers must be at least 1 (got %d)", c->workers);
+  if (c->pad < 0 || c->pad > 64) return syno_error_set(err, "--pad must be in 0..64 (got %d)", c->pad);
   if (!c->resume && access(c->db_path, F_OK) == 0)
     return syno_error_set(err, "%s already exists; continue it with --resume, or choose another --db", c->db_path);
   if (syno_db_open(c->db_path, !c->resume, &db, err)) return -1;

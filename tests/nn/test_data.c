@@ -440,6 +440,33 @@ static void test_fashion_mnist_missing_dir(void **state)
     assert_non_null(strstr(err.msg, "expected 28x28"));
 }
 
+static void test_pad(void **state)
+{
+    (void)state;
+    syno_dataset_t ds = {0};
+    ds.n = 2, ds.c = 1, ds.h = 2, ds.w = 3, ds.nclasses = 2;
+    ds.pixels = malloc(12);
+    ds.labels = calloc(2, sizeof *ds.labels);
+    for (int i = 0; i < 12; i++)
+        ds.pixels[i] = (uint8_t)(i + 1);
+    syno_error_t err = {0};
+    assert_int_equal(syno_data_pad(&ds, -1, &err), -1);
+    assert_non_null(strstr(err.msg, "pad"));
+    assert_int_equal(syno_data_pad(&ds, 0, &err), 0);
+    assert_int_equal(ds.h, 2);
+    assert_int_equal(syno_data_pad(&ds, 1, &err), 0);
+    assert_int_equal(ds.h, 4);
+    assert_int_equal(ds.w, 5);
+    /* image 1, row 1 (first image row) is 0 7 8 9 0; the border is 0 */
+    const uint8_t *im1 = ds.pixels + 20;
+    uint8_t row[5] = {0, 7, 8, 9, 0};
+    assert_memory_equal(im1 + 5, row, 5);
+    for (int x = 0; x < 5; x++)
+        assert_int_equal(im1[x] + im1[15 + x], 0);
+    assert_int_equal(ds.pixels[5 + 1], 1);
+    syno_data_free(&ds);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_idx_reader),
         cmocka_unit_test(test_fashion_mnist),
         cmocka_unit_test(test_fashion_mnist_missing_dir),
+        cmocka_unit_test(test_pad),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
