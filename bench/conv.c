@@ -5,43 +5,18 @@
  * /usr/bin/python3, 2 threads; skipped with a note when torch is missing). Medians over
  * --reps runs after a warm-up; GFLOP/s counts 2*N*K*C*9*OH*OW per pass (3x for f+b).
  */
-#define _GNU_SOURCE /* RTLD_DEFAULT */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench.h"
 #include "syno/nn.h"
 #include "syno/train.h"
-
-#ifndef SYNO_SOURCE_DIR
-#define SYNO_SOURCE_DIR "."
-#endif
 
 static const int64_t shapes[][2] = {{16, 28}, {32, 14}, {64, 7}, {128, 4}};
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 static const int64_t N = 128;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 /* Median seconds of forward (bwd = 0, inference mode) or forward+backward (training). */
 static double time_layer(syno_layer_t *l, const syno_tensor_t *x, const syno_tensor_t *dy,
@@ -49,15 +24,15 @@ static double time_layer(syno_layer_t *l, const syno_tensor_t *x, const syno_ten
 {
     double *t = malloc((size_t)reps * sizeof *t);
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-        double t0 = now();
+        double t0 = bench_now();
         if (syno_nn_forward(l, x, bwd) || (bwd && syno_nn_backward(l, dy))) {
             fprintf(stderr, "conv: forward/backward failed\n");
             exit(1);
         }
         if (r >= 0)
-            t[r] = now() - t0;
+            t[r] = bench_now() - t0;
     }
-    double m = median(t, reps);
+    double m = bench_median(t, reps);
     free(t);
     return m;
 }
@@ -65,33 +40,13 @@ static double time_layer(syno_layer_t *l, const syno_tensor_t *x, const syno_ten
 int main(int argc, char **argv)
 {
     int reps = 7;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-            reps = atoi(argv[++i]);
-            if (reps < 1 || reps > 1000) {
-                fprintf(stderr, "conv: --reps '%s' is not 1..1000\n", argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: conv [--reps R]   (default 7)\n"
-                 "Times conv2d im2col vs oneDNN (and PyTorch F.conv2d) on N=128 ResNet shapes.");
-            return 0;
-        } else {
-            fprintf(stderr, "conv: unknown option '%s' (see --help)\n", argv[i]);
-            return 2;
-        }
-    }
-    char *(*get_config)(void) = NULL;
-    int (*get_threads)(void) = NULL, (*omp_threads)(void) = NULL;
-    void *sym = dlsym(RTLD_DEFAULT, "openblas_get_config");
-    if (sym) memcpy(&get_config, &sym, sizeof sym);
-    sym = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
-    if (sym) memcpy(&get_threads, &sym, sizeof sym);
-    sym = dlsym(RTLD_DEFAULT, "omp_get_max_threads");
-    if (sym) memcpy(&omp_threads, &sym, sizeof sym);
-    printf("BLAS: %s, %d thread(s); oneDNN (OpenMP) %d thread(s); %d repeats, medians in ms\n",
-           get_config ? get_config() : "not OpenBLAS", get_threads ? get_threads() : 1,
-           omp_threads ? omp_threads() : -1, reps);
+    for (int i = 1; i < argc; i++)
+        if (bench_common_opt("conv",
+                             "usage: conv [--reps R]   (default 7)\n"
+                             "Times conv2d im2col vs oneDNN (and PyTorch F.conv2d) on N=128 ResNet shapes.\n",
+                             argc, argv, &i, &reps, 1000))
+            bench_unknown_opt("conv", argv[i]);
+    bench_print_setup(reps);
 
     double tsec[NSHAPES][2][2]; /* [shape][im2col, onednn][fwd, f+b] */
     double flops[NSHAPES];
@@ -143,32 +98,32 @@ int main(int argc, char **argv)
     /* PyTorch, in a child process. */
     double torch_t[NSHAPES][2];
     int have_torch = 0;
-    char cmd[1024];
-    int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bench/conv_torch.py %lld %d",
-                       SYNO_SOURCE_DIR, (long long)N, reps);
+    char args[512], torch_ver[64] = "";
+    int len = snprintf(args, sizeof args, "%lld %d", (long long)N, reps);
     for (size_t s = 0; s < NSHAPES; s++)
-        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %lld:%lld",
+        len += snprintf(args + len, sizeof args - (size_t)len, " %lld:%lld",
                         (long long)shapes[s][0], (long long)shapes[s][1]);
-    snprintf(cmd + len, sizeof cmd - (size_t)len, " 2>/dev/null");
-    FILE *p = popen(cmd, "r");
-    char line[256], torch_ver[64] = "";
-    if (p) {
-        int got = 0, tthreads = 0;
-        if (fgets(line, sizeof line, p) && sscanf(line, "torch %63s threads %d", torch_ver,
-                                                  &tthreads) == 2) {
-            for (size_t s = 0; s < NSHAPES && fgets(line, sizeof line, p); s++) {
+    char *out = bench_run_torch("conv_torch.py", args);
+    if (out) {
+        int got = 0, tthreads = 0, off = 0;
+        if (sscanf(out, "torch %63s threads %d\n%n", torch_ver, &tthreads, &off) == 2) {
+            for (size_t s = 0; s < NSHAPES; s++) {
                 long long c, h;
-                if (sscanf(line, "%lld %lld %lf %lf", &c, &h, &torch_t[s][0], &torch_t[s][1]) == 4 &&
-                    c == shapes[s][0] && h == shapes[s][1])
-                    got++;
+                int adv = 0;
+                if (sscanf(out + off, "%lld %lld %lf %lf\n%n", &c, &h, &torch_t[s][0], &torch_t[s][1],
+                           &adv) != 4 || adv == 0)
+                    break;
+                off += adv;
+                got += c == shapes[s][0] && h == shapes[s][1];
             }
         }
-        have_torch = pclose(p) == 0 && got == (int)NSHAPES;
+        free(out);
+        have_torch = got == (int)NSHAPES;
         if (have_torch)
             printf("PyTorch %s F.conv2d, %d thread(s)\n", torch_ver, tthreads);
     }
     if (!have_torch)
-        printf("note: PyTorch not run (/usr/bin/python3 without torch, or the script failed)\n");
+        printf("note: PyTorch not run (" BENCH_PYTHON " without torch, or the script failed)\n");
 
     const char *pass[2] = {"forward (inference)", "forward+backward"};
     for (int bwd = 0; bwd < 2; bwd++) {

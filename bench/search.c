@@ -8,17 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "syno/driver.h"
 #include "syno/store.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct {
   double best, seconds;
@@ -40,12 +34,12 @@ static int run(const char *exe, const char *db, int random, int budget, const ch
   c.quiet = 1;
   unlink(db);
   syno_error_t err;
-  double t0 = now_s();
+  double t0 = bench_now();
   if (syno_driver_run(&c, &err)) {
     fprintf(stderr, "search: %s\n", err.msg);
     return -1;
   }
-  r->seconds = now_s() - t0;
+  r->seconds = bench_now() - t0;
   syno_db_t *h;
   syno_db_cand_t *rows;
   int n;
@@ -80,7 +74,9 @@ int main(int argc, char **argv) {
   }
   printf("MCTS vs random search: ResNet on %s, %d epochs per candidate, budget %d, seed 1, 1 worker\n", dataset, epochs,
          budget);
-  printf("(each candidate trains in its own `syno eval` process; OpenBLAS pthread build)\n");
+  char setup[512];
+  syno_nn_threads_describe(setup, sizeof setup);
+  printf("(each candidate trains in its own `syno eval` process; this process: %s)\n", setup);
   result_t m, r;
   char db_m[128], db_r[128];
   snprintf(db_m, sizeof db_m, "%s/mcts.db", dir);

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 /* Training and inference throughput of the ResNet backbone (standard operator in every
  * slot): ours against the same network in PyTorch (bench/train_torch.py, run via popen with
  * torch.set_num_threads(2)), batch 128 of synthetic 1x28x28 images, medians of repeats.
@@ -6,60 +5,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <dlfcn.h>
-
+#include "bench.h"
 #include "syno/backbone.h"
-
-#ifndef SYNO_SOURCE_DIR
-#define SYNO_SOURCE_DIR "."
-#endif
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv)
 {
     int reps = 5, depth = 2;
     double width = 1.0;
     int64_t batch = 128;
+    static const char usage[] = "usage: train [--reps R] [--width W] [--depth D] [--batch B]\n";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            puts("usage: train [--reps R] [--width W] [--depth D] [--batch B]");
-            return 0;
-        } else if (i + 1 < argc && !strcmp(argv[i], "--reps")) reps = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--width")) width = atof(argv[++i]);
+        if (!bench_common_opt("train", usage, argc, argv, &i, &reps, 100))
+            continue;
+        if (i + 1 < argc && !strcmp(argv[i], "--width")) width = atof(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--depth")) depth = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--batch")) batch = atoll(argv[++i]);
-        else {
-            fprintf(stderr, "train: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
+        else bench_unknown_opt("train", argv[i]);
     }
     if (reps < 1 || reps > 100 || batch < 1 || depth < 1 || !(width > 0)) {
         fprintf(stderr, "train: bad --reps/--batch/--depth/--width\n");
         return 2;
     }
-    /* the BLAS actually loaded (the cblas alternative may or may not be OpenBLAS) */
-    char *(*cfg)(void) = NULL;
-    int (*nth)(void) = NULL;
-    void *sym = dlsym(RTLD_DEFAULT, "openblas_get_config");
-    memcpy(&cfg, &sym, sizeof sym);
-    sym = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
-    memcpy(&nth, &sym, sizeof sym);
-    printf("BLAS: %s, %d threads\n", cfg ? cfg() : "not OpenBLAS (no openblas_get_config)",
-           nth ? nth() : 1);
+    bench_print_setup(reps);
     printf("ResNet backbone width %g depth %d, batch %lld, 1x28x28, %d repeats\n", width, depth,
            (long long)batch, reps);
     syno_backbone_cfg_t bc = {.name = "resnet", .in_c = 1, .in_h = 28, .in_w = 28, .nclasses = 10, .width = width,
@@ -85,7 +53,7 @@ int main(int argc, char **argv)
     syno_nn_sgd_init_layer(&opt, bb.net, &sc);
     double *t = malloc(sizeof(double) * (size_t)(reps + 1));
     for (int r = 0; r <= reps; r++) {
-        double t0 = now_s(), loss;
+        double t0 = bench_now(), loss;
         if (syno_nn_forward(bb.net, &x, 1) ||
             syno_nn_softmax_xent(&bb.net->out, lab, &loss, &dl, NULL)) {
             fprintf(stderr, "train: forward failed\n");
@@ -97,26 +65,23 @@ int main(int argc, char **argv)
             return 1;
         }
         syno_nn_sgd_step(&opt, 0.05);
-        t[r] = now_s() - t0;
+        t[r] = bench_now() - t0;
     }
-    qsort(t + 1, (size_t)reps, sizeof *t, cmp_d);
-    double ours_train = batch / t[1 + reps / 2], lat;
+    double ours_train = batch / bench_median(t + 1, reps), lat;
     if (syno_net_latency(bb.net, batch, 1, 28, 28, reps, &lat, &err)) {
         fprintf(stderr, "train: %s\n", err.msg);
         return 1;
     }
     double ours_inf = batch / lat;
     printf("ours:    train %8.1f images/s   inference %8.1f images/s\n", ours_train, ours_inf);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/bench/train_torch.py %g %d %lld %d 2>/dev/null", SYNO_SOURCE_DIR,
-             width, depth, (long long)batch, reps);
-    FILE *p = popen(cmd, "r");
+    char args[128];
+    snprintf(args, sizeof args, "%g %d %lld %d", width, depth, (long long)batch, reps);
+    char *out = bench_run_torch("train_torch.py", args);
     double tt = 0, ti = 0;
-    int got = p && fscanf(p, "train_ips %lf infer_ips %lf", &tt, &ti) == 2;
-    if (p)
-        pclose(p);
+    int got = out && sscanf(out, "train_ips %lf infer_ips %lf", &tt, &ti) == 2;
+    free(out);
     if (!got) {
-        printf("pytorch: skipped (python3 with torch 1.13 not available: '%s' failed)\n", cmd);
+        printf("pytorch: skipped (" BENCH_PYTHON " with torch not available, or bench/train_torch.py failed)\n");
     } else {
         printf("pytorch: train %8.1f images/s   inference %8.1f images/s (torch.set_num_threads(2))\n",
                tt, ti);
