@@ -134,6 +134,10 @@ int syno_interp_grad_scatter(const syno_nest_t *forward, const syno_vars_t *v, i
 
 /* Number of elements of the nest's target, and of tensor t of an operator,
  * under binding b. */
+/* Row-major strides of an access's tensor (strides[rank], may be NULL) and its element
+ * count (may be NULL) under binding b. */
+int syno_access_strides(const syno_access_t *a, const syno_vars_t *v, int b, int64_t *strides, int64_t *numel,
+                        syno_error_t *err);
 int syno_nest_target_numel(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *numel, syno_error_t *err);
 int syno_tensor_numel(const syno_operator_t *op, int t, int b, int64_t *numel, syno_error_t *err);
 int syno_output_numel(const syno_operator_t *op, int b, int64_t *numel, syno_error_t *err);

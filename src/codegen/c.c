@@ -134,14 +134,8 @@ int syno_codegen_c(const syno_operator_t *op, int binding, char *buf, size_t n, 
     }
     indent(&sb, d);
     syno_strbuf_printf(&sb, "int64_t o%d = 0", f);
-    int64_t stride = 1;
     int64_t strides[SYNO_MAX_RANK];
-    for (int i = a->rank - 1; i >= 0; i--) {
-      strides[i] = stride;
-      int64_t e;
-      if (syno_size_eval(v, a->dim[i], binding, &e, err)) goto fail;
-      stride *= e;
-    }
+    if (syno_access_strides(a, v, binding, strides, NULL, err)) goto fail;
     for (int i = 0; i < a->rank; i++) {
       syno_strbuf_printf(&sb, " + ");
       if (expr_c(&sb, nest, a->idx[i], v, binding, err)) goto fail;

@@ -173,13 +173,8 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     bool padded = false;
     syno_strbuf_printf(&sb, "        # factor %d: %s\n        ok = []\n        off = zero", f,
                        a->tensor == 0 ? "the input" : "a weight");
-    int64_t stride = 1, strides[SYNO_MAX_RANK];
-    for (int i = a->rank - 1; i >= 0; i--) {
-      strides[i] = stride;
-      int64_t e;
-      if (syno_size_eval(v, a->dim[i], binding, &e, err)) goto fail;
-      stride *= e;
-    }
+    int64_t strides[SYNO_MAX_RANK];
+    if (syno_access_strides(a, v, binding, strides, NULL, err)) goto fail;
     for (int i = 0; i < a->rank; i++) {
       syno_strbuf_printf(&sb, " + ");
       if (expr_py(&sb, nest, a->idx[i], v, binding, &used, err)) goto fail;

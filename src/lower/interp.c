@@ -57,16 +57,8 @@ static int setup(eval_t *e, const syno_nest_t *n, const syno_vars_t *v, int b, s
     if (syno_size_eval(v, n->outer[i], b, &e->outer_ext[i], err)) return -1;
   for (int i = 0; i < n->n_inner; i++)
     if (syno_size_eval(v, n->inner[i], b, &e->inner_ext[i], err)) return -1;
-  for (int f = 0; f < n->n_factors; f++) {
-    const syno_access_t *a = &n->factor[f];
-    int64_t s = 1;
-    for (int i = a->rank - 1; i >= 0; i--) {
-      e->stride[f][i] = s;
-      int64_t d;
-      if (syno_size_eval(v, a->dim[i], b, &d, err)) return -1;
-      s *= d;
-    }
-  }
+  for (int f = 0; f < n->n_factors; f++)
+    if (syno_access_strides(&n->factor[f], v, b, e->stride[f], NULL, err)) return -1;
   return 0;
 }
 
@@ -191,17 +183,10 @@ int syno_interp_grad_scatter(const syno_nest_t *forward, const syno_vars_t *v, i
   eval_t *e = malloc(sizeof *e);
   if (!e) return syno_error_set(err, "out of memory");
   int64_t div = 1, numel = 1;
-  if (setup(e, forward, v, b, err) || syno_size_eval(v, forward->divisor, b, &div, err)) {
+  if (setup(e, forward, v, b, err) || syno_size_eval(v, forward->divisor, b, &div, err) ||
+      syno_access_strides(&forward->factor[skip], v, b, NULL, &numel, err)) {
     free(e);
     return -1;
-  }
-  for (int i = 0; i < forward->factor[skip].rank; i++) {
-    int64_t d;
-    if (syno_size_eval(v, forward->factor[skip].dim[i], b, &d, err)) {
-      free(e);
-      return -1;
-    }
-    numel *= d;
   }
   memset(grad_t, 0, sizeof(float) * (size_t)numel);
   run_t r = {.tensors = tensors, .grad_out = grad_out, .divisor = (double)div, .skip = skip, .grad = grad_t};

@@ -308,6 +308,19 @@ static int numel_of(const syno_vars_t *v, const syno_size_t *dims, int n, int b,
   return 0;
 }
 
+int syno_access_strides(const syno_access_t *a, const syno_vars_t *v, int b, int64_t *strides, int64_t *numel,
+                        syno_error_t *err) {
+  int64_t s = 1;
+  for (int i = a->rank - 1; i >= 0; i--) {
+    int64_t d;
+    if (syno_size_eval(v, a->dim[i], b, &d, err)) return -1;
+    if (strides) strides[i] = s;
+    if (__builtin_mul_overflow(s, d, &s)) return syno_error_set(err, "element count overflows 64 bits");
+  }
+  if (numel) *numel = s;
+  return 0;
+}
+
 int syno_nest_target_numel(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *numel, syno_error_t *err) {
   return numel_of(v, n->outer, n->n_outer, b, numel, err);
 }

@@ -120,35 +120,23 @@ static void test_builtins(void **state) {
   assert_true(checked >= 6);
 }
 
+static void prepare_one(syno_space_t *s, uint32_t node, uint32_t final, void *rng) {
+  syno_operator_t op;
+  syno_error_t err;
+  if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
+  prepare(&op, rng);
+}
+
 static void test_sampled(void **state) {
   (void)state;
-  syno_space_spec_t spec;
-  syno_error_t err;
-  if (syno_space_spec_from_json("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
-                                "\"min_weight_params\": 8}",
-                                &spec, &err))
-    fail_msg("%s", err.msg);
-  syno_space_t *s;
-  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
-  syno_rng_t walk, rng;
-  syno_nn_rng_seed(&walk, 5, 0);
+  syno_rng_t rng;
   syno_nn_rng_seed(&rng, 6, 0);
-  int seen = 0;
-  for (int i = 0; i < 104; i++) {
-    uint32_t node, final;
-    int walks;
-    int found = syno_space_random_walk(s, &walk, 1000000, true, &node, &final, &walks, &err);
-    assert_true(found >= 0);
-    if (!found) break;
-    syno_operator_t op;
-    if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
-    prepare(&op, &rng);
-    seen++;
-  }
+  int seen = st_sample("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+                       "\"min_weight_params\": 8}",
+                       5, 104, prepare_one, &rng);
   run_batch();
   print_message("%d sampled operators compiled and checked\n", seen);
   assert_true(seen >= 100);
-  syno_space_free(s);
 }
 
 static void test_bad_binding(void **state) {

@@ -145,27 +145,18 @@ static void prepare_builtins(syno_rng_t *rng) {
   }
 }
 
-static void prepare_sampled(syno_rng_t *rng, int n) {
-  syno_space_spec_t spec;
+static void prepare_one(syno_space_t *s, uint32_t node, uint32_t final, void *rng) {
+  syno_operator_t op;
   syno_error_t err;
-  if (syno_space_spec_from_json("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
-                                "\"min_weight_params\": 8}",
-                                &spec, &err))
-    fail_msg("%s", err.msg);
-  syno_space_t *s;
-  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
-  syno_rng_t walk;
-  syno_nn_rng_seed(&walk, 11, 0);
-  for (int i = 0; i < n; i++) {
-    uint32_t node, final;
-    int walks;
-    int found = syno_space_random_walk(s, &walk, 1000000, true, &node, &final, &walks, &err);
-    assert_true(found > 0);
-    syno_operator_t op;
-    if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
-    prepare(&op, rng);
-  }
-  syno_space_free(s);
+  if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
+  prepare(&op, rng);
+}
+
+static void prepare_sampled(syno_rng_t *rng, int n) {
+  int drawn = st_sample("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+                        "\"min_weight_params\": 8}",
+                        11, n, prepare_one, rng);
+  assert_int_equal(drawn, n);
 }
 
 static void test_pytorch_matches_interpreter(void **state) {

@@ -118,27 +118,19 @@ static void check_real(syno_space_t *s, uint32_t node, uint32_t index, reality_t
   r->seen++;
 }
 
+static void check_real_cb(syno_space_t *s, uint32_t node, uint32_t final, void *r) {
+  check_real(s, node, final, r);
+}
+
 static void sample_and_check(const char *json, int n, int min_found) {
   syno_space_spec_t spec;
   syno_error_t err;
   if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
-  syno_space_t *s;
-  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
   reality_t r = {.max_flops = spec.opts.max_flops, .max_params = spec.opts.max_params};
   syno_nn_rng_seed(&r.rng, 9, 0);
-  syno_rng_t walk;
-  syno_nn_rng_seed(&walk, 1, 0);
-  for (int i = 0; i < n; i++) {
-    uint32_t node, final;
-    int walks;
-    int found = syno_space_random_walk(s, &walk, 1000000, true, &node, &final, &walks, &err);
-    assert_true(found >= 0);
-    if (!found) break; /* exhausted */
-    check_real(s, node, final, &r);
-  }
+  st_sample(json, 1, n, check_real_cb, &r);
   print_message("%s: %d operators checked, %d with finite differences\n", json, r.seen, r.checked_fd);
   assert_true(r.seen >= min_found);
-  syno_space_free(s);
 }
 
 static void test_sampled_operators_are_real(void **state) {

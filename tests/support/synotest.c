@@ -1,9 +1,33 @@
 #include "synotest.h"
 
+#include "syno/space.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int st_sample(const char *spec_json, uint64_t seed, int n,
+              void (*each)(syno_space_t *s, uint32_t node, uint32_t final, void *user), void *user) {
+  syno_space_spec_t spec;
+  syno_error_t err = {{0}};
+  if (syno_space_spec_from_json(spec_json, &spec, &err)) fail_msg("%s: %s", spec_json, err.msg);
+  syno_space_t *s;
+  if (syno_space_new(&spec, &s, &err)) fail_msg("%s: %s", spec_json, err.msg);
+  syno_rng_t walk;
+  syno_nn_rng_seed(&walk, seed, 0);
+  int drawn = 0;
+  for (; drawn < n; drawn++) {
+    uint32_t node, final;
+    int walks;
+    int found = syno_space_random_walk(s, &walk, 1000000, true, &node, &final, &walks, &err);
+    if (found < 0) fail_msg("random walk: %s", err.msg);
+    if (!found) break; /* exhausted */
+    each(s, node, final, user);
+  }
+  syno_space_free(s);
+  return drawn;
+}
 
 void st_op_make(st_op_t *o, const char *vars, const char *input, const char *output, const char *text,
                 const char *const *binds) {

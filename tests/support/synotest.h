@@ -41,4 +41,11 @@ float *st_forward(const st_op_t *o, const syno_nest_t *fwd, int b, float *const 
 void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float *const *tensors, int t,
                        int probes, double tol, syno_rng_t *rng);
 
+/* Draws up to n operators from the space that spec_json describes, by seeded random walks
+ * (seed), calling each(space, node, final, user) for every one; stops early when the space
+ * is exhausted. Returns how many were drawn. */
+struct syno_space;
+int st_sample(const char *spec_json, uint64_t seed, int n,
+              void (*each)(struct syno_space *s, uint32_t node, uint32_t final, void *user), void *user);
+
 #endif
