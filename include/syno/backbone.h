@@ -108,6 +108,24 @@ int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int
 int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h,
                        int64_t w, int repeats, double *medians, syno_error_t *err);
 
+/* A candidate network timed against the standard one on both conv implementations. */
+enum { SYNO_LAT_CAND = 0, SYNO_LAT_ONEDNN = 1, SYNO_LAT_IM2COL = 2 };
+typedef struct syno_latency_cmp {
+    double net[3];     /* median seconds: candidate, standard on oneDNN, standard on im2col */
+    int64_t std_flops; /* forward FLOPs per image of the standard network */
+    int nslots;        /* distinct slot bindings, in slot order */
+    syno_slot_info_t slot[SYNO_BACKBONE_MAX_SLOTS];
+    double slot_t[SYNO_BACKBONE_MAX_SLOTS][3];
+} syno_latency_cmp_t;
+
+/* Builds the standard network of cfg (cfg->op ignored) once with oneDNN and once with im2col
+ * convolutions and times inference of cand->net against both, round-robin, on batches of
+ * `batch` random images; then each distinct slot binding alike. Returns 0, or -1 with err. */
+int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng,
+                              int64_t batch, int repeats, syno_latency_cmp_t *out, syno_error_t *err);
+/* The faster standard implementation of a timing triple: SYNO_LAT_ONEDNN or SYNO_LAT_IM2COL. */
+int syno_latency_fastest(const double t[3]);
+
 /* ---------------------------------------------------------------- training driver */
 
 typedef struct syno_train_progress {

@@ -168,67 +168,40 @@ int syno_cmd_eval(int argc, char **argv) {
   /* Latency: the candidate network against the standard one, in this run, with the standard
    * convolutions on oneDNN and on syno's im2col + BLAS path; the baseline is the faster. */
   syno_nn_threads_set(lat_threads);
-  bc.op = NULL;
-  syno_backbone_t stdnet[2]; /* [0] oneDNN (AUTO), [1] im2col */
-  int built = 0;
-  for (; rec.status == 0 && built < 2; built++) {
-    bc.conv_backend = built ? SYNO_CONV_IM2COL : SYNO_CONV_AUTO;
-    if (syno_backbone_build(&bc, &rng, &stdnet[built], &err)) {
-      rec.status = 1;
-      rec.reason = strdup(err.msg);
-      break;
+  syno_latency_cmp_t lc;
+  if (rec.status == 0 && syno_backbone_latency_cmp(&cand, &bc, &rng, lat_batch, repeats, &lc, &err)) {
+    rec.status = 1;
+    free(rec.reason);
+    rec.reason = strdup(err.msg);
+  } else if (rec.status == 0) {
+    int fast = syno_latency_fastest(lc.net);
+    rec.latency_s = lc.net[SYNO_LAT_CAND];
+    rec.base_latency_s = lc.net[fast];
+    rec.base_impl = strdup(fast == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+    rec.nnconv_latency_s = lc.net[SYNO_LAT_IM2COL];
+    rec.speedup = rec.base_latency_s / rec.latency_s;
+    rec.speedup_nnconv = rec.nnconv_latency_s / rec.latency_s;
+    rec.flops_ratio = lc.std_flops > 0 ? (double)cand.flops / (double)lc.std_flops : 0;
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < lc.nslots; i++) {
+      const double *st = lc.slot_t[i];
+      int sf = syno_latency_fastest(st);
+      cJSON *s = cJSON_CreateObject();
+      cJSON_AddNumberToObject(s, "c_in", (double)lc.slot[i].c_in);
+      cJSON_AddNumberToObject(s, "c_out", (double)lc.slot[i].c_out);
+      cJSON_AddNumberToObject(s, "h", (double)lc.slot[i].h);
+      cJSON_AddNumberToObject(s, "w", (double)lc.slot[i].w);
+      cJSON_AddNumberToObject(s, "latency_s", st[SYNO_LAT_CAND]);
+      cJSON_AddNumberToObject(s, "onednn_latency_s", st[SYNO_LAT_ONEDNN]);
+      cJSON_AddNumberToObject(s, "im2col_latency_s", st[SYNO_LAT_IM2COL]);
+      cJSON_AddStringToObject(s, "base_impl", sf == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+      cJSON_AddNumberToObject(s, "speedup", st[sf] / st[SYNO_LAT_CAND]);
+      cJSON_AddNumberToObject(s, "speedup_im2col", st[SYNO_LAT_IM2COL] / st[SYNO_LAT_CAND]);
+      cJSON_AddItemToArray(a, s);
     }
+    rec.slots_json = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
   }
-  if (rec.status == 0) {
-    double t[3];
-    syno_layer_t *nets[3] = {cand.net, stdnet[0].net, stdnet[1].net};
-    if (syno_net_latencies(nets, 3, lat_batch, in_c, in_h, in_w, repeats, t, &err)) {
-      rec.status = 1;
-      free(rec.reason);
-      rec.reason = strdup(err.msg);
-    }
-    if (rec.status == 0) {
-      int fast = t[2] < t[1] ? 2 : 1;
-      rec.latency_s = t[0];
-      rec.base_latency_s = t[fast];
-      rec.base_impl = strdup(fast == 1 ? "onednn" : "im2col");
-      rec.nnconv_latency_s = t[2];
-      rec.speedup = t[fast] / t[0];
-      rec.speedup_nnconv = t[2] / t[0];
-      rec.flops_ratio = stdnet[0].flops > 0 ? (double)cand.flops / (double)stdnet[0].flops : 0;
-      /* Per slot: each distinct binding once. */
-      cJSON *a = cJSON_CreateArray();
-      for (int i = 0; i < cand.nslots; i++) {
-        syno_slot_info_t si, sj;
-        syno_slot_info(cand.slots[i], &si);
-        int dup = 0;
-        for (int j = 0; j < i; j++) {
-          syno_slot_info(cand.slots[j], &sj);
-          dup |= si.c_in == sj.c_in && si.c_out == sj.c_out && si.h == sj.h && si.w == sj.w;
-        }
-        if (dup) continue;
-        syno_layer_t *sl[3] = {cand.slots[i], stdnet[0].slots[i], stdnet[1].slots[i]};
-        double st[3];
-        if (syno_net_latencies(sl, 3, lat_batch, si.c_in, si.h, si.w, repeats, st, &err)) break;
-        int sf = st[2] < st[1] ? 2 : 1;
-        cJSON *s = cJSON_CreateObject();
-        cJSON_AddNumberToObject(s, "c_in", (double)si.c_in);
-        cJSON_AddNumberToObject(s, "c_out", (double)si.c_out);
-        cJSON_AddNumberToObject(s, "h", (double)si.h);
-        cJSON_AddNumberToObject(s, "w", (double)si.w);
-        cJSON_AddNumberToObject(s, "latency_s", st[0]);
-        cJSON_AddNumberToObject(s, "onednn_latency_s", st[1]);
-        cJSON_AddNumberToObject(s, "im2col_latency_s", st[2]);
-        cJSON_AddStringToObject(s, "base_impl", sf == 1 ? "onednn" : "im2col");
-        cJSON_AddNumberToObject(s, "speedup", st[sf] / st[0]);
-        cJSON_AddNumberToObject(s, "speedup_im2col", st[2] / st[0]);
-        cJSON_AddItemToArray(a, s);
-      }
-      rec.slots_json = cJSON_PrintUnformatted(a);
-      cJSON_Delete(a);
-    }
-  }
-  for (int k = 0; k < built; k++) syno_backbone_free(&stdnet[k]);
   if (tc.op_text) rec.op_text = strdup(tc.op_text);
   char *json = syno_db_cand_to_json(&rec);
   if (!json) rc = SYNO_EXIT_FAIL;

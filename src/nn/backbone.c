@@ -282,3 +282,53 @@ int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int
 {
     return syno_net_latencies(&net, 1, batch, c, h, w, repeats, median_seconds, err);
 }
+
+int syno_latency_fastest(const double t[3])
+{
+    return t[SYNO_LAT_IM2COL] < t[SYNO_LAT_ONEDNN] ? SYNO_LAT_IM2COL : SYNO_LAT_ONEDNN;
+}
+
+int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng,
+                              int64_t batch, int repeats, syno_latency_cmp_t *out, syno_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    syno_backbone_cfg_t sc = *cfg;
+    sc.op = NULL;
+    syno_backbone_t std[2];
+    int built = 0, rc = 0;
+    for (; built < 2; built++) {
+        sc.conv_backend = built ? SYNO_CONV_IM2COL : SYNO_CONV_AUTO;
+        if (syno_backbone_build(&sc, rng, &std[built], err)) {
+            rc = -1;
+            break;
+        }
+        if (std[built].nslots != cand->nslots) {
+            syno_backbone_free(&std[built]);
+            rc = syno_error_set(err, "latency: the candidate has %d slots, the standard network %d",
+                                cand->nslots, std[built].nslots);
+            break;
+        }
+    }
+    if (!rc) {
+        out->std_flops = std[0].flops;
+        syno_layer_t *nets[3] = {cand->net, std[0].net, std[1].net};
+        rc = syno_net_latencies(nets, 3, batch, cfg->in_c, cfg->in_h, cfg->in_w, repeats, out->net, err);
+    }
+    for (int i = 0; !rc && i < cand->nslots; i++) {
+        syno_slot_info_t si;
+        syno_slot_info(cand->slots[i], &si);
+        int dup = 0;
+        for (int j = 0; j < out->nslots; j++)
+            dup |= si.c_in == out->slot[j].c_in && si.c_out == out->slot[j].c_out && si.h == out->slot[j].h &&
+                   si.w == out->slot[j].w;
+        if (dup)
+            continue;
+        syno_layer_t *sl[3] = {cand->slots[i], std[0].slots[i], std[1].slots[i]};
+        out->slot[out->nslots] = si;
+        rc = syno_net_latencies(sl, 3, batch, si.c_in, si.h, si.w, repeats, out->slot_t[out->nslots], err);
+        out->nslots++;
+    }
+    for (int k = 0; k < built; k++)
+        syno_backbone_free(&std[k]);
+    return rc;
+}

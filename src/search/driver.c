@@ -261,7 +261,9 @@ static void set_str(char **dst, const char *s) {
 
 typedef struct {
   int evaluated, failed, replayed;
-  double best_reward, best_acc, best_speedup;
+  double best_reward, best_acc, best_acc_speedup; /* best reward, and that candidate's */
+  double base_acc;      /* the baseline network's accuracy */
+  double best_speedup;  /* the fastest candidate within 1 pp of base_acc, 0 if none */
   double t0;
 } progress_t;
 
@@ -278,17 +280,24 @@ static void show_progress(const syno_driver_cfg_t *c, const progress_t *p, int c
     double per = el / p->evaluated;
     snprintf(rem, sizeof rem, ", ~%.0f s left", per * (c->budget - count) / (c->workers ? c->workers : 1));
   }
-  fprintf(stderr, "%s[search] %d/%d recorded (%d new, %d failed, %d replayed, %d running) best reward %.4f acc %.2f%% speed-up %.2fx  %.0f s%s%s",
-          tty ? "\r\033[K" : "", count, c->budget, p->evaluated, p->failed, p->replayed, running,
-          p->best_reward, 100 * p->best_acc, p->best_speedup, el, rem, tty ? "" : "\n");
+  char of[24] = "";
+  if (c->budget > 0) snprintf(of, sizeof of, "/%d", c->budget);
+  fprintf(stderr,
+          "%s[search] %d%s recorded (%d new, %d failed, %d replayed, %d running) best reward %.4f (acc %.2f%%, "
+          "%.2fx), fastest within 1 pp %.2fx  %.0f s%s%s",
+          tty ? "\r\033[K" : "", count, of, p->evaluated, p->failed, p->replayed, running, p->best_reward,
+          100 * p->best_acc, p->best_acc_speedup, p->best_speedup, el, rem, tty ? "" : "\n");
   fflush(stderr);
 }
 
 static void note_best(progress_t *p, const syno_db_cand_t *r) {
-  if (r->status != 0) return;
-  if (r->reward > p->best_reward) p->best_reward = r->reward;
-  if (r->accuracy > p->best_acc) p->best_acc = r->accuracy;
-  if (r->speedup > p->best_speedup) p->best_speedup = r->speedup;
+  if (r->status != 0 || r->is_baseline) return;
+  if (r->reward > p->best_reward) {
+    p->best_reward = r->reward;
+    p->best_acc = r->accuracy;
+    p->best_acc_speedup = r->speedup;
+  }
+  if (r->accuracy >= p->base_acc - 0.01 && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
 }
 
 /* ------------------------------------------------------------ the run */
@@ -414,6 +423,7 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
   syno_reward_default(&rw);
   rw.ub = c->reward_ub >= 0 ? c->reward_ub : base.accuracy;
   rw.lb = c->reward_lb >= 0 ? c->reward_lb : (rw.ub - 0.3 > 0 ? rw.ub - 0.3 : 0);
+  prog.base_acc = base.accuracy;
   if (!c->quiet)
     fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
             100 * base.accuracy, rw.lb, rw.ub, c->random ? "random" : "MCTS", (unsigned long long)c->seed);
