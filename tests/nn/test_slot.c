@@ -271,6 +271,35 @@ static void test_train_standard_digits(void **state)
     assert_int_not_equal(syno_train_run(&cfg, &res, &err), 0);
 }
 
+/* The latency comparison builds both standard networks, times each distinct slot binding
+ * once, and a standard candidate has the standard FLOPs (that the two conv backends agree is
+ * tests/nn/test_conv_dnnl.c's). */
+static void test_latency_cmp(void **state)
+{
+    (void)state;
+    syno_error_t err = {0};
+    syno_backbone_cfg_t bc = {.name = "resnet", .in_c = 1, .in_h = 8, .in_w = 8, .nclasses = 10};
+    syno_rng_t rng;
+    syno_nn_rng_seed(&rng, 3, 1);
+    syno_backbone_t cand;
+    assert_int_equal(syno_backbone_build(&bc, &rng, &cand, &err), 0);
+    syno_latency_cmp_t lc;
+    assert_int_equal(syno_backbone_latency_cmp(&cand, &bc, &rng, 2, 3, &lc, &err), 0);
+    assert_int_equal(lc.std_flops, cand.flops);
+    /* 8x8 ResNet: 16x16@8, 16x32@4, 32x32@4, 32x64@2, 64x64@2, 64x128@2, 128x128@2 */
+    assert_int_equal(lc.nslots, 7);
+    for (int k = 0; k < 3; k++)
+        assert_true(lc.net[k] > 0);
+    for (int i = 0; i < lc.nslots; i++)
+        for (int k = 0; k < 3; k++)
+            assert_true(lc.slot_t[i][k] > 0);
+    int f = syno_latency_fastest(lc.net);
+    assert_true(lc.net[f] <= lc.net[SYNO_LAT_ONEDNN] && lc.net[f] <= lc.net[SYNO_LAT_IM2COL]);
+    assert_int_equal(syno_backbone_latency_cmp(&cand, &bc, &rng, 0, 3, &lc, &err), -1);
+    assert_non_null(strstr(err.msg, "batch"));
+    syno_backbone_free(&cand);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_bad_operators),
         cmocka_unit_test(test_train_synthesized),
         cmocka_unit_test(test_train_standard_digits),
+        cmocka_unit_test(test_latency_cmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
