@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "syno/backbone.h"
+#include "syno/store.h"
 
 static const char *help =
     "usage: syno train [OPTIONS]\n"
@@ -26,6 +27,8 @@ static const char *help =
     "  --epochs E          epochs (default 1)\n"
     "  --op TEXT           the operator every slot runs (default: standard conv2d)\n"
     "  --op-file F         read the operator text from file F\n"
+    "  --db DB --id N      retrain candidate N of a search's results database (its operator,\n"
+    "                      backbone, data set and padding; e.g. the winner, fully)\n"
     "  --subset N          train on N stratified, seeded training images\n"
     "  --pad P             zero-pad the images by P pixels per side (e.g. 2: Fashion-MNIST\n"
     "                      at 32x32, so that every ResNet stage has an even side)\n"
@@ -83,10 +86,65 @@ static char *read_file(const char *path)
     return buf;
 }
 
+/* The candidate `id` of a search's database: its operator (*op, malloc'd; NULL for the
+ * baseline) and the search's backbone, data set, padding and backbone knobs into cfg (strings
+ * kept in strs). Exit status on error, with the message printed. */
+static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[2][256], char **op)
+{
+    syno_error_t err = {0};
+    syno_db_t *db = NULL;
+    syno_db_cand_t *rows = NULL;
+    char *settings = NULL;
+    int n = 0, rc = SYNO_EXIT_USAGE;
+    *op = NULL;
+    if (syno_db_open(path, 0, &db, &err) || syno_db_meta_get(db, "driver", &settings, &err) < 0 ||
+        syno_db_list(db, &rows, &n, &err)) {
+        fprintf(stderr, "syno: %s\n", err.msg);
+        goto out;
+    }
+    const syno_db_cand_t *c = NULL;
+    for (int i = 0; i < n; i++)
+        if (rows[i].id == id) c = &rows[i];
+    cJSON *o = settings ? cJSON_Parse(settings) : NULL;
+    const cJSON *bb = cJSON_GetObjectItemCaseSensitive(o, "backbone"), *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
+    if (!c)
+        fprintf(stderr, "syno: %s has no candidate %ld (ids 1..%d; see syno report)\n", path, id, n);
+    else if (!cJSON_IsString(bb) || !cJSON_IsString(ds))
+        fprintf(stderr, "syno: %s has no search settings (meta 'driver'); not a syno search database?\n", path);
+    else {
+        snprintf(strs[0], 256, "%s", bb->valuestring);
+        snprintf(strs[1], 256, "%s", ds->valuestring);
+        cfg->backbone = strs[0];
+        cfg->dataset = strs[1];
+        const cJSON *x;
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "pad"))) cfg->pad = (int)x->valuedouble;
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "width")) && x->valuedouble > 0)
+            cfg->width = x->valuedouble;
+        if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "depth")) && x->valuedouble > 0)
+            cfg->depth = (int)x->valuedouble;
+        if (!c->is_baseline && c->op_text) *op = strdup(c->op_text);
+        if (!c->is_baseline && !*op)
+            fprintf(stderr, "syno: candidate %ld of %s has no operator text\n", id, path);
+        else {
+            rc = 0;
+            if (!cfg->quiet)
+                fprintf(stderr, "retraining candidate %ld of %s (%s) on %s, backbone %s, pad %d\n", id, path,
+                        c->is_baseline ? "the standard operator" : "a synthesized operator", cfg->dataset,
+                        cfg->backbone, cfg->pad);
+        }
+    }
+    cJSON_Delete(o);
+out:
+    free(settings);
+    syno_db_list_free(rows, n);
+    syno_db_close(db);
+    return rc;
+}
+
 int syno_cmd_train(int argc, char **argv)
 {
     enum { O_BACKBONE = 256, O_DATASET, O_EPOCHS, O_OP, O_OPFILE, O_SUBSET, O_SEED, O_BATCH, O_LR,
-           O_MOM, O_WD, O_WARM, O_WIDTH, O_DEPTH, O_TIME, O_LIST, O_QUIET, O_JSON, O_PAD };
+           O_MOM, O_WD, O_WARM, O_WIDTH, O_DEPTH, O_TIME, O_LIST, O_QUIET, O_JSON, O_PAD, O_DB, O_ID };
     static const struct option longopts[] = {
         {"backbone", required_argument, 0, O_BACKBONE}, {"dataset", required_argument, 0, O_DATASET},
         {"epochs", required_argument, 0, O_EPOCHS},     {"op", required_argument, 0, O_OP},
@@ -98,6 +156,7 @@ int syno_cmd_train(int argc, char **argv)
         {"time-limit", required_argument, 0, O_TIME},   {"list-slots", no_argument, 0, O_LIST},
         {"quiet", no_argument, 0, O_QUIET},             {"json", no_argument, 0, O_JSON},
         {"pad", required_argument, 0, O_PAD},           {"help", no_argument, 0, 'h'},
+        {"db", required_argument, 0, O_DB},             {"id", required_argument, 0, O_ID},
         {0, 0, 0, 0}};
     syno_train_cfg_t cfg = {0};
     cfg.backbone = "resnet";
@@ -106,7 +165,9 @@ int syno_cmd_train(int argc, char **argv)
     cfg.seed = 1;
     cfg.momentum = 0.9;
     cfg.weight_decay = 5e-4;
-    int json = 0, list = 0;
+    int json = 0, list = 0, explicit_net = 0;
+    const char *db_path = NULL;
+    long db_id = 0;
     const char *op_file = NULL;
     double v = 0;
     optind = 1;
@@ -115,12 +176,14 @@ int syno_cmd_train(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'h': fputs(help, stdout); return 0;
-        case O_BACKBONE: cfg.backbone = optarg; break;
-        case O_DATASET: cfg.dataset = optarg; break;
+        case O_BACKBONE: cfg.backbone = optarg; explicit_net = 1; break;
+        case O_DATASET: cfg.dataset = optarg; explicit_net = 1; break;
         case O_EPOCHS: if (parse_num("epochs", optarg, 1, 10000, &v)) return 2; cfg.epochs = (int)v; break;
         case O_OP: cfg.op_text = optarg; break;
         case O_OPFILE: op_file = optarg; break;
-        case O_PAD: if (parse_num("pad", optarg, 0, 64, &v)) return 2; cfg.pad = (int)v; break;
+        case O_DB: db_path = optarg; break;
+        case O_ID: if (parse_num("id", optarg, 1, 1e15, &v)) return 2; db_id = (long)v; break;
+        case O_PAD: if (parse_num("pad", optarg, 0, 64, &v)) return 2; cfg.pad = (int)v; explicit_net = 1; break;
         case O_SUBSET: if (parse_num("subset", optarg, 1, 1e9, &v)) return 2; cfg.subset = (int64_t)v; break;
         case O_SEED: if (parse_num("seed", optarg, 0, 1e18, &v)) return 2; cfg.seed = (uint64_t)v; break;
         case O_BATCH: if (parse_num("batch", optarg, 1, 65536, &v)) return 2; cfg.batch = (int64_t)v; break;
@@ -141,11 +204,22 @@ int syno_cmd_train(int argc, char **argv)
     }
     if (optind < argc)
         return syno_cli_usage_error("unexpected argument '%s' (try 'syno train --help')", argv[optind]);
+    if (!db_path != !db_id)
+        return syno_cli_usage_error("--db and --id go together (a candidate of a search's database)");
+    char db_strs[2][256], *db_op = NULL;
+    if (db_path) {
+        if (explicit_net || op_file || cfg.op_text)
+            return syno_cli_usage_error("--db takes the operator, backbone, data set and padding from the "
+                                        "search; drop --op/--op-file/--backbone/--dataset/--pad");
+        int rc = from_db(db_path, db_id, &cfg, db_strs, &db_op);
+        if (rc) return rc;
+        cfg.op_text = db_op;
+    }
     if (strcmp(cfg.backbone, "resnet") && strcmp(cfg.backbone, "vgg"))
         return syno_cli_usage_error("unknown backbone '%s' (known: resnet, vgg)", cfg.backbone);
     if (op_file && cfg.op_text)
         return syno_cli_usage_error("--op and --op-file exclude each other");
-    char *file_text = NULL;
+    char *file_text = db_op;
     if (op_file) {
         file_text = read_file(op_file);
         if (!file_text)

@@ -47,4 +47,12 @@ grep -o '"op_text":"[^"]*"' "$tmp/before" | sed 's/"op_text":"//; s/"$//' | sort
 twice=$(comm -12 "$tmp/old" "$tmp/again" | wc -l)
 [ "$twice" -eq 0 ] || fail "$twice recorded candidates were evaluated again"
 echo "search kill/resume: $n_before rows before the kill, 6 after, none evaluated twice"
+
+# Retraining a recorded candidate takes its operator and the search's settings.
+"$bin" train --db "$tmp/k.db" --id 2 --epochs 1 --subset 100 --json > "$tmp/re" 2>"$tmp/re.err" ||
+  fail "train --db --id failed: $(cat "$tmp/re.err")"
+grep -q '"dataset":"digits"' "$tmp/re" || fail "train --db did not take the search's data set: $(cat "$tmp/re")"
+grep -q 'a synthesized operator' "$tmp/re.err" || fail "train --db --id 2 did not retrain the candidate"
+"$bin" train --db "$tmp/k.db" --id 999 2>"$tmp/re.err"; st=$?
+[ "$st" -eq 2 ] && grep -q "no candidate 999" "$tmp/re.err" || fail "train --id 999: status $st, $(cat "$tmp/re.err")"
 echo "1 passed, 0 failed"
