@@ -244,6 +244,28 @@ int syno_cmd_report(int argc, char **argv) {
       for (int i = 0; i < n; i++)
         if (rows[i].status != 0) printf("  %4ld  %s\n        %s\n", rows[i].id, rows[i].reason ? rows[i].reason : "?", rows[i].op_text);
     }
+    if (base) {
+      /* The question the search answers: how much faster at (almost) the same accuracy. */
+      const syno_db_cand_t *fast[5] = {0};
+      for (int i = 0; i < n_ok; i++) {
+        const syno_db_cand_t *c = ok[i];
+        if (c->is_baseline || c->accuracy < base->accuracy - 0.01) continue;
+        for (int k = 0; k < 5; k++)
+          if (!fast[k] || c->speedup > fast[k]->speedup) {
+            memmove(&fast[k + 1], &fast[k], sizeof fast[0] * (size_t)(4 - k));
+            fast[k] = c;
+            break;
+          }
+      }
+      printf("\nfastest within 1 pp of the baseline's accuracy:\n  %4s %8s %9s %8s %9s  %s\n", "id", "acc", "d-acc",
+             "speed-up", "vs im2col", "operator");
+      if (!fast[0]) printf("  none yet\n");
+      for (int k = 0; k < 5 && fast[k]; k++)
+        printf("  %4ld %7.2f%% %+7.2fpp %8.2fx %8.2fx  %s\n", fast[k]->id, 100 * fast[k]->accuracy,
+               100 * (fast[k]->accuracy - base->accuracy), fast[k]->speedup, fast[k]->speedup_nnconv, fast[k]->op_text);
+      if (fast[0])
+        printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
+    }
     printf("\nPareto front (accuracy against latency):\n");
     for (int i = 0; i < n_front; i++)
       printf("  %4ld %7.2f%% %9.3f ms  %s\n", front[i]->id, 100 * front[i]->accuracy, 1e3 * latency_of(front[i]),
