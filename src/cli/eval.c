@@ -17,7 +17,7 @@ static const char *help =
     "then times inference of the whole network and of each slot against the\n"
     "standard operator in the same run: the standard convolutions run once on\n"
     "oneDNN and once on syno's im2col + BLAS path, and the faster is the baseline. Prints the result as one JSON line (the\n"
-    "results database's record, see docs/store.md). `syno search` runs one of\n"
+    "results database's record, see docs/search.md). `syno search` runs one of\n"
     "these per candidate, in its own process.\n"
     "\n"
     "options:\n"
