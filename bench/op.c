@@ -6,7 +6,7 @@
  * measures the same way (syno_backbone_latency_cmp), but on a machine shared with training;
  * this is the quiet re-measurement of a winner.
  *
- * usage: op --op TEXT [--op TEXT ...] [--dataset digits|fashion-mnist] [--pad P]
+ * usage: op [--op TEXT ...] [--dataset digits|fashion-mnist] [--pad P]
  *           [--batch B] [--threads T] [--reps R] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,16 +17,23 @@
 
 #define MAX_OPS 16
 
+/* Without --op: the fastest operator within 1 pp that the Fashion-MNIST search found
+ * (docs/search.md), a channel mix over rows regrouped by s^2 with a shifted column. */
+static const char default_op[] =
+    "r0=sum(C_in); in[i0, share(r0, 1), split(div(i2, s^2), share(mod(i2, s^2), 1)), shift(i3)] "
+    "expand[share(i1, 1)] w1[r0, mod(i2, s^2), i1]";
+
 static const char usage[] =
     "usage: op --op TEXT [--op TEXT ...] [--dataset digits|fashion-mnist] [--pad P]\n"
     "          [--batch B] [--threads T] [--reps R]\n"
     "Times each operator in every ResNet slot against the standard net (oneDNN and im2col).\n"
-    "Defaults: fashion-mnist, pad 0, batch 1, 1 thread, 101 repeats.\n";
+    "Defaults: fashion-mnist, pad 2, batch 1, 1 thread, 101 repeats; without --op, the operator\n"
+    "the Fashion-MNIST search found (see docs/search.md).\n";
 
 int main(int argc, char **argv)
 {
     const char *ops[MAX_OPS];
-    int nops = 0, reps = 101, threads = 1, pad = 0;
+    int nops = 0, reps = 101, threads = 1, pad = 2;
     long batch = 1;
     const char *dataset = "fashion-mnist";
     for (int i = 1; i < argc; i++) {
@@ -40,9 +47,11 @@ int main(int argc, char **argv)
         else bench_unknown_opt("op", argv[i]);
     }
     int side = !strcmp(dataset, "digits") ? 8 : !strcmp(dataset, "fashion-mnist") ? 28 : 0;
-    if (!nops || !side || pad < 0 || pad > 64 || batch < 1 || threads < 1) {
-        fprintf(stderr, "op: give --op TEXT, a dataset digits or fashion-mnist, pad 0..64, positive batch "
-                        "and threads (see --help)\n");
+    if (!nops)
+        ops[nops++] = default_op;
+    if (!side || pad < 0 || pad > 64 || batch < 1 || threads < 1) {
+        fprintf(stderr, "op: the dataset is digits or fashion-mnist, pad 0..64, batch and threads positive "
+                        "(see --help)\n");
         return 2;
     }
     syno_nn_threads_set(threads);
