@@ -219,6 +219,13 @@ static void test_avgpool_and_gap(void **state)
     syno_layer_t *g = syno_nn_global_avgpool_create();
     check(a, &x, GC_DEFAULT, 62);
     assert_true(fabsf(a->out.data[0] - (x.data[0] + x.data[1] + x.data[6] + x.data[7]) / 4) < 1e-6f);
+    /* every output of the 2x2 window (5x6 -> 2x3; the odd last row is dropped) */
+    for (int pc = 0; pc < 6; pc++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++) {
+                const float *r = x.data + pc * 30 + 2 * i * 6 + 2 * j;
+                assert_true(fabsf(a->out.data[pc * 6 + i * 3 + j] - (r[0] + r[1] + r[6] + r[7]) / 4) < 1e-6f);
+            }
     check(b, &x, GC_DEFAULT, 63);
     /* count_include_pad: the corner window holds 4 real pixels but divides by 9. */
     assert_true(fabsf(b->out.data[0] - (x.data[0] + x.data[1] + x.data[6] + x.data[7]) / 9) < 1e-6f);
