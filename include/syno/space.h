@@ -181,6 +181,11 @@ int syno_node_final_cost(syno_space_t *s, uint32_t node, uint32_t index, double 
  * none was (the space may be exhausted), -1 on error. The rng is the one of
  * syno/train.h (PCG32). */
 struct syno_rng;
+/* Random walks of this space return only the operators whose structural
+ * hash is `part` modulo `parts` (0 of 1, every operator, by default). An
+ * operator hashes the same in every space, so `parts` spaces with parts
+ * 0..parts-1 - one per thread - sample disjoint sets. */
+int syno_space_set_partition(syno_space_t *s, int part, int parts, syno_error_t *err);
 int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
                            uint32_t *final, int *walks, syno_error_t *err);
 

@@ -133,7 +133,12 @@ static uint64_t iface_hash(syno_stage_t stage, const iface_t *f) {
   for (int i = 0; i < f->n_dims; i++) h = (h ^ f->dims[i]) * 0x100000001b3ull;
   h ^= 0xabcdefull;
   for (int i = 0; i < f->n_exp; i++) h = (h ^ f->exp[i]) * 0x100000001b3ull;
-  return h ^ (h >> 29);
+  /* Mix the high bits into the low ones the table indexes by. */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
 }
 
 static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stage, const iface_t *f) {
@@ -336,6 +341,13 @@ void syno_space_free(syno_space_t *s) {
 syno_graph_t *syno_space_graph(syno_space_t *s) { return s->g; }
 const syno_space_spec_t *syno_space_spec(const syno_space_t *s) { return &s->spec; }
 const syno_space_stats_t *syno_space_stats(const syno_space_t *s) { return &s->stats; }
+int syno_space_set_partition(syno_space_t *s, int part, int parts, syno_error_t *err) {
+  if (parts < 1 || part < 0 || part >= parts) return syno_error_set(err, "partition %d of %d", part, parts);
+  s->part = part;
+  s->parts = parts;
+  return 0;
+}
+
 uint32_t syno_space_root(const syno_space_t *s) {
   (void)s;
   return 1;
@@ -625,6 +637,18 @@ static void sort_by_hash(const syno_graph_t *g, syno_dim_t *d, int n) {
     }
 }
 
+static uint64_t final_hash(const syno_space_t *s, const final_t *f) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int t = 0; t < f->n_tensors; t++) {
+    for (int i = 0; i < f->rank[t]; i++) h = (h ^ syno_graph_dim(s->g, f->axes[t][i])->hash) * 0x100000001b3ull;
+    h = (h ^ 0x5bd1e995ull) * 0x100000001b3ull;
+  }
+  for (int i = 0; i < f->n_exp; i++) h = (h ^ syno_graph_dim(s->g, f->exp[i])->hash) * 0x100000001b3ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
 static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   node_t *n = &s->nodes[id];
   if (n->n_weights == 0) return 0;
@@ -667,6 +691,7 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   n->finals = (uint32_t)s->n_finals;
   n->n_finals = n_best;
   for (int i = 0; i < n_best; i++) {
+    best[i].hash = final_hash(s, &best[i]);
     s->finals[s->n_finals++] = best[i];
     syno_step_t st = {.kind = SYNO_STEP_FINALIZE, .target = (uint32_t)i};
     if (push_step(s, st, err)) return -1;
@@ -773,7 +798,8 @@ int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks,
     for (int i = 0; i < n; i++) {
       wgt[i] = 0;
       if (steps[i].kind == SYNO_STEP_FINALIZE) {
-        if (!s->finals[cur->finals + steps[i].target].taken) wgt[i] = 1;
+        const final_t *f = &s->finals[cur->finals + steps[i].target];
+        if (!f->taken && (s->parts <= 1 || f->hash % (uint64_t)s->parts == (uint64_t)s->part)) wgt[i] = 1;
       } else {
         const node_t *c = &s->nodes[steps[i].target];
         int dist = syno_node_distance(s, steps[i].target);

@@ -36,6 +36,7 @@ typedef struct {
   syno_dim_t exp[SYNO_MAX_RANK];
   double flops, params;
   bool taken; /* already returned by a walk that samples without replacement */
+  uint64_t hash; /* structural: the same operator hashes the same in every space */
 } final_t;
 
 struct syno_space {
@@ -59,6 +60,7 @@ struct syno_space {
   double output_numel[SYNO_MAX_BINDINGS];
   syno_space_stats_t stats;
   double walk_bias; /* random walks weight children by exp(-bias * distance) */
+  int part, parts;  /* random walks return only operators with hash % parts == part */
 };
 
 /* A candidate child interface under construction. */
