@@ -70,6 +70,7 @@ typedef enum {
   SYNO_PRUNE_CHAIN,        /* a dim's chain of primitives is too long */
   SYNO_PRUNE_LIMIT,        /* a size, FLOPs, parameter or pooling limit */
   SYNO_PRUNE_ILLEGAL,      /* a constructor refused the primitive */
+  SYNO_PRUNE_FLOPS,        /* the FLOPs lower bound of every completion exceeds max FLOPs */
   SYNO_PRUNE_COUNT
 } syno_prune_t;
 
@@ -92,6 +93,7 @@ typedef struct {
   double min_shared_weight_dim, max_shared_weight_dim; /* WeightsSharing dims */
   int max_finalizations;    /* per node */
   bool prune_distance;      /* prune by shape distance (off only to test the bound) */
+  bool prune_flops;         /* prune nodes whose FLOPs lower bound exceeds max_flops (off only to test it) */
 } syno_space_opts_t;
 
 #define SYNO_MAX_FIXED 4
@@ -157,6 +159,9 @@ int syno_node_depth(const syno_space_t *s, uint32_t node);
 int syno_node_dims(const syno_space_t *s, uint32_t node, const syno_dim_t **dims);
 /* Lower bound on the steps still needed to finalize (shape distance). */
 int syno_node_distance(syno_space_t *s, uint32_t node);
+/* Lower bound on the forward FLOPs (all bindings) of every operator
+ * finalized at or below the node. */
+double syno_node_flops_bound(const syno_space_t *s, uint32_t node);
 
 /* The node's children, generated on first use, in a deterministic order;
  * finalizations come last. Returns the count, or -1 on error. */
@@ -176,6 +181,11 @@ int syno_node_final_cost(syno_space_t *s, uint32_t node, uint32_t index, double 
  * none was (the space may be exhausted), -1 on error. The rng is the one of
  * syno/train.h (PCG32). */
 struct syno_rng;
+/* Random walks of this space return only the operators whose structural
+ * hash is `part` modulo `parts` (0 of 1, every operator, by default). An
+ * operator hashes the same in every space, so `parts` spaces with parts
+ * 0..parts-1 - one per thread - sample disjoint sets. */
+int syno_space_set_partition(syno_space_t *s, int part, int parts, syno_error_t *err);
 int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
                            uint32_t *final, int *walks, syno_error_t *err);
 

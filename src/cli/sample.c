@@ -27,8 +27,10 @@ static const char *help =
     "  --bind V=X,...      a binding for the preset (repeat for several)\n"
     "  -n N                number of walks (default 100)\n"
     "  --seed S            random seed (default 1); walk i uses stream i\n"
-    "  --threads T         sample in T threads, one space each (default 1; the\n"
-    "                      operators found depend on T, not on timing)\n"
+    "  --threads T         sample in T threads, one space each (default 1). The\n"
+    "                      operators are split among the threads by a structural\n"
+    "                      hash, so threads never find the same one; what is\n"
+    "                      found depends on T and the seed, not on timing\n"
     "  --depth D           override the spec's depth\n"
     "  --repeat            sample with replacement (by default a space returns\n"
     "                      each operator once, so all are distinct per thread)\n"
@@ -56,6 +58,12 @@ static void *run_job(void *arg) {
   if (syno_space_new(j->spec, &s, &err)) {
     snprintf(j->errmsg, sizeof j->errmsg, "%s", err.msg);
     j->rc = -1;
+    return NULL;
+  }
+  if (syno_space_set_partition(s, j->thread, j->threads, &err)) {
+    snprintf(j->errmsg, sizeof j->errmsg, "%s", err.msg);
+    j->rc = -1;
+    syno_space_free(s);
     return NULL;
   }
   for (long w = j->thread; w < j->n; w += j->threads) {

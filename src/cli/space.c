@@ -190,9 +190,9 @@ int syno_cmd_space(int argc, char **argv) {
     printf("children removed by rule:");
     for (int r = 0; r < SYNO_RULE_COUNT; r++)
       if (st->rule[r]) printf(" %s %llu", syno_rule_name((syno_rule_t)r), (unsigned long long)st->rule[r]);
-    printf("\nchildren removed by shape distance %llu, chain length %llu, limits %llu\n",
+    printf("\nchildren removed by shape distance %llu, chain length %llu, limits %llu, FLOPs bound %llu\n",
            (unsigned long long)st->prune[SYNO_PRUNE_DISTANCE], (unsigned long long)st->prune[SYNO_PRUNE_CHAIN],
-           (unsigned long long)st->prune[SYNO_PRUNE_LIMIT]);
+           (unsigned long long)st->prune[SYNO_PRUNE_LIMIT], (unsigned long long)st->prune[SYNO_PRUNE_FLOPS]);
     printf("%.3f s\n", elapsed);
     if (duplicates) {
       printf("duplicates missed by canonicalization: %zu (among %zu operators)\n", n_dup_pairs, c.n);
@@ -208,6 +208,7 @@ int syno_cmd_space(int argc, char **argv) {
     cJSON *rules = cJSON_AddObjectToObject(root, "rules");
     for (int r = 0; r < SYNO_RULE_COUNT; r++) cJSON_AddNumberToObject(rules, syno_rule_name((syno_rule_t)r), (double)st->rule[r]);
     cJSON_AddNumberToObject(root, "pruned_by_distance", (double)st->prune[SYNO_PRUNE_DISTANCE]);
+    cJSON_AddNumberToObject(root, "pruned_by_flops", (double)st->prune[SYNO_PRUNE_FLOPS]);
     cJSON_AddNumberToObject(root, "seconds", elapsed);
     if (duplicates) {
       cJSON_AddNumberToObject(root, "duplicates", (double)n_dup_pairs);

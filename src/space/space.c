@@ -133,7 +133,12 @@ static uint64_t iface_hash(syno_stage_t stage, const iface_t *f) {
   for (int i = 0; i < f->n_dims; i++) h = (h ^ f->dims[i]) * 0x100000001b3ull;
   h ^= 0xabcdefull;
   for (int i = 0; i < f->n_exp; i++) h = (h ^ f->exp[i]) * 0x100000001b3ull;
-  return h ^ (h >> 29);
+  /* Mix the high bits into the low ones the table indexes by. */
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
 }
 
 static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stage, const iface_t *f) {
@@ -200,6 +205,7 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   n->n_weights = f->n_weights;
   memcpy(n->usage, f->usage, sizeof n->usage);
   n->distance = -1;
+  n->dead_at = -1;
   n->hash = h;
   uint32_t j = (uint32_t)h & mask;
   while (s->table[j]) j = (j + 1) & mask;
@@ -216,6 +222,39 @@ static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
   return 0;
 }
 
+/* The reductions of a new node: a reduction step adds one to its parent's,
+ * every other step keeps them (an interface determines the reductions
+ * below it, so every parent gives the same answer). */
+static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_step_t step) {
+  node_t *p = &s->nodes[parent], *n = &s->nodes[id];
+  n->n_red = p->n_red;
+  n->red_numel = p->red_numel;
+  if (step.kind != SYNO_STEP_REDUCE) return;
+  n->n_red++;
+  n->red_numel = 0; /* every reduction is still in the interface during the reduction stage */
+  for (int b = 0; b < s->spec.vars.nbind; b++) {
+    double prod = s->output_numel[b];
+    const syno_dim_t *dims = node_dims(s, n);
+    for (int i = 0; i < n->n_dims; i++)
+      if (syno_graph_dim(s->g, dims[i])->kind == SYNO_DIM_REDUCE) prod *= syno_size_value(&s->spec.vars, syno_graph_dim(s->g, dims[i])->size, b);
+    n->red_numel += prod;
+  }
+}
+
+/* The forward FLOPs of an operator are those of its fused loop nest (see
+ * syno_nest_flops): output numel x product of the reduction domains x
+ * (weights + 1 if there is a reduction), plus the output numel once more
+ * when there is a divisor. The reductions are fixed once the normal stage
+ * begins and only grow before it; the weights only grow, and a finished
+ * operator has one at least. So this is a lower bound for every
+ * completion, and the exact count but for the divisor at a finalization
+ * with the node's weights. */
+double syno_node_flops_bound(const syno_space_t *s, uint32_t id) {
+  const node_t *n = &s->nodes[id];
+  int per_point = (n->n_weights > 1 ? n->n_weights : 1) + (n->n_red > 0);
+  return n->red_numel * per_point;
+}
+
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err) {
   int depth = s->nodes[parent].depth + (step.kind == SYNO_STEP_BEGIN ? 0 : 1);
@@ -223,6 +262,12 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
   uint32_t id;
   bool created;
   if (intern_node(s, stage, f, depth, &id, &created, err)) return -1;
+  if (created) set_reductions(s, parent, id, step);
+  if (s->spec.opts.prune_flops && s->spec.opts.max_flops > 0 &&
+      syno_node_flops_bound(s, id) > s->spec.opts.max_flops * (1 + 1e-12)) {
+    s->stats.prune[SYNO_PRUNE_FLOPS]++;
+    return 0;
+  }
   if (s->spec.opts.prune_distance && depth + syno_node_distance(s, id) > s->spec.opts.depth) {
     s->stats.prune[SYNO_PRUNE_DISTANCE]++;
     return 0;
@@ -248,8 +293,10 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
     return syno_error_set(err, "out of memory");
   }
   s->cap_nodes = 1;
-  for (int b = 0; b < spec->vars.nbind; b++)
+  for (int b = 0; b < spec->vars.nbind; b++) {
     s->input_numel[b] = syno_size_value(&spec->vars, syno_shape_numel(&spec->input), b);
+    s->output_numel[b] = syno_size_value(&spec->vars, syno_shape_numel(&spec->output), b);
+  }
   /* The desired input sizes, without the fixed axes. */
   for (int i = 0; i < spec->input.rank; i++) {
     bool fixed = false;
@@ -275,6 +322,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
     syno_space_free(s);
     return -1;
   }
+  for (int b = 0; b < spec->vars.nbind; b++) s->nodes[id].red_numel += s->output_numel[b];
   *out = s;
   return 0;
 }
@@ -293,6 +341,13 @@ void syno_space_free(syno_space_t *s) {
 syno_graph_t *syno_space_graph(syno_space_t *s) { return s->g; }
 const syno_space_spec_t *syno_space_spec(const syno_space_t *s) { return &s->spec; }
 const syno_space_stats_t *syno_space_stats(const syno_space_t *s) { return &s->stats; }
+int syno_space_set_partition(syno_space_t *s, int part, int parts, syno_error_t *err) {
+  if (parts < 1 || part < 0 || part >= parts) return syno_error_set(err, "partition %d of %d", part, parts);
+  s->part = part;
+  s->parts = parts;
+  return 0;
+}
+
 uint32_t syno_space_root(const syno_space_t *s) {
   (void)s;
   return 1;
@@ -327,6 +382,9 @@ int syno_node_dims(const syno_space_t *s, uint32_t node, const syno_dim_t **dims
  *      product / input numel under some binding: without Stride, R < 1 can
  *      never be repaired; R != 1 needs at least one step; and when only
  *      Unfolds can still divide, at least log(R) / log(max window) of them.
+ *  (5) When only Unfolds can still change the numel, R is a product of odd
+ *      windows: it must be an odd integer under every binding.
+ *  (6) A dim whose chain is used up must already be an input axis.
  * The bound is the largest of these; tests compare it with the true shortest
  * completion on exhaustively enumerated small spaces. */
 static bool weight_axis(const syno_graph_t *g, syno_dim_t d) {
@@ -403,6 +461,26 @@ int syno_node_distance(syno_space_t *s, uint32_t id) {
   if (rmax > 1 + 1e-9 && !can_contract && !o->enable[SYNO_PRIM_EXPAND]) {
     int unfolds = (int)ceil(log(rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
     if (unfolds > d) d = unfolds;
+  }
+  /* (5) When only Unfolds can still change the numel (no Contraction,
+   *     Stride or Expand left), R is the product of their windows, and every
+   *     window is odd under every binding: R must be an odd integer. */
+  if (!can_contract && !o->enable[SYNO_PRIM_EXPAND] && !o->enable[SYNO_PRIM_STRIDE])
+    for (int b = 0; b < s->spec.vars.nbind && d < 1000; b++) {
+      double r = syno_size_value(&s->spec.vars, ratio, b), q = floor(r + 0.5);
+      if (fabs(r - q) > 1e-9 * (q > 1 ? q : 1) || fmod(q, 2.0) == 0) d = 1000;
+    }
+  /* (6) A dim whose chain is used up is never touched again (no primitive
+   *     and no Contraction sees it), so it must already be an input axis. */
+  for (int i = 0; i < n->n_dims && d < 1000; i++) {
+    syno_dim_t x = dims[i];
+    if (weight_axis(s->g, x) || syno_graph_color(s->g, x)->height < o->max_chain) continue;
+    bool fits = !syno_graph_color(s->g, x)->discarding;
+    if (fits) {
+      fits = false;
+      for (int w = 0; w < s->n_want && !fits; w++) fits = syno_size_eq(syno_graph_dim(s->g, x)->size, s->want[w]);
+    }
+    if (!fits) d = 1000;
   }
   n->distance = d;
   return d;
@@ -559,6 +637,18 @@ static void sort_by_hash(const syno_graph_t *g, syno_dim_t *d, int n) {
     }
 }
 
+static uint64_t final_hash(const syno_space_t *s, const final_t *f) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int t = 0; t < f->n_tensors; t++) {
+    for (int i = 0; i < f->rank[t]; i++) h = (h ^ syno_graph_dim(s->g, f->axes[t][i])->hash) * 0x100000001b3ull;
+    h = (h ^ 0x5bd1e995ull) * 0x100000001b3ull;
+  }
+  for (int i = 0; i < f->n_exp; i++) h = (h ^ syno_graph_dim(s->g, f->exp[i])->hash) * 0x100000001b3ull;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
 static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   node_t *n = &s->nodes[id];
   if (n->n_weights == 0) return 0;
@@ -601,6 +691,7 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   n->finals = (uint32_t)s->n_finals;
   n->n_finals = n_best;
   for (int i = 0; i < n_best; i++) {
+    best[i].hash = final_hash(s, &best[i]);
     s->finals[s->n_finals++] = best[i];
     syno_step_t st = {.kind = SYNO_STEP_FINALIZE, .target = (uint32_t)i};
     if (push_step(s, st, err)) return -1;
@@ -657,55 +748,110 @@ int syno_step_print(syno_space_t *s, const syno_step_t *st, char *buf, size_t n)
   return snprintf(buf, n, "?");
 }
 
+/* Picks a walk's depth budget: uniform over the budgets at which the root
+ * may still lead somewhere (above root_dead, at least the root's distance). */
+static int pick_budget(syno_space_t *s, struct syno_rng *rng) {
+  int lo = syno_node_distance(s, syno_space_root(s)), hi = s->spec.opts.depth;
+  int dead = s->nodes[syno_space_root(s)].dead_at;
+  if (lo <= dead) lo = dead + 1;
+  if (lo < 1) lo = 1;
+  if (lo > hi) return -1;
+  int b = lo + (int)(syno_nn_rng_uniform(rng) * (double)(hi - lo + 1));
+  return b > hi ? hi : b;
+}
+
 int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
                            uint32_t *final, int *walks, syno_error_t *err) {
   uint32_t path[64];
   int len = 0, backups = 0;
-  uint32_t id = syno_space_root(s);
+  const uint32_t root = syno_space_root(s);
+  uint32_t id = root;
   *walks = 1;
+  int budget = pick_budget(s, rng);
+  if (budget < 0) return 0; /* the whole space is exhausted */
+  const int max_backups = 2 * s->spec.opts.depth;
+  double *wgt = NULL;
+  size_t wcap = 0;
+  int rc;
   for (;;) {
     const syno_step_t *steps;
     int n = syno_node_children(s, id, &steps, err);
-    if (n < 0) return -1;
+    if (n < 0) {
+      rc = -1;
+      break;
+    }
+    if ((size_t)n > wcap) {
+      size_t nc = (size_t)n + 256;
+      double *nw = realloc(wgt, nc * sizeof *nw);
+      if (!nw) {
+        rc = syno_error_set(err, "out of memory");
+        break;
+      }
+      wgt = nw;
+      wcap = nc;
+    }
     /* Choose among live children, weighting each by exp(-bias * distance):
-     * every live child stays possible, but walks lean toward finishing. */
-    double total = 0, wgt[4096];
-    int m = n < 4096 ? n : 4096;
-    for (int i = 0; i < m; i++) {
-      bool alive = steps[i].kind == SYNO_STEP_FINALIZE ? !s->finals[s->nodes[id].finals + steps[i].target].taken
-                                                       : !s->nodes[steps[i].target].dead;
-      int dist = steps[i].kind == SYNO_STEP_FINALIZE ? 0 : syno_node_distance(s, steps[i].target);
-      wgt[i] = alive ? exp(-s->walk_bias * dist) : 0;
+     * every live child stays possible, but walks lean toward finishing. A
+     * child is live when it can still finish within the walk's budget. */
+    double total = 0;
+    const node_t *cur = &s->nodes[id];
+    for (int i = 0; i < n; i++) {
+      wgt[i] = 0;
+      if (steps[i].kind == SYNO_STEP_FINALIZE) {
+        const final_t *f = &s->finals[cur->finals + steps[i].target];
+        if (!f->taken && (s->parts <= 1 || f->hash % (uint64_t)s->parts == (uint64_t)s->part)) wgt[i] = 1;
+      } else {
+        const node_t *c = &s->nodes[steps[i].target];
+        int dist = syno_node_distance(s, steps[i].target);
+        c = &s->nodes[steps[i].target];
+        if (c->dead_at < budget && c->depth + dist <= budget) wgt[i] = exp(-s->walk_bias * dist);
+      }
       total += wgt[i];
     }
     if (total <= 0) {
-      /* A dead end: mark it, back up a step or two (the neighbourhood of a
-       * failure is often alive), then start over from the root. */
-      s->nodes[id].dead = true;
-      if (id == syno_space_root(s)) return 0; /* the whole space is exhausted */
-      if (++*walks > max_walks) return 0;
-      id = ++backups <= 2 && len > 0 ? path[--len] : syno_space_root(s);
-      if (id == syno_space_root(s)) backups = len = 0;
+      /* A dead end at this budget (and so at every smaller one): mark it,
+       * back up a step (the neighbourhood of a failure is often alive), and
+       * after a few back-ups start over from the root with a new budget. */
+      if (s->nodes[id].dead_at < budget) s->nodes[id].dead_at = (int8_t)budget;
+      if (budget >= s->spec.opts.depth) s->nodes[id].dead = true;
+      if (++*walks > max_walks) {
+        rc = 0;
+        break;
+      }
+      if (id != root && ++backups <= max_backups && len > 0) {
+        id = path[--len];
+        continue;
+      }
+      budget = pick_budget(s, rng);
+      if (budget < 0) { /* the whole space is exhausted */
+        rc = 0;
+        break;
+      }
+      id = root;
+      backups = len = 0;
       continue;
     }
     double pick = syno_nn_rng_uniform(rng) * total;
     int chosen = -1;
-    for (int i = 0; i < m && chosen < 0; i++) {
+    for (int i = 0; i < n && chosen < 0; i++) {
       if (wgt[i] > 0 && pick < wgt[i]) chosen = i;
       pick -= wgt[i];
     }
-    for (int i = m - 1; i >= 0 && chosen < 0; i--) /* rounding */
+    for (int i = n - 1; i >= 0 && chosen < 0; i--) /* rounding */
       if (wgt[i] > 0) chosen = i;
     const syno_step_t *st = &steps[chosen];
     if (st->kind == SYNO_STEP_FINALIZE) {
       *node = id;
       *final = st->target;
       if (distinct) s->finals[s->nodes[id].finals + st->target].taken = true;
-      return 1;
+      rc = 1;
+      break;
     }
     if (len < 64) path[len++] = id;
     id = st->target;
   }
+  free(wgt);
+  return rc;
 }
 
 int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, uint64_t *nodes_by_depth,
@@ -730,7 +876,7 @@ int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, ui
   if (nodes_by_depth) nodes_by_depth[0]++;
   while (top > 0 && rc == 0) {
     frame_t *f = &stack[top - 1];
-    const syno_step_t *steps;
+    const syno_step_t *steps = NULL;
     int n = syno_node_children(s, f->node, &steps, err);
     if (n < 0) {
       rc = -1;

@@ -17,6 +17,9 @@ typedef struct {
   int distance;   /* -1 until computed */
   bool expanded;
   bool dead;      /* known to lead to no operator */
+  int8_t dead_at; /* known to lead to no operator within this depth budget (-1: none) */
+  int8_t n_red;   /* reductions below the interface (fixed once the normal stage begins) */
+  double red_numel; /* sum over bindings of output numel x product of the reduction domains */
   int n_children;
   uint32_t children; /* offset into the step array */
   int n_finals;
@@ -33,6 +36,7 @@ typedef struct {
   syno_dim_t exp[SYNO_MAX_RANK];
   double flops, params;
   bool taken; /* already returned by a walk that samples without replacement */
+  uint64_t hash; /* structural: the same operator hashes the same in every space */
 } final_t;
 
 struct syno_space {
@@ -53,8 +57,10 @@ struct syno_space {
   syno_size_t want[SYNO_MAX_RANK];  /* input sizes the search must reach (fixed axes excluded) */
   int want_axis[SYNO_MAX_RANK];     /* their input positions */
   double input_numel[SYNO_MAX_BINDINGS];
+  double output_numel[SYNO_MAX_BINDINGS];
   syno_space_stats_t stats;
   double walk_bias; /* random walks weight children by exp(-bias * distance) */
+  int part, parts;  /* random walks return only operators with hash % parts == part */
 };
 
 /* A candidate child interface under construction. */

@@ -295,6 +295,97 @@ static void test_pruning_keeps_every_operator(void **state) {
   free(without);
 }
 
+/* FLOPs pruning only removes nodes whose every operator is over max FLOPs:
+ * enumerating with a bound and the pruning on yields exactly the operators
+ * of the unbounded space whose FLOPs are within the bound. */
+typedef struct {
+  FILE *f;
+  double max; /* 0: keep all */
+  double *flops;
+  int n, cap;
+} flops_ctx_t;
+
+static int collect_flops(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
+  flops_ctx_t *c = ctx;
+  syno_operator_t op;
+  syno_error_t err;
+  double flops, params;
+  if (syno_node_final(s, node, index, &op, &err) || syno_node_final_cost(s, node, index, &flops, &params)) return -1;
+  if (syno_node_flops_bound(s, node) > flops) fail_msg("node %u: FLOPs bound %g above an operator's %g", node, syno_node_flops_bound(s, node), flops);
+  if (c->max > 0 && flops > c->max) return 0;
+  if (c->n == c->cap) {
+    c->cap = c->cap ? 2 * c->cap : 256;
+    c->flops = realloc(c->flops, sizeof(double) * (size_t)c->cap);
+  }
+  c->flops[c->n++] = flops;
+  char buf[4096];
+  syno_operator_print(&op, buf, sizeof buf);
+  fprintf(c->f, "%s\n", buf);
+  return 0;
+}
+
+static char *enumerate_flops(const char *json, bool prune, double bound, double filter, flops_ctx_t *c, uint64_t *pruned) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  spec.opts.prune_flops = prune;
+  spec.opts.max_flops = bound;
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  c->f = open_memstream(&buf, &len);
+  c->max = filter;
+  if (syno_space_exhaust(s, collect_flops, c, NULL, NULL, &err)) fail_msg("%s", err.msg);
+  fclose(c->f);
+  *pruned = syno_space_stats(s)->prune[SYNO_PRUNE_FLOPS];
+  syno_space_free(s);
+  return buf;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void test_flops_pruning_keeps_every_operator(void **state) {
+  (void)state;
+  const char *specs[] = {
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}",
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_tensors\": 3, \"max_reductions\": 2, "
+      "\"min_weight_params\": 8}",
+  };
+  for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+    /* The unbounded space; the bound is its median FLOPs, so about half go. */
+    flops_ctx_t all = {0};
+    uint64_t pruned;
+    char *every = enumerate_flops(specs[k], false, 0, 0, &all, &pruned);
+    assert_true(all.n > 10);
+    qsort(all.flops, (size_t)all.n, sizeof(double), cmp_double);
+    double bound = all.flops[all.n / 2];
+    free(every);
+    flops_ctx_t a = {0}, b = {0};
+    uint64_t pa, pb;
+    char *off = enumerate_flops(specs[k], false, 0, bound, &a, &pa);
+    char *on = enumerate_flops(specs[k], true, bound, 0, &b, &pb);
+    char **la, **lb;
+    int na = sorted_lines(off, &la), nb = sorted_lines(on, &lb);
+    print_message("spec %zu: %d operators, %d within %g FLOPs; with the bound and pruning on %d, %llu nodes pruned\n", k,
+                  all.n, na, bound, nb, (unsigned long long)pb);
+    assert_int_equal(na, nb);
+    for (int i = 0; i < na; i++) assert_string_equal(la[i], lb[i]);
+    assert_true(na < all.n);
+    assert_true(pb > 0);
+    free(la);
+    free(lb);
+    free(off);
+    free(on);
+    free(all.flops);
+    free(a.flops);
+    free(b.flops);
+  }
+}
+
 /* A rule that is switched off lets its uncanonical twin through, and the
  * canonical form is generated either way. */
 static bool lines_have(const char *buf, const char *text) {
@@ -400,6 +491,7 @@ int main(void) {
       cmocka_unit_test(test_sampled_operators_are_real),
       cmocka_unit_test(test_distance_is_a_lower_bound),
       cmocka_unit_test(test_pruning_keeps_every_operator),
+      cmocka_unit_test(test_flops_pruning_keeps_every_operator),
       cmocka_unit_test(test_rules),
       cmocka_unit_test(test_rules_only_remove),
   };
