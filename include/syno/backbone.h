@@ -2,15 +2,22 @@
  * syno/backbone.h - operator slots, backbone networks and the training driver.
  *
  * A slot (the original Syno's Placeholder) is a layer that runs either the standard operator
- * (a 3x3 conv2d, stride 1, padding 1, no bias) or a synthesized operator through the executor
- * API (syno/exec.h). A synthesized operator is symbolic (syno_slotop_t: the variables and
- * shapes of the conv2d search preset, [N, C_in, H, W] -> [N, C_out, H, W]); each slot records
- * its own binding (C_in, C_out, H, W; the batch N is taken from the input) and compiles an
- * executor for it, keeping one executor per batch size seen (the full batch and the last
- * short one). The slot owns the operator's weights as syno_param_t, so SGD updates them;
- * they start as N(0, std^2) with std^2 = (2 / F)^(1/w), where F is the operator's
- * multiply-adds per output element (C_in*k*k for a convolution) and w its number of weights,
- * i.e. He initialisation for one weight. Tensors are NCHW throughout.
+ * or a synthesized operator through the executor API (syno/exec.h). There are two kinds:
+ *   conv slots    [N, C_in, H, W] -> [N, C_out, H, W]; standard: 3x3 conv2d, stride 1,
+ *                 padding 1, no bias; operators from the conv2d search preset.
+ *   linear slots  [N, S, C_in] -> [N, S, C_out]; standard: linear y = x W^T, weight
+ *                 [C_out, C_in], no bias (a network that wants a bias adds it outside the
+ *                 slot; the gpt backbone has none); operators from the linear preset.
+ * A synthesized operator is symbolic (syno_slotop_t: the variables and shapes of its search
+ * preset); each slot records its own binding (C_in, C_out, H, W or C_in, C_out, S; the batch
+ * N is taken from the input) and compiles an executor for it, keeping one executor per batch
+ * size seen (the full batch and the last short one), so one operator fills every slot of a
+ * network at once. The slot owns the operator's weights as syno_param_t, so the optimizer
+ * updates them; they start as N(0, std^2) with std^2 = (g / F)^(1/w), where F is the
+ * operator's multiply-adds per output element (C_in*k*k for a convolution, C_in for a
+ * linear layer), w its number of weights and g the gain: 2 in conv slots (He initialisation
+ * for one weight), 1/3 in linear slots (the variance of the standard linear's uniform
+ * +-1/sqrt(C_in) initialisation for one weight). Images are NCHW throughout.
  *
  * Ownership: a syno_slotop_t is created by syno_slotop_parse and freed by its owner; slots
  * copy what they need (they do not keep a pointer to it). A backbone owns its layer tree.
@@ -36,19 +43,29 @@ typedef struct syno_slotop {
     syno_space_spec_t spec; /* preset variables and shapes */
     syno_graph_t *g;        /* owned */
     syno_operator_t op;
+    char preset[16];        /* "conv2d" or "linear" */
 } syno_slotop_t;
 
-/* Parses an operator's text form against the conv2d preset's variables and shapes
- * (N, C_in, C_out, H, W; k=3, s=2). Errors name the problem (parse error, shapes). */
+/* Parses an operator's text form against a search preset's variables and shapes:
+ * "conv2d" (N, C_in, C_out, H, W; k=3, s=2: conv slots) or "linear" (N, S, C_in, C_out;
+ * k=4, s=2: linear slots); NULL means conv2d. Errors name the problem (parse error, shapes,
+ * unknown preset). */
+int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t **out,
+                             syno_error_t *err);
+/* The same with the conv2d preset. */
 int syno_slotop_parse(const char *text, syno_slotop_t **out, syno_error_t *err);
 void syno_slotop_free(syno_slotop_t *op);
 
 /* ---------------------------------------------------------------- slots */
 
+enum syno_slot_kind { SYNO_SLOT_CONV = 0, SYNO_SLOT_LINEAR = 1 };
+
 typedef struct syno_slot_info {
-    int64_t c_in, c_out, h, w;
-    int64_t flops;  /* forward FLOPs per image (multiply-add = 2) */
+    int64_t c_in, c_out, h, w; /* h, w: conv slots only (0 in linear slots) */
+    int64_t flops;  /* forward FLOPs per sample (image or sequence; multiply-add = 2) */
     int64_t params; /* weight scalars */
+    int kind;       /* a syno_slot_kind value */
+    int64_t s;      /* linear slots: the sequence length S (0 in conv slots) */
 } syno_slot_info_t;
 
 /* A conv slot for [N, c_in, h, w] -> [N, c_out, h, w]. op NULL: the standard 3x3 conv2d
@@ -57,6 +74,13 @@ typedef struct syno_slot_info {
  * 0 and *out, or -1 with err naming the slot's binding and the problem. */
 int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w,
                      syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
+/* A linear slot for [N, s, c_in] -> [N, s, c_out]. op NULL: the standard bias-free linear
+ * (weights drawn from rng exactly as syno_nn_linear_create(c_in, c_out, 0, rng) draws them).
+ * Otherwise op must come from the linear preset; it is compiled for the binding
+ * (N, S=s, C_in, C_out) and its weights are drawn from rng. Returns 0 and *out, or -1 with
+ * err naming the slot's binding and the problem. */
+int syno_slot_linear_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t s,
+                            syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
 /* 1 if l is a slot (then *info is filled when info is not NULL). */
 int syno_slot_info(const syno_layer_t *l, syno_slot_info_t *info);
 /* The message of a slot's last failed forward/backward ("" if none). */

@@ -214,10 +214,15 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n)
         syno_slot_info_t s;
         syno_slot_info(bb->slots[i], &s);
         if (used < n) {
-            int k = snprintf(buf + used, n - used,
-                             "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld flops=%lld params=%lld\n", i,
-                             (long long)s.c_in, (long long)s.c_out, (long long)s.h, (long long)s.w,
-                             (long long)s.flops, (long long)s.params);
+            int k = s.kind == SYNO_SLOT_LINEAR
+                        ? snprintf(buf + used, n - used,
+                                   "slot %d: linear S=%lld C_in=%lld C_out=%lld flops=%lld params=%lld\n",
+                                   i, (long long)s.s, (long long)s.c_in, (long long)s.c_out,
+                                   (long long)s.flops, (long long)s.params)
+                        : snprintf(buf + used, n - used,
+                                   "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld flops=%lld params=%lld\n",
+                                   i, (long long)s.c_in, (long long)s.c_out, (long long)s.h,
+                                   (long long)s.w, (long long)s.flops, (long long)s.params);
             if (k > 0)
                 used += (size_t)k;
         }
