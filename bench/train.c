@@ -62,7 +62,8 @@ int main(int argc, char **argv)
            nth ? nth() : 1);
     printf("ResNet backbone width %g depth %d, batch %lld, 1x28x28, %d repeats\n", width, depth,
            (long long)batch, reps);
-    syno_backbone_cfg_t bc = {"resnet", 1, 28, 28, 10, width, depth, NULL};
+    syno_backbone_cfg_t bc = {.name = "resnet", .in_c = 1, .in_h = 28, .in_w = 28, .nclasses = 10,
+                              .width = width, .depth = depth};
     syno_rng_t rng;
     syno_nn_rng_seed(&rng, 1, 1);
     syno_backbone_t bb;

@@ -91,19 +91,26 @@ const char *syno_slot_error(const syno_layer_t *l);
 #define SYNO_BACKBONE_MAX_SLOTS 64
 
 typedef struct syno_backbone_cfg {
-    const char *name;  /* "resnet" or "vgg" */
-    int64_t in_c, in_h, in_w;
-    int nclasses;
-    double width;      /* channel multiplier; 0 means 1 (ResNet widths 16/32/64/128) */
-    int depth;         /* blocks (ResNet) or convs (VGG) per stage; 0 means 2 */
-    const syno_slotop_t *op; /* NULL: standard conv in every slot */
+    const char *name;  /* "resnet", "vgg" or "gpt" */
+    int64_t in_c, in_h, in_w; /* images (resnet, vgg) */
+    int nclasses;             /* images (resnet, vgg) */
+    double width;      /* resnet/vgg: channel multiplier, 0 means 1 (ResNet widths
+                        * 16/32/64/128); gpt: the model dim C (an integer), 0 means 64 */
+    int depth;         /* blocks (ResNet, gpt) or convs (VGG) per stage; 0 means 2 */
+    const syno_slotop_t *op; /* NULL: the standard operator in every slot; a conv2d-preset
+                              * operator for resnet/vgg, a linear-preset one for gpt */
+    int64_t vocab;     /* gpt: tokens in the vocabulary */
+    int64_t context;   /* gpt: context length T, 0 means 64 */
+    int heads;         /* gpt: attention heads (C must be a multiple), 0 means 4 */
 } syno_backbone_cfg_t;
 
 typedef struct syno_backbone {
-    syno_layer_t *net; /* owned; [N, in_c, in_h, in_w] -> logits [N, nclasses] */
+    syno_layer_t *net; /* owned; [N, in_c, in_h, in_w] -> logits [N, nclasses];
+                        * gpt: token ids [N, T] (as floats) -> logits [N, T, vocab] */
     int nslots;
     syno_layer_t *slots[SYNO_BACKBONE_MAX_SLOTS]; /* borrowed from net */
-    int64_t flops;     /* forward FLOPs per image of conv, linear and slot layers */
+    int64_t flops;     /* forward FLOPs per image (gpt: per sequence of T tokens) of conv,
+                        * linear and slot layers (gpt: and the attention's two matmuls) */
     int64_t params;
 } syno_backbone_t;
 
@@ -112,10 +119,22 @@ typedef struct syno_backbone {
  * its 1x1 shortcut conv (standard) also follows an AvgPool2d(2). A stage downsamples only
  * while the side stays >= 2 (28x28: 28,14,7,3; 8x8: 8,4,2,2). vgg: 3 stages of depth x
  * (slot, BN, ReLU) then MaxPool2d(2) (while the side is >= 2), widths 16/32/64 x width.
- * Both end with global average pooling and a linear classifier. */
+ * Both end with global average pooling and a linear classifier.
+ * gpt: a decoder-only transformer (GPT-2 layout, pre-LayerNorm): token + learned position
+ * embeddings (N(0, 0.02^2)), depth blocks of x += O(attn(Q(LN x), K(LN x), V(LN x))) (causal,
+ * heads heads) and x += fc2(GELU(fc1(LN x))) (hidden 4C), a final LayerNorm and an LM head
+ * (standard linear C -> vocab, no bias). Q, K, V, O, fc1 and fc2 are linear slots bound to
+ * S = context, 6 per block, in that order. */
 int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb,
                         syno_error_t *err);
 void syno_backbone_free(syno_backbone_t *bb);
+
+/* The gpt attention sublayer on its own: [B, T, dim] -> [B, T, dim] with T = context (the
+ * slots are bound to S = context): O(causal_attention([Q(h) | K(h) | V(h)])) with h = LN(x), no residual. Q, K, V, O are
+ * linear slots (op NULL: standard) returned in slots[0..3] (borrowed) when slots is not NULL. */
+int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t heads,
+                              int64_t context, syno_rng_t *rng, syno_layer_t **out,
+                              syno_layer_t **slots, syno_error_t *err);
 /* Writes one line per slot ("slot 3: C_in=16 C_out=32 H=14 W=14 flops=... params=...")
  * into buf (truncated to n); returns the number of slots. */
 int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n);
@@ -130,46 +149,63 @@ int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int
 typedef struct syno_train_progress {
     int epoch, epochs;
     int64_t step, steps_per_epoch;
-    double loss;         /* mean train loss of the epoch so far */
-    double train_acc;    /* of the epoch so far */
+    double loss;         /* mean train loss of the epoch so far (per label: per token for gpt) */
+    double train_acc;    /* of the epoch so far (gpt: next-token accuracy) */
     double test_acc;     /* after the epoch; -1 while the epoch runs */
-    double images_per_s;
+    double images_per_s; /* samples (images or sequences) per second */
+    double test_loss;    /* after the epoch (mean per label); -1 while the epoch runs */
+    double tokens_per_s; /* gpt: training tokens per second; 0 for images */
 } syno_train_progress_t;
 
 typedef struct syno_train_cfg {
-    const char *backbone;  /* resnet, vgg */
-    const char *dataset;   /* digits, fashion-mnist, or a path (a digits CSV or an IDX dir) */
+    const char *backbone;  /* resnet, vgg, gpt */
+    const char *dataset;   /* images: digits, fashion-mnist, or a path (a digits CSV or an IDX
+                            * dir); gpt: kjv (committed in data/) or a path to a text file
+                            * (gzip or plain); NULL: digits, or kjv for gpt */
     int epochs;
-    int64_t batch;         /* 0: 128 */
-    double lr;             /* 0: 0.1 */
-    double momentum;       /* <0: 0; 0 means default 0.9 */
-    double weight_decay;   /* <0: 0; 0 means default 5e-4 */
+    int64_t batch;         /* 0: 128 (gpt: 32 sequences) */
+    double lr;             /* 0: 0.1 for SGD, 3e-3 for AdamW */
+    double momentum;       /* SGD: <0: 0; 0 means default 0.9 */
+    double weight_decay;   /* <0: 0; 0 means default 5e-4 for SGD, 0.1 for AdamW */
     int warmup_epochs;     /* warm-up in epochs (0: none) */
-    int64_t subset;        /* 0: all training images */
+    int64_t subset;        /* 0: all training samples; images: a stratified seeded subset;
+                            * gpt: the first `subset` training windows */
     uint64_t seed;
-    double width;
+    double width;          /* see syno_backbone_cfg_t (gpt: the model dim) */
     int depth;
-    const char *op_text;   /* NULL: standard operator */
+    const char *op_text;   /* NULL: standard operator; gpt: a linear-preset operator */
     double time_limit;     /* seconds, 0 = none */
     int quiet;
     void (*progress)(const syno_train_progress_t *p, void *user); /* NULL: built-in printer */
     void *user;
+    const char *optimizer; /* "sgd" or "adamw" (betas 0.9, 0.99; eps 1e-8); NULL: sgd for
+                            * resnet/vgg, adamw for gpt */
+    int heads;             /* gpt: attention heads, 0 means 4 */
+    int64_t context;       /* gpt: context length, 0 means 64 */
 } syno_train_cfg_t;
 
 typedef struct syno_train_result {
-    double final_test_acc, max_test_acc;
+    double final_test_acc, max_test_acc; /* gpt: next-token accuracy on the validation text */
     double final_train_loss;
     int64_t flops, params;
-    double train_images_per_s;
+    double train_images_per_s;  /* samples (images or sequences) per second */
     double wall_seconds;
     int epochs_done;
     int failed;            /* 1 when training stopped early (NaN loss, time limit) */
     char failure[128];     /* the reason, e.g. "loss is NaN at step 17" */
+    double final_test_loss; /* mean cross-entropy per label on the test/validation set
+                             * (gpt: nats per token; perplexity = exp of it) */
+    double initial_test_loss; /* gpt: the same before the first step (0 for images) */
+    double train_tokens_per_s; /* gpt: training tokens per second; 0 for images */
+    int64_t steps;         /* optimizer steps taken */
 } syno_train_result_t;
 
-/* Loads the data, builds the backbone, trains with SGD + cosine schedule, evaluates after
- * every epoch. Returns 0 (also when training diverged or hit the time limit: then
- * res->failed is set), or -1 with err on bad configuration or data. */
+/* Loads the data, builds the backbone, trains with SGD or AdamW and a cosine schedule (with
+ * warm-up), evaluates after every epoch (gpt: also before the first step). Images: one sample is an
+ * image, its label the class. gpt: one sample is a window of context+1 characters of the
+ * training text (syno_text_windows), every position predicts the next character, and the
+ * validation text's windows are the test set. Returns 0 (also when training diverged or hit
+ * the time limit: then res->failed is set), or -1 with err on bad configuration or data. */
 int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err);
 
 #ifdef __cplusplus

@@ -157,7 +157,8 @@ int syno_cmd_train(int argc, char **argv)
             return syno_cli_usage_error("%s", err.msg);
         }
         int64_t side = strcmp(cfg.dataset, "digits") ? 28 : 8;
-        syno_backbone_cfg_t bc = {cfg.backbone, 1, side, side, 10, cfg.width, cfg.depth, op};
+        syno_backbone_cfg_t bc = {.name = cfg.backbone, .in_c = 1, .in_h = side, .in_w = side,
+                                  .nclasses = 10, .width = cfg.width, .depth = cfg.depth, .op = op};
         syno_rng_t rng;
         syno_nn_rng_seed(&rng, cfg.seed, 1);
         syno_backbone_t bb;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nn_internal.h"
 #include "syno/backbone.h"
 
 typedef struct {
@@ -132,6 +133,15 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
 {
     memset(bb, 0, sizeof *bb);
     const char *name = cfg->name ? cfg->name : "resnet";
+    if (!strcmp(name, "gpt")) {
+        if (cfg->op && strcmp(cfg->op->preset, "linear"))
+            return syno_error_set(err, "the gpt backbone's slots are linear: its operator must "
+                                       "come from the linear preset (got %s)", cfg->op->preset);
+        return nn_gpt_build(cfg, rng, bb, err);
+    }
+    if (cfg->op && strcmp(cfg->op->preset, "conv2d"))
+        return syno_error_set(err, "the %s backbone's slots are convolutions: its operator must "
+                                   "come from the conv2d preset (got %s)", name, cfg->op->preset);
     double width = cfg->width > 0 ? cfg->width : 1.0;
     int depth = cfg->depth > 0 ? cfg->depth : 2;
     if (cfg->depth < 0 || cfg->depth > 8)
@@ -177,7 +187,7 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
             }
         }
     } else {
-        return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg)", name);
+        return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", name);
     }
     layers[n++] = syno_nn_global_avgpool_create();
     layers[n++] = syno_nn_linear_create(c, cfg->nclasses, 1, rng);
