@@ -208,6 +208,10 @@ typedef struct syno_train_result {
  * the time limit: then res->failed is set), or -1 with err on bad configuration or data. */
 int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err);
 
+/* The backbone syno_train_run would train for cfg (same data shapes, vocabulary and seeded
+ * initialisation), without training; the caller frees it. Returns 0, or -1 with err. */
+int syno_train_build(const syno_train_cfg_t *cfg, syno_backbone_t *bb, syno_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -370,28 +370,47 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
     return rc ? -1 : 0;
 }
 
-int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err)
+/* Everything a run needs before its first step: settings, data, backbone. */
+typedef struct {
+    int gpt, adamw;
+    int64_t batch;
+    double lr, mom, wd;
+    syno_dataset_t train, test, sub;
+    syno_text_t ttrain, tval;
+    source_t s_train, s_test;
+    syno_backbone_t bb;
+    syno_rng_t rng;
+} run_t;
+
+static void run_free(run_t *r)
 {
-    memset(res, 0, sizeof *res);
-    double t_start = now_s();
-    if (cfg->epochs < 1 || cfg->epochs > 10000)
-        return syno_error_set(err, "epochs must be in 1..10000 (got %d)", cfg->epochs);
+    syno_backbone_free(&r->bb);
+    syno_data_free(&r->train);
+    syno_data_free(&r->test);
+    syno_data_free(&r->sub);
+    syno_text_free(&r->ttrain);
+    syno_text_free(&r->tval);
+}
+
+static int run_prepare(const syno_train_cfg_t *cfg, run_t *r, syno_error_t *err)
+{
+    memset(r, 0, sizeof *r);
     const char *bname = cfg->backbone ? cfg->backbone : "resnet";
     if (strcmp(bname, "resnet") && strcmp(bname, "vgg") && strcmp(bname, "gpt"))
         return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", bname);
-    const int gpt = !strcmp(bname, "gpt");
-    const char *oname = cfg->optimizer ? cfg->optimizer : gpt ? "adamw" : "sgd";
+    r->gpt = !strcmp(bname, "gpt");
+    const char *oname = cfg->optimizer ? cfg->optimizer : r->gpt ? "adamw" : "sgd";
     if (strcmp(oname, "sgd") && strcmp(oname, "adamw"))
         return syno_error_set(err, "unknown optimizer '%s' (known: sgd, adamw)", oname);
-    const int adamw = !strcmp(oname, "adamw");
-    int64_t batch = cfg->batch ? cfg->batch : gpt ? 32 : 128;
-    if (batch < 1 || batch > 65536)
+    r->adamw = !strcmp(oname, "adamw");
+    r->batch = cfg->batch ? cfg->batch : r->gpt ? 32 : 128;
+    if (r->batch < 1 || r->batch > 65536)
         return syno_error_set(err, "batch must be in 1..65536 (got %lld)", (long long)cfg->batch);
-    double lr = cfg->lr ? cfg->lr : adamw ? 3e-3 : 0.1;
-    double mom = cfg->momentum < 0 ? 0 : cfg->momentum ? cfg->momentum : 0.9;
-    double wd = cfg->weight_decay < 0 ? 0 : cfg->weight_decay ? cfg->weight_decay
-                                                              : adamw ? 0.1 : 5e-4;
-    if (!(lr > 0) || !isfinite(lr))
+    r->lr = cfg->lr ? cfg->lr : r->adamw ? 3e-3 : 0.1;
+    r->mom = cfg->momentum < 0 ? 0 : cfg->momentum ? cfg->momentum : 0.9;
+    r->wd = cfg->weight_decay < 0 ? 0 : cfg->weight_decay ? cfg->weight_decay
+                                                          : r->adamw ? 0.1 : 5e-4;
+    if (!(r->lr > 0) || !isfinite(r->lr))
         return syno_error_set(err, "lr must be positive (got %g)", cfg->lr);
     if (cfg->subset < 0)
         return syno_error_set(err, "subset must be >= 0");
@@ -399,66 +418,84 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
         return syno_error_set(err, "context and heads must be positive");
 
     syno_slotop_t *op = NULL;
-    if (cfg->op_text && syno_slotop_parse_preset(gpt ? "linear" : "conv2d", cfg->op_text, &op, err))
+    if (cfg->op_text &&
+        syno_slotop_parse_preset(r->gpt ? "linear" : "conv2d", cfg->op_text, &op, err))
         return -1;
-    syno_dataset_t train = {0}, test = {0}, sub = {0};
-    syno_text_t ttrain = {0}, tval = {0};
-    source_t s_train, s_test;
     syno_backbone_cfg_t bc = {0};
     bc.name = bname;
     bc.width = cfg->width;
     bc.depth = cfg->depth;
     bc.op = op;
-    syno_rng_t rng;
-    syno_nn_rng_seed(&rng, cfg->seed, 1);
+    syno_nn_rng_seed(&r->rng, cfg->seed, 1);
     int rc = 0;
-    if (gpt) {
-        rc = load_text(cfg->dataset, &ttrain, &tval, err);
+    if (r->gpt) {
+        rc = load_text(cfg->dataset, &r->ttrain, &r->tval, err);
         if (!rc) {
-            bc.vocab = ttrain.vocab;
+            bc.vocab = r->ttrain.vocab;
             bc.context = cfg->context ? cfg->context : 64;
             bc.heads = cfg->heads;
-            s_train = src_text(&ttrain, bc.context, cfg->subset);
-            s_test = src_text(&tval, bc.context, 0);
-            if (s_train.n < 1 || s_test.n < 1)
+            r->s_train = src_text(&r->ttrain, bc.context, cfg->subset);
+            r->s_test = src_text(&r->tval, bc.context, 0);
+            if (r->s_train.n < 1 || r->s_test.n < 1)
                 rc = syno_error_set(err, "the text is too short for context %lld",
                                     (long long)bc.context);
         }
     } else {
-        rc = load_data(cfg->dataset, &train, &test, err);
-        const syno_dataset_t *tr = &train;
-        if (!rc && cfg->subset && cfg->subset < train.n) {
+        rc = load_data(cfg->dataset, &r->train, &r->test, err);
+        const syno_dataset_t *tr = &r->train;
+        if (!rc && cfg->subset && cfg->subset < r->train.n) {
             syno_rng_t srng;
             syno_nn_rng_seed(&srng, cfg->seed, 2);
-            rc = syno_data_subset(&train, cfg->subset, &srng, &sub, err);
-            tr = &sub;
+            rc = syno_data_subset(&r->train, cfg->subset, &srng, &r->sub, err);
+            tr = &r->sub;
         }
         if (!rc) {
-            s_train = src_images(tr);
-            s_test = src_images(&test);
+            r->s_train = src_images(tr);
+            r->s_test = src_images(&r->test);
             bc.in_c = tr->c;
             bc.in_h = tr->h;
             bc.in_w = tr->w;
             bc.nclasses = tr->nclasses;
         }
     }
-    syno_backbone_t bb = {0};
     if (!rc)
-        rc = syno_backbone_build(&bc, &rng, &bb, err);
+        rc = syno_backbone_build(&bc, &r->rng, &r->bb, err);
     syno_slotop_free(op);
-    if (!rc) {
-        res->flops = bb.flops;
-        res->params = bb.params;
-        bb.net->skip_input_grad = 1;
-        loop_t L = {cfg, &bb, &s_train, &s_test, batch, lr, mom, wd, adamw, t_start, &rng};
-        rc = train_loop(&L, res, err);
+    if (rc) {
+        run_free(r);
+        return -1;
     }
+    return 0;
+}
+
+int syno_train_build(const syno_train_cfg_t *cfg, syno_backbone_t *bb, syno_error_t *err)
+{
+    memset(bb, 0, sizeof *bb);
+    run_t r;
+    if (run_prepare(cfg, &r, err))
+        return -1;
+    *bb = r.bb;
+    memset(&r.bb, 0, sizeof r.bb);
+    run_free(&r);
+    return 0;
+}
+
+int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err)
+{
+    memset(res, 0, sizeof *res);
+    double t_start = now_s();
+    if (cfg->epochs < 1 || cfg->epochs > 10000)
+        return syno_error_set(err, "epochs must be in 1..10000 (got %d)", cfg->epochs);
+    run_t r;
+    if (run_prepare(cfg, &r, err))
+        return -1;
+    res->flops = r.bb.flops;
+    res->params = r.bb.params;
+    r.bb.net->skip_input_grad = 1;
+    loop_t L = {cfg, &r.bb, &r.s_train, &r.s_test, r.batch, r.lr, r.mom, r.wd, r.adamw, t_start,
+                &r.rng};
+    int rc = train_loop(&L, res, err);
     res->wall_seconds = now_s() - t_start;
-    syno_backbone_free(&bb);
-    syno_data_free(&train);
-    syno_data_free(&test);
-    syno_data_free(&sub);
-    syno_text_free(&ttrain);
-    syno_text_free(&tval);
+    run_free(&r);
     return rc ? -1 : 0;
 }
