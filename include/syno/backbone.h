@@ -135,7 +135,8 @@ void syno_backbone_free(syno_backbone_t *bb);
 int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t heads,
                               int64_t context, syno_rng_t *rng, syno_layer_t **out,
                               syno_layer_t **slots, syno_error_t *err);
-/* Writes one line per slot ("slot 3: C_in=16 C_out=32 H=14 W=14 flops=... params=...")
+/* Writes one line per slot ("slot 3: C_in=16 C_out=32 H=14 W=14 flops=... params=...", or
+ * "slot 3: linear S=64 C_in=64 C_out=256 flops=... params=..." for linear slots)
  * into buf (truncated to n); returns the number of slots. */
 int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n);
 
