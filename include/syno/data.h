@@ -94,6 +94,42 @@ void syno_data_class_counts(const syno_dataset_t *ds, int64_t *counts);
 
 void syno_data_free(syno_dataset_t *ds);
 
+/* ---------------------------------------------------------------- character-level text */
+
+/* A text as a sequence of character ids. The vocabulary is every byte value that occurs in
+ * the whole file (both splits), in increasing byte order: id i is byte chars[i]. A text
+ * owns its ids. */
+typedef struct syno_text {
+    uint8_t *ids;          /* [n], owned, each < vocab */
+    int64_t n;
+    int vocab;
+    unsigned char chars[256];
+    char name[32];
+} syno_text_t;
+
+/* The King James Version of Genesis and Exodus, committed as data/kjv.txt.gz (see
+ * data/README). */
+#define SYNO_KJV_FILE "kjv.txt.gz"
+/* The fixed split: validation is the text from the first line start at or after
+ * floor(n * 9 / 10), training everything before it. */
+#define SYNO_TEXT_VAL_NUM 9
+#define SYNO_TEXT_VAL_DEN 10
+
+/* Reads a text file (gzip or plain, at most 64 MiB, at least 2 distinct bytes) and splits it
+ * as above into train and val (both with the file's vocabulary). */
+int syno_text_load(const char *path, syno_text_t *train, syno_text_t *val, syno_error_t *err);
+
+/* Training samples of context T: the non-overlapping windows ids[i*T .. i*T+T] (T+1 ids:
+ * the inputs and, one later, the targets), i = 0 .. (n-1)/T - 1. */
+int64_t syno_text_windows(const syno_text_t *t, int64_t context);
+
+/* Windows idx[0..m) into x ([m, T] ids as floats, resized) and labels ([m*T] next ids).
+ * Returns a syno_nn_status (SYNO_NN_ERANGE for a window index out of range). */
+int syno_text_gather(const syno_text_t *t, int64_t context, const int64_t *idx, int64_t m,
+                     syno_tensor_t *x, int32_t *labels);
+
+void syno_text_free(syno_text_t *t);
+
 #ifdef __cplusplus
 }
 #endif

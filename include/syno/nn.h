@@ -230,11 +230,29 @@ syno_layer_t *syno_nn_global_avgpool_create(void);
 /* [N, d1, d2, ...] -> [N, d1*d2*...]; out and grad_in are views, no copy. */
 syno_layer_t *syno_nn_flatten_create(void);
 
+/* Causal multi-head self-attention without projections: the input is [B, T, 3C], the
+ * queries, keys and values packed along the last dim ([q | k | v], C = heads * D, head h in
+ * columns h*D..h*D+D-1 of each), the output [B, T, C] (head h in columns h*D..):
+ * softmax(Q K^T / sqrt(D) + causal mask) V per batch element and head, where position i
+ * attends to positions 0..i. Keeps the attention probabilities ([B, heads, T, T]) for the
+ * backward. No parameters. NULL if heads < 1; an input whose last dim is not a multiple of
+ * 3 * heads gives SYNO_NN_ESHAPE. */
+syno_layer_t *syno_nn_causal_attention_create(int64_t heads);
+/* The probabilities of the last forward of an attention layer, or NULL if l is not one. */
+const syno_tensor_t *syno_nn_causal_attention_probs(const syno_layer_t *l);
+
 /* Embedding: the input holds token ids stored as floats (exact below 2^24), any shape S;
  * the output is S + [dim]. Ids outside [0, vocab) give SYNO_NN_ERANGE. There is no input
  * gradient: backward only accumulates into the weight, and grad_in stays empty. Weight
  * [vocab, dim] initialised N(0, 1) as in PyTorch. */
 syno_layer_t *syno_nn_embedding_create(int64_t vocab, int64_t dim, syno_rng_t *rng);
+
+/* Token plus learned position embedding for sequence models: the input is [B, T] token ids
+ * (floats, as for syno_nn_embedding), T <= context; the output [B, T, dim] is
+ * weight[id] + pos[t]. No input gradient. Both tables ("weight" [vocab, dim] and "pos"
+ * [context, dim]) start N(0, 0.02^2) as in GPT-2. */
+syno_layer_t *syno_nn_token_pos_embedding_create(int64_t vocab, int64_t context, int64_t dim,
+                                                 syno_rng_t *rng);
 
 /* Runs children in order. Takes ownership of the n layers (also on failure, when it frees
  * them). out and grad_in are views of the last and first child's tensors. */

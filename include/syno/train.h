@@ -91,6 +91,32 @@ void syno_nn_sgd_step(syno_sgd_t *opt, double lr);
 void syno_nn_sgd_zero_grad(syno_sgd_t *opt);
 void syno_nn_sgd_free(syno_sgd_t *opt);
 
+/* ---------------------------------------------------------------- AdamW */
+
+typedef struct syno_adamw_cfg {
+    double beta1, beta2;  /* moment decay rates, e.g. 0.9 and 0.999 */
+    double eps;           /* added to sqrt(v_hat), e.g. 1e-8 */
+    double weight_decay;  /* decoupled; skipped for no_decay params */
+} syno_adamw_cfg_t;
+
+/* PyTorch's AdamW (amsgrad off): at step t = 1, 2, ...
+ *   w -= lr * wd * w;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+ *   w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+ * Borrows the parameters, owns the moment buffers. */
+typedef struct syno_adamw {
+    syno_param_t **params; /* borrowed */
+    float **m, **v;        /* owned, one buffer each per parameter */
+    int nparams;
+    int64_t t;             /* steps taken */
+    syno_adamw_cfg_t cfg;
+} syno_adamw_t;
+
+int syno_nn_adamw_init(syno_adamw_t *opt, syno_param_t **params, int n,
+                       const syno_adamw_cfg_t *cfg);
+int syno_nn_adamw_init_layer(syno_adamw_t *opt, syno_layer_t *model, const syno_adamw_cfg_t *cfg);
+void syno_nn_adamw_step(syno_adamw_t *opt, double lr);
+void syno_nn_adamw_free(syno_adamw_t *opt);
+
 /* ---------------------------------------------------------------- learning-rate schedule */
 
 /* Linear warm-up then cosine decay, per optimizer step:

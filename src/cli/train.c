@@ -1,4 +1,5 @@
-/* syno train: train a backbone whose slots hold the standard operator or a synthesized one. */
+/* syno train: train a backbone whose slots hold the standard operator or a synthesized one:
+ * a CNN on images or a small GPT on characters. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
@@ -14,32 +15,42 @@
 static const char *help =
     "usage: syno train [OPTIONS]\n"
     "\n"
-    "Trains a backbone network on an image data set with SGD (momentum, weight decay,\n"
-    "cosine schedule) and prints per-epoch progress and the final test accuracy, FLOPs,\n"
-    "parameters and training throughput. Every 3x3 conv of the backbone is a slot that\n"
-    "runs the standard conv2d or, with --op/--op-file, a synthesized operator in the text\n"
-    "form over the conv2d preset ([N, C_in, H, W] -> [N, C_out, H, W]; k=3, s=2).\n"
+    "Trains a backbone network with SGD or AdamW (cosine schedule) and prints per-epoch\n"
+    "progress and the final test accuracy (gpt: validation loss, perplexity and next-char\n"
+    "accuracy), FLOPs, parameters and training throughput. resnet/vgg train on images:\n"
+    "every 3x3 conv is a slot that runs the standard conv2d or, with --op/--op-file, a\n"
+    "synthesized operator in the text form over the conv2d preset ([N, C_in, H, W] ->\n"
+    "[N, C_out, H, W]; k=3, s=2). gpt is a small decoder-only transformer trained on\n"
+    "characters: its Q, K, V, output and two MLP projections are linear slots running the\n"
+    "bias-free linear or an operator over the linear preset ([N, S, C_in] -> [N, S, C_out];\n"
+    "k=4, s=2), one operator for every slot.\n"
     "\n"
     "options:\n"
-    "  --backbone NAME     resnet (default) or vgg\n"
-    "  --dataset NAME      digits (default; committed in data/), fashion-mnist, or a\n"
-    "                      path to a digits CSV or a Fashion-MNIST IDX directory\n"
-    "  --epochs E          epochs (default 1)\n"
-    "  --op TEXT           the operator every slot runs (default: standard conv2d)\n"
+    "  --backbone NAME     resnet (default), vgg or gpt\n"
+    "  --dataset NAME      images: digits (default; committed in data/), fashion-mnist,\n"
+    "                      or a path to a digits CSV or a Fashion-MNIST IDX directory;\n"
+    "                      gpt: kjv (default; committed in data/) or a path to a text file\n"
+    "  --epochs E          epochs (default 1; gpt: one pass over the training windows)\n"
+    "  --op TEXT           the operator every slot runs (default: the standard one)\n"
     "  --op-file F         read the operator text from file F\n"
     "  --db DB --id N      retrain candidate N of a search's results database (its operator,\n"
     "                      backbone, data set and padding; e.g. the winner, fully)\n"
-    "  --subset N          train on N stratified, seeded training images\n"
+    "  --subset N          train on N stratified, seeded training images (gpt: the first\n"
+    "                      N training windows)\n"
     "  --pad P             zero-pad the images by P pixels per side (e.g. 2: Fashion-MNIST\n"
     "                      at 32x32, so that every ResNet stage has an even side)\n"
     "  --seed S            random seed (default 1)\n"
-    "  --batch B           batch size (default 128)\n"
-    "  --lr X              base learning rate (default 0.1)\n"
+    "  --batch B           batch size (default 128; gpt: 32 sequences)\n"
+    "  --optimizer NAME    sgd (default) or adamw (default for gpt; betas 0.9, 0.99)\n"
+    "  --lr X              base learning rate (default 0.1; adamw: 3e-3)\n"
     "  --momentum X        SGD momentum (default 0.9)\n"
-    "  --wd X              weight decay (default 5e-4)\n"
+    "  --wd X              weight decay (default 5e-4; adamw: 0.1, decoupled)\n"
     "  --warmup E          warm-up epochs (default 0)\n"
-    "  --width W           channel multiplier (default 1: widths 16/32/64/128)\n"
-    "  --depth D           blocks per stage (default 2)\n"
+    "  --width W           channel multiplier (default 1: widths 16/32/64/128);\n"
+    "                      gpt: the model dim (default 64)\n"
+    "  --depth D           blocks per stage (default 2; gpt: transformer blocks)\n"
+    "  --heads H           gpt: attention heads (default 4)\n"
+    "  --context T         gpt: context length in characters (default 64)\n"
     "  --time-limit S      stop after S seconds (default none)\n"
     "  --list-slots        print the slots and their bindings, then exit\n"
     "  --quiet             no progress output\n"
@@ -144,7 +155,8 @@ out:
 int syno_cmd_train(int argc, char **argv)
 {
     enum { O_BACKBONE = 256, O_DATASET, O_EPOCHS, O_OP, O_OPFILE, O_SUBSET, O_SEED, O_BATCH, O_LR,
-           O_MOM, O_WD, O_WARM, O_WIDTH, O_DEPTH, O_TIME, O_LIST, O_QUIET, O_JSON, O_PAD, O_DB, O_ID };
+           O_MOM, O_WD, O_WARM, O_WIDTH, O_DEPTH, O_TIME, O_LIST, O_QUIET, O_JSON, O_OPT,
+           O_HEADS, O_CONTEXT, O_PAD, O_DB, O_ID };
     static const struct option longopts[] = {
         {"backbone", required_argument, 0, O_BACKBONE}, {"dataset", required_argument, 0, O_DATASET},
         {"epochs", required_argument, 0, O_EPOCHS},     {"op", required_argument, 0, O_OP},
@@ -155,16 +167,16 @@ int syno_cmd_train(int argc, char **argv)
         {"width", required_argument, 0, O_WIDTH},       {"depth", required_argument, 0, O_DEPTH},
         {"time-limit", required_argument, 0, O_TIME},   {"list-slots", no_argument, 0, O_LIST},
         {"quiet", no_argument, 0, O_QUIET},             {"json", no_argument, 0, O_JSON},
-        {"pad", required_argument, 0, O_PAD},           {"help", no_argument, 0, 'h'},
+        {"optimizer", required_argument, 0, O_OPT},     {"heads", required_argument, 0, O_HEADS},
+        {"context", required_argument, 0, O_CONTEXT},   {"help", no_argument, 0, 'h'},
+        {"pad", required_argument, 0, O_PAD},
         {"db", required_argument, 0, O_DB},             {"id", required_argument, 0, O_ID},
         {0, 0, 0, 0}};
     syno_train_cfg_t cfg = {0};
     cfg.backbone = "resnet";
-    cfg.dataset = "digits";
+    cfg.dataset = NULL; /* digits, or kjv for gpt */
     cfg.epochs = 1;
     cfg.seed = 1;
-    cfg.momentum = 0.9;
-    cfg.weight_decay = 5e-4;
     int json = 0, list = 0, explicit_net = 0;
     const char *db_path = NULL;
     long db_id = 0;
@@ -191,7 +203,10 @@ int syno_cmd_train(int argc, char **argv)
         case O_MOM: if (parse_num("momentum", optarg, 0, 0.9999, &v)) return 2; cfg.momentum = v > 0 ? v : -1; break;
         case O_WD: if (parse_num("wd", optarg, 0, 1, &v)) return 2; cfg.weight_decay = v > 0 ? v : -1; break;
         case O_WARM: if (parse_num("warmup", optarg, 0, 1000, &v)) return 2; cfg.warmup_epochs = (int)v; break;
-        case O_WIDTH: if (parse_num("width", optarg, 0.01, 16, &v)) return 2; cfg.width = v; break;
+        case O_WIDTH: if (parse_num("width", optarg, 0.01, 4096, &v)) return 2; cfg.width = v; break;
+        case O_HEADS: if (parse_num("heads", optarg, 1, 256, &v)) return 2; cfg.heads = (int)v; break;
+        case O_CONTEXT: if (parse_num("context", optarg, 1, 4096, &v)) return 2; cfg.context = (int64_t)v; break;
+        case O_OPT: cfg.optimizer = optarg; break;
         case O_DEPTH: if (parse_num("depth", optarg, 1, 8, &v)) return 2; cfg.depth = (int)v; break;
         case O_TIME: if (parse_num("time-limit", optarg, 0, 1e9, &v)) return 2; cfg.time_limit = v; break;
         case O_LIST: list = 1; break;
@@ -215,8 +230,18 @@ int syno_cmd_train(int argc, char **argv)
         if (rc) return rc;
         cfg.op_text = db_op;
     }
-    if (strcmp(cfg.backbone, "resnet") && strcmp(cfg.backbone, "vgg"))
-        return syno_cli_usage_error("unknown backbone '%s' (known: resnet, vgg)", cfg.backbone);
+    const int gpt = !strcmp(cfg.backbone, "gpt");
+    if (strcmp(cfg.backbone, "resnet") && strcmp(cfg.backbone, "vgg") && !gpt)
+        return syno_cli_usage_error("unknown backbone '%s' (known: resnet, vgg, gpt)", cfg.backbone);
+    if (cfg.optimizer && strcmp(cfg.optimizer, "sgd") && strcmp(cfg.optimizer, "adamw"))
+        return syno_cli_usage_error("unknown optimizer '%s' (known: sgd, adamw)", cfg.optimizer);
+    if (!gpt && (cfg.heads || cfg.context))
+        return syno_cli_usage_error("--heads and --context are gpt options");
+    if (!gpt && cfg.width > 16)
+        return syno_cli_usage_error("bad value '%g' for --width (expected a number in [0.01, 16])",
+                                    cfg.width);
+    if (!cfg.dataset)
+        cfg.dataset = gpt ? "kjv" : "digits";
     if (op_file && cfg.op_text)
         return syno_cli_usage_error("--op and --op-file exclude each other");
     char *file_text = db_op;
@@ -227,6 +252,20 @@ int syno_cmd_train(int argc, char **argv)
         cfg.op_text = file_text;
     }
     syno_error_t err = {0};
+    if (list && gpt) {
+        syno_backbone_t bb;
+        int rc = syno_train_build(&cfg, &bb, &err);
+        free(file_text);
+        if (rc)
+            return syno_cli_usage_error("%s", err.msg);
+        char buf[8192];
+        syno_backbone_list_slots(&bb, buf, sizeof buf);
+        fputs(buf, stdout);
+        printf("network: %lld FLOPs per sequence, %lld parameters\n", (long long)bb.flops,
+               (long long)bb.params);
+        syno_backbone_free(&bb);
+        return 0;
+    }
     if (list) {
         /* slot bindings for the data set's image shape: digits 1x8x8, fashion-mnist 1x28x28 */
         syno_slotop_t *op = NULL;
@@ -235,8 +274,8 @@ int syno_cmd_train(int argc, char **argv)
             return syno_cli_usage_error("%s", err.msg);
         }
         int64_t side = (strcmp(cfg.dataset, "digits") ? 28 : 8) + 2 * cfg.pad;
-        syno_backbone_cfg_t bc = {.name = cfg.backbone, .in_c = 1, .in_h = side, .in_w = side, .nclasses = 10,
-                                  .width = cfg.width, .depth = cfg.depth, .op = op};
+        syno_backbone_cfg_t bc = {.name = cfg.backbone, .in_c = 1, .in_h = side, .in_w = side,
+                                  .nclasses = 10, .width = cfg.width, .depth = cfg.depth, .op = op};
         syno_rng_t rng;
         syno_nn_rng_seed(&rng, cfg.seed, 1);
         syno_backbone_t bb;
@@ -270,7 +309,15 @@ int syno_cmd_train(int argc, char **argv)
         cJSON_AddNumberToObject(o, "train_loss", res.final_train_loss);
         cJSON_AddNumberToObject(o, "flops", (double)res.flops);
         cJSON_AddNumberToObject(o, "params", (double)res.params);
+        cJSON_AddNumberToObject(o, "test_loss", res.final_test_loss);
         cJSON_AddNumberToObject(o, "train_images_per_s", res.train_images_per_s);
+        if (gpt) {
+            cJSON_AddNumberToObject(o, "val_loss", res.final_test_loss);
+            cJSON_AddNumberToObject(o, "perplexity", exp(res.final_test_loss));
+            cJSON_AddNumberToObject(o, "initial_val_loss", res.initial_test_loss);
+            cJSON_AddNumberToObject(o, "train_tokens_per_s", res.train_tokens_per_s);
+            cJSON_AddNumberToObject(o, "steps", (double)res.steps);
+        }
         cJSON_AddNumberToObject(o, "wall_seconds", res.wall_seconds);
         if (res.failed)
             cJSON_AddStringToObject(o, "failure", res.failure);
@@ -283,6 +330,17 @@ int syno_cmd_train(int argc, char **argv)
     } else {
         if (res.failed)
             printf("stopped early: %s\n", res.failure);
+        if (gpt) {
+            printf("validation loss %.4f nats/char (perplexity %.2f; %.4f before training), "
+                   "next-char accuracy %.2f%% after %d epochs (%lld steps), train loss %.4f\n",
+                   res.final_test_loss, exp(res.final_test_loss), res.initial_test_loss,
+                   100 * res.final_test_acc, res.epochs_done, (long long)res.steps,
+                   res.final_train_loss);
+            printf("FLOPs %lld per sequence, params %lld, training %.0f tokens/s, wall %.1f s\n",
+                   (long long)res.flops, (long long)res.params, res.train_tokens_per_s,
+                   res.wall_seconds);
+            return res.failed ? SYNO_EXIT_FAIL : 0;
+        }
         printf("test accuracy %.2f%% (max %.2f%%) after %d epochs, train loss %.4f\n",
                100 * res.final_test_acc, 100 * res.max_test_acc, res.epochs_done,
                res.final_train_loss);

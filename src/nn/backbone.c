@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nn_internal.h"
 #include "syno/backbone.h"
 
 typedef struct {
@@ -134,6 +135,15 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
 {
     memset(bb, 0, sizeof *bb);
     const char *name = cfg->name ? cfg->name : "resnet";
+    if (!strcmp(name, "gpt")) {
+        if (cfg->op && strcmp(cfg->op->preset, "linear"))
+            return syno_error_set(err, "the gpt backbone's slots are linear: its operator must "
+                                       "come from the linear preset (got %s)", cfg->op->preset);
+        return nn_gpt_build(cfg, rng, bb, err);
+    }
+    if (cfg->op && strcmp(cfg->op->preset, "conv2d"))
+        return syno_error_set(err, "the %s backbone's slots are convolutions: its operator must "
+                                   "come from the conv2d preset (got %s)", name, cfg->op->preset);
     double width = cfg->width > 0 ? cfg->width : 1.0;
     int depth = cfg->depth > 0 ? cfg->depth : 2;
     if (cfg->depth < 0 || cfg->depth > 8)
@@ -179,7 +189,7 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
             }
         }
     } else {
-        return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg)", name);
+        return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", name);
     }
     layers[n++] = syno_nn_global_avgpool_create();
     layers[n++] = syno_nn_linear_create(c, cfg->nclasses, 1, rng);
@@ -216,10 +226,15 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n)
         syno_slot_info_t s;
         syno_slot_info(bb->slots[i], &s);
         if (used < n) {
-            int k = snprintf(buf + used, n - used,
-                             "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld flops=%lld params=%lld\n", i,
-                             (long long)s.c_in, (long long)s.c_out, (long long)s.h, (long long)s.w,
-                             (long long)s.flops, (long long)s.params);
+            int k = s.kind == SYNO_SLOT_LINEAR
+                        ? snprintf(buf + used, n - used,
+                                   "slot %d: linear S=%lld C_in=%lld C_out=%lld flops=%lld params=%lld\n",
+                                   i, (long long)s.s, (long long)s.c_in, (long long)s.c_out,
+                                   (long long)s.flops, (long long)s.params)
+                        : snprintf(buf + used, n - used,
+                                   "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld flops=%lld params=%lld\n",
+                                   i, (long long)s.c_in, (long long)s.c_out, (long long)s.h,
+                                   (long long)s.w, (long long)s.flops, (long long)s.params);
             if (k > 0)
                 used += (size_t)k;
         }

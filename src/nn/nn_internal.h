@@ -48,4 +48,10 @@ int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const 
 int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x,
                           const float *dy, const float *w, float *dw, float *db, float *dx);
 
+/* The gpt backbone (gpt.c), called by syno_backbone_build. */
+struct syno_backbone_cfg;
+struct syno_backbone;
+int nn_gpt_build(const struct syno_backbone_cfg *cfg, syno_rng_t *rng, struct syno_backbone *bb,
+                 syno_error_t *err);
+
 #endif

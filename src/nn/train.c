@@ -223,6 +223,86 @@ void syno_nn_sgd_free(syno_sgd_t *opt)
     memset(opt, 0, sizeof *opt);
 }
 
+/* ---------------------------------------------------------------- AdamW */
+
+int syno_nn_adamw_init(syno_adamw_t *opt, syno_param_t **params, int n,
+                       const syno_adamw_cfg_t *cfg)
+{
+    memset(opt, 0, sizeof *opt);
+    if (n < 0 || (n > 0 && !params) || !cfg)
+        return SYNO_NN_EINVAL;
+    opt->cfg = *cfg;
+    size_t k = (size_t)(n > 0 ? n : 1);
+    opt->params = calloc(k, sizeof *opt->params);
+    opt->m = calloc(k, sizeof *opt->m);
+    opt->v = calloc(k, sizeof *opt->v);
+    if (!opt->params || !opt->m || !opt->v) {
+        syno_nn_adamw_free(opt);
+        return SYNO_NN_ENOMEM;
+    }
+    opt->nparams = n;
+    for (int i = 0; i < n; i++) {
+        opt->params[i] = params[i];
+        int64_t e = syno_nn_tensor_numel(&params[i]->value);
+        opt->m[i] = calloc((size_t)(e > 0 ? e : 1), sizeof(float));
+        opt->v[i] = calloc((size_t)(e > 0 ? e : 1), sizeof(float));
+        if (!opt->m[i] || !opt->v[i]) {
+            syno_nn_adamw_free(opt);
+            return SYNO_NN_ENOMEM;
+        }
+    }
+    return SYNO_NN_OK;
+}
+
+int syno_nn_adamw_init_layer(syno_adamw_t *opt, syno_layer_t *model, const syno_adamw_cfg_t *cfg)
+{
+    int n = syno_nn_params(model, NULL, 0);
+    syno_param_t **ps = malloc((size_t)(n > 0 ? n : 1) * sizeof *ps);
+    if (!ps) {
+        memset(opt, 0, sizeof *opt);
+        return SYNO_NN_ENOMEM;
+    }
+    syno_nn_params(model, ps, n);
+    int rc = syno_nn_adamw_init(opt, ps, n, cfg);
+    free(ps);
+    return rc;
+}
+
+void syno_nn_adamw_step(syno_adamw_t *opt, double lr)
+{
+    opt->t++;
+    const double b1 = opt->cfg.beta1, b2 = opt->cfg.beta2;
+    const double c1 = 1.0 - pow(b1, (double)opt->t), c2 = 1.0 - pow(b2, (double)opt->t);
+    const float fb1 = (float)b1, fb2 = (float)b2, eps = (float)opt->cfg.eps;
+    const float step = (float)(lr / c1), inv_c2 = (float)(1.0 / c2);
+    for (int i = 0; i < opt->nparams; i++) {
+        syno_param_t *p = opt->params[i];
+        const int64_t n = syno_nn_tensor_numel(&p->value);
+        const float decay = p->no_decay ? 1.0f : (float)(1.0 - lr * opt->cfg.weight_decay);
+        float *w = p->value.data, *m = opt->m[i], *v = opt->v[i];
+        const float *g = p->grad.data;
+        for (int64_t j = 0; j < n; j++) {
+            m[j] = fb1 * m[j] + (1.0f - fb1) * g[j];
+            v[j] = fb2 * v[j] + (1.0f - fb2) * g[j] * g[j];
+            w[j] = w[j] * decay - step * m[j] / (sqrtf(v[j] * inv_c2) + eps);
+        }
+    }
+}
+
+void syno_nn_adamw_free(syno_adamw_t *opt)
+{
+    for (int i = 0; i < opt->nparams; i++) {
+        if (opt->m)
+            free(opt->m[i]);
+        if (opt->v)
+            free(opt->v[i]);
+    }
+    free(opt->m);
+    free(opt->v);
+    free(opt->params);
+    memset(opt, 0, sizeof *opt);
+}
+
 /* ---------------------------------------------------------------- schedule */
 
 double syno_nn_lr_at(const syno_lr_schedule_t *s, int64_t step)

@@ -1,5 +1,7 @@
-/* The training driver: data, backbone, SGD + cosine schedule, per-epoch evaluation.
- * See syno/backbone.h. */
+/* The training driver: data, backbone, optimizer (SGD or AdamW) + cosine schedule, per-epoch
+ * evaluation. One loop serves every backbone: a sample source hides whether a sample is an
+ * image with a class or a text window with a next character per position. See
+ * syno/backbone.h. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,18 +36,39 @@ static int is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* digits: $SYNO_SOURCE_DIR/data, ./data, then the source tree this was built from. */
+/* A committed data file: $SYNO_SOURCE_DIR/data, ./data, then the source tree this was built
+ * from. */
+static void data_path(const char *file, char *path, size_t n)
+{
+    const char *env = getenv("SYNO_SOURCE_DIR");
+    if (env && snprintf(path, n, "%s/data/%s", env, file) > 0 && file_exists(path))
+        return;
+    snprintf(path, n, "data/%s", file);
+    if (file_exists(path))
+        return;
+    snprintf(path, n, "%s/%s", SYNO_SOURCE_DATA_DIR, file);
+}
+
+static int load_text(const char *name, syno_text_t *train, syno_text_t *val, syno_error_t *err)
+{
+    char path[1024];
+    if (!name || !strcmp(name, "kjv")) {
+        data_path(SYNO_KJV_FILE, path, sizeof path);
+        return syno_text_load(path, train, val, err);
+    }
+    if (file_exists(name) && !is_dir(name))
+        return syno_text_load(name, train, val, err);
+    return syno_error_set(err, "unknown text '%s' (known: kjv, or a path to a text file)", name);
+}
+
+/* digits: found as data_path finds committed files. */
 static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *test,
                      syno_error_t *err)
 {
     if (!name || !strcmp(name, "digits")) {
         char path[1024];
-        const char *env = getenv("SYNO_SOURCE_DIR");
-        if (env && snprintf(path, sizeof path, "%s/data/digits.csv.gz", env) > 0 && file_exists(path))
-            return syno_data_load_digits_split(path, train, test, err);
-        if (file_exists("data/digits.csv.gz"))
-            return syno_data_load_digits_split("data/digits.csv.gz", train, test, err);
-        return syno_data_load_digits_split(SYNO_SOURCE_DATA_DIR "/digits.csv.gz", train, test, err);
+        data_path("digits.csv.gz", path, sizeof path);
+        return syno_data_load_digits_split(path, train, test, err);
     }
     if (!strcmp(name, "fashion-mnist") || is_dir(name)) {
         const char *dir = strcmp(name, "fashion-mnist") ? name : NULL;
@@ -63,10 +86,88 @@ static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *te
                                "to a digits CSV or a Fashion-MNIST IDX directory)", name);
 }
 
+/* ---------------------------------------------------------------- sample sources */
+
+typedef struct {
+    const syno_dataset_t *img; /* images, or */
+    const syno_text_t *txt;    /* text windows of `context` */
+    int64_t context;
+    int64_t n;                 /* samples */
+} source_t;
+
+static source_t src_images(const syno_dataset_t *ds)
+{
+    return (source_t){ds, NULL, 0, ds->n};
+}
+
+static source_t src_text(const syno_text_t *t, int64_t context, int64_t limit)
+{
+    int64_t n = syno_text_windows(t, context);
+    return (source_t){NULL, t, context, limit > 0 && limit < n ? limit : n};
+}
+
+static int64_t src_labels_per_sample(const source_t *s) { return s->txt ? s->context : 1; }
+
+static int src_gather(const source_t *s, const int64_t *idx, int64_t m, syno_tensor_t *x,
+                      int32_t *labels)
+{
+    return s->txt ? syno_text_gather(s->txt, s->context, idx, m, x, labels)
+                  : syno_data_gather(s->img, idx, m, x, labels);
+}
+
+/* ---------------------------------------------------------------- optimizers */
+
+typedef struct {
+    int adamw;
+    syno_sgd_t sgd;
+    syno_adamw_t adam;
+} optim_t;
+
+static int optim_init(optim_t *o, syno_layer_t *net, int adamw, double mom, double wd)
+{
+    memset(o, 0, sizeof *o);
+    o->adamw = adamw;
+    if (adamw) {
+        syno_adamw_cfg_t ac = {0.9, 0.99, 1e-8, wd};
+        return syno_nn_adamw_init_layer(&o->adam, net, &ac);
+    }
+    syno_sgd_cfg_t sc = {mom, wd, 0};
+    return syno_nn_sgd_init_layer(&o->sgd, net, &sc);
+}
+
+static void optim_zero_grad(optim_t *o, syno_layer_t *net)
+{
+    if (o->adamw)
+        syno_nn_zero_grad(net);
+    else
+        syno_nn_sgd_zero_grad(&o->sgd);
+}
+
+static void optim_step(optim_t *o, double lr)
+{
+    if (o->adamw)
+        syno_nn_adamw_step(&o->adam, lr);
+    else
+        syno_nn_sgd_step(&o->sgd, lr);
+}
+
+static void optim_free(optim_t *o)
+{
+    if (o->adamw)
+        syno_nn_adamw_free(&o->adam);
+    else
+        syno_nn_sgd_free(&o->sgd);
+}
+
+/* ---------------------------------------------------------------- the loop */
+
 static void default_progress(const syno_train_progress_t *p, void *user)
 {
     (void)user;
     int tty = isatty(fileno(stderr));
+    int text = p->tokens_per_s > 0;
+    double rate = text ? p->tokens_per_s : p->images_per_s;
+    const char *unit = text ? "tok/s" : "img/s";
     if (p->test_acc < 0) {
         if (!tty)
             return;
@@ -75,50 +176,57 @@ static void default_progress(const syno_train_progress_t *p, void *user)
         for (int i = 0; i < bar; i++)
             b[i] = i < done ? '#' : '.';
         b[bar] = 0;
-        fprintf(stderr, "\repoch %d/%d [%s] %lld/%lld loss %.4f acc %.2f%% %.0f img/s ", p->epoch,
+        fprintf(stderr, "\repoch %d/%d [%s] %lld/%lld loss %.4f acc %.2f%% %.0f %s ", p->epoch,
                 p->epochs, b, (long long)p->step, (long long)p->steps_per_epoch, p->loss,
-                100 * p->train_acc, p->images_per_s);
+                100 * p->train_acc, rate, unit);
         fflush(stderr);
         return;
     }
-    fprintf(stderr, "%sepoch %d/%d loss %.4f train acc %.2f%% test acc %.2f%% %.0f img/s\n",
-            tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, 100 * p->train_acc,
-            100 * p->test_acc, p->images_per_s);
+    if (text)
+        fprintf(stderr, "%sepoch %d/%d loss %.4f train acc %.2f%% val loss %.4f (ppl %.2f) "
+                        "val acc %.2f%% %.0f tok/s\n",
+                tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, 100 * p->train_acc,
+                p->test_loss, exp(p->test_loss), 100 * p->test_acc, rate);
+    else
+        fprintf(stderr, "%sepoch %d/%d loss %.4f train acc %.2f%% test acc %.2f%% %.0f img/s\n",
+                tty ? "\r\033[K" : "", p->epoch, p->epochs, p->loss, 100 * p->train_acc,
+                100 * p->test_acc, rate);
 }
 
-static int evaluate(syno_layer_t *net, const syno_dataset_t *ds, int64_t batch, double *acc,
-                    syno_error_t *err)
+/* Accuracy and mean cross-entropy per label of net over every sample of src. */
+static int evaluate(syno_layer_t *net, const source_t *src, int64_t batch, double *acc,
+                    double *loss, syno_error_t *err)
 {
     syno_tensor_t x = SYNO_TENSOR_EMPTY;
+    const int64_t lps = src_labels_per_sample(src);
     int64_t *idx = malloc(sizeof(int64_t) * (size_t)batch);
-    int32_t *lab = malloc(sizeof(int32_t) * (size_t)batch);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)(batch * lps));
     int64_t correct = 0;
+    double total = 0;
     int rc = (!idx || !lab) ? SYNO_NN_ENOMEM : 0;
-    for (int64_t s = 0; !rc && s < ds->n; s += batch) {
-        int64_t m = ds->n - s < batch ? ds->n - s : batch;
+    for (int64_t s = 0; !rc && s < src->n; s += batch) {
+        int64_t m = src->n - s < batch ? src->n - s : batch;
         for (int64_t i = 0; i < m; i++)
             idx[i] = s + i;
-        if ((rc = syno_data_gather(ds, idx, m, &x, lab)))
+        if ((rc = src_gather(src, idx, m, &x, lab)))
             break;
         if ((rc = syno_nn_forward(net, &x, 0)))
             break;
-        const syno_tensor_t *y = &net->out;
-        int64_t k = y->dims[1];
-        for (int64_t i = 0; i < m; i++) {
-            const float *r = y->data + i * k;
-            int64_t best = 0;
-            for (int64_t j = 1; j < k; j++)
-                if (r[j] > r[best])
-                    best = j;
-            correct += best == lab[i];
-        }
+        double l = 0;
+        int64_t nc = 0;
+        if ((rc = syno_nn_softmax_xent(&net->out, lab, &l, NULL, &nc)))
+            break;
+        correct += nc;
+        total += l * (double)(m * lps);
     }
     free(idx);
     free(lab);
     syno_nn_tensor_free(&x);
     if (rc)
         return syno_error_set(err, "evaluation failed: %s", syno_nn_status_str(rc));
-    *acc = ds->n ? (double)correct / (double)ds->n : 0;
+    double labels = (double)(src->n * lps);
+    *acc = src->n ? (double)correct / labels : 0;
+    *loss = src->n ? total / labels : 0;
     return 0;
 }
 
@@ -130,93 +238,52 @@ static const char *slot_errors(const syno_backbone_t *bb)
     return "";
 }
 
-int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err)
+typedef struct {
+    const syno_train_cfg_t *cfg;
+    syno_backbone_t *bb;
+    const source_t *train, *test;
+    int64_t batch;
+    double lr, mom, wd;
+    int adamw;
+    double t_start;
+    syno_rng_t *rng; /* continues the generator that initialised the network */
+} loop_t;
+
+/* Trains bb->net on L->train for cfg->epochs, evaluating on L->test after every epoch. */
+static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *err)
 {
-    memset(res, 0, sizeof *res);
-    double t_start = now_s();
-    if (cfg->epochs < 1 || cfg->epochs > 10000)
-        return syno_error_set(err, "epochs must be in 1..10000 (got %d)", cfg->epochs);
-    int64_t batch = cfg->batch ? cfg->batch : 128;
-    if (batch < 1 || batch > 65536)
-        return syno_error_set(err, "batch must be in 1..65536 (got %lld)", (long long)cfg->batch);
-    double lr = cfg->lr ? cfg->lr : 0.1;
-    double mom = cfg->momentum < 0 ? 0 : cfg->momentum ? cfg->momentum : 0.9;
-    double wd = cfg->weight_decay < 0 ? 0 : cfg->weight_decay ? cfg->weight_decay : 5e-4;
-    if (!(lr > 0) || !isfinite(lr))
-        return syno_error_set(err, "lr must be positive (got %g)", cfg->lr);
-    if (cfg->subset < 0)
-        return syno_error_set(err, "subset must be >= 0");
-    const char *bname = cfg->backbone ? cfg->backbone : "resnet";
-    if (strcmp(bname, "resnet") && strcmp(bname, "vgg"))
-        return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg)", bname);
-
-    syno_slotop_t *op = NULL;
-    if (cfg->op_text && syno_slotop_parse(cfg->op_text, &op, err))
-        return -1;
-    syno_dataset_t train = {0}, test = {0}, sub = {0};
-    if (load_data(cfg->dataset, &train, &test, err) || syno_data_pad(&train, cfg->pad, err) ||
-        syno_data_pad(&test, cfg->pad, err)) {
-        syno_data_free(&train);
-        syno_data_free(&test);
-        syno_slotop_free(op);
-        return -1;
-    }
-    syno_rng_t rng;
-    syno_nn_rng_seed(&rng, cfg->seed, 1);
-    const syno_dataset_t *tr = &train;
-    if (cfg->subset && cfg->subset < train.n) {
-        syno_rng_t srng;
-        syno_nn_rng_seed(&srng, cfg->seed, 2);
-        if (syno_data_subset(&train, cfg->subset, &srng, &sub, err)) {
-            syno_data_free(&train);
-            syno_data_free(&test);
-            syno_slotop_free(op);
-            return -1;
-        }
-        tr = &sub;
-    }
-    syno_backbone_cfg_t bc = {.name = bname, .in_c = tr->c, .in_h = tr->h, .in_w = tr->w, .nclasses = tr->nclasses,
-                              .width = cfg->width, .depth = cfg->depth, .op = op};
-    syno_backbone_t bb;
-    int rc = syno_backbone_build(&bc, &rng, &bb, err);
-    syno_slotop_free(op);
-    if (rc) {
-        syno_data_free(&train);
-        syno_data_free(&test);
-        syno_data_free(&sub);
-        return -1;
-    }
-    res->flops = bb.flops;
-    res->params = bb.params;
-    bb.net->skip_input_grad = 1;
-
-    syno_sgd_t opt;
-    syno_sgd_cfg_t sc = {mom, wd, 0};
+    const syno_train_cfg_t *cfg = L->cfg;
+    syno_backbone_t *bb = L->bb;
+    const source_t *tr = L->train;
+    const int64_t lps = src_labels_per_sample(tr);
+    const int text = tr->txt != NULL;
+    optim_t opt;
     syno_batcher_t bt;
-    int64_t nb = tr->n < batch ? tr->n : batch;
-    int drop_last = tr->n > batch; /* keep BN batch statistics sane */
-    if (syno_nn_sgd_init_layer(&opt, bb.net, &sc) ||
+    int64_t nb = tr->n < L->batch ? tr->n : L->batch;
+    int drop_last = tr->n > L->batch; /* keep BN batch statistics sane */
+    if (optim_init(&opt, bb->net, L->adamw, L->mom, L->wd) ||
         syno_nn_batcher_init(&bt, tr->n, nb, drop_last)) {
-        syno_backbone_free(&bb);
-        syno_data_free(&train);
-        syno_data_free(&test);
-        syno_data_free(&sub);
+        optim_free(&opt);
         return syno_error_set(err, "out of memory");
     }
     int64_t spe = syno_nn_batcher_count(&bt);
-    syno_lr_schedule_t sched = {lr, 0, (int64_t)cfg->warmup_epochs * spe, (int64_t)cfg->epochs * spe};
+    syno_lr_schedule_t sched = {L->lr, 0, (int64_t)cfg->warmup_epochs * spe,
+                                (int64_t)cfg->epochs * spe};
     syno_tensor_t x = SYNO_TENSOR_EMPTY, dlog = SYNO_TENSOR_EMPTY;
-    int32_t *lab = malloc(sizeof(int32_t) * (size_t)nb);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)(nb * lps));
     int64_t step = 0;
     double train_time = 0;
-    int64_t train_images = 0;
-    int fail = 0;
-    rc = lab ? 0 : -1;
+    int64_t train_samples = 0;
+    int fail = 0, rc = lab ? 0 : -1;
     if (!lab)
         syno_error_set(err, "out of memory");
+    if (!rc && text) {
+        double acc0;
+        rc = evaluate(bb->net, L->test, 64, &acc0, &res->initial_test_loss, err);
+    }
     syno_train_progress_t pr;
     for (int ep = 0; !rc && !fail && ep < cfg->epochs; ep++) {
-        syno_nn_batcher_epoch(&bt, &rng);
+        syno_nn_batcher_epoch(&bt, L->rng);
         const int64_t *idx;
         int64_t m;
         double loss_sum = 0;
@@ -224,13 +291,13 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
         double ep_t0 = now_s();
         while ((m = syno_nn_batcher_next(&bt, &idx)) > 0) {
             double t0 = now_s();
-            int r = syno_data_gather(tr, idx, m, &x, lab);
+            int r = src_gather(tr, idx, m, &x, lab);
             if (!r)
-                r = syno_nn_forward(bb.net, &x, 1);
+                r = syno_nn_forward(bb->net, &x, 1);
             double loss = 0;
             int64_t nc = 0;
             if (!r)
-                r = syno_nn_softmax_xent(&bb.net->out, lab, &loss, &dlog, &nc);
+                r = syno_nn_softmax_xent(&bb->net->out, lab, &loss, &dlog, &nc);
             if (!r && !isfinite(loss)) {
                 snprintf(res->failure, sizeof res->failure, "loss is %s at step %lld",
                          isnan(loss) ? "NaN" : "inf", (long long)step);
@@ -238,31 +305,32 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
                 break;
             }
             if (!r) {
-                syno_nn_sgd_zero_grad(&opt);
-                r = syno_nn_backward(bb.net, &dlog);
+                optim_zero_grad(&opt, bb->net);
+                r = syno_nn_backward(bb->net, &dlog);
             }
             if (r) {
-                const char *se = slot_errors(&bb);
+                const char *se = slot_errors(bb);
                 rc = syno_error_set(err, "training step %lld failed: %s%s%s", (long long)step,
                                     syno_nn_status_str(r), se[0] ? ": " : "", se);
                 break;
             }
-            syno_nn_sgd_step(&opt, syno_nn_lr_at(&sched, step));
+            optim_step(&opt, syno_nn_lr_at(&sched, step));
             double dt = now_s() - t0;
             train_time += dt;
-            train_images += m;
+            train_samples += m;
             step++;
             s_in_ep++;
             loss_sum += loss * (double)m;
             correct += nc;
             seen += m;
             if (!cfg->quiet) {
+                double sps = seen / (now_s() - ep_t0);
                 pr = (syno_train_progress_t){ep + 1, cfg->epochs, s_in_ep, spe, loss_sum / seen,
-                                             (double)correct / seen, -1,
-                                             seen / (now_s() - ep_t0)};
+                                             (double)correct / (double)(seen * lps), -1, sps, -1,
+                                             text ? sps * (double)lps : 0};
                 (cfg->progress ? cfg->progress : default_progress)(&pr, cfg->user);
             }
-            if (cfg->time_limit > 0 && now_s() - t_start > cfg->time_limit) {
+            if (cfg->time_limit > 0 && now_s() - L->t_start > cfg->time_limit) {
                 snprintf(res->failure, sizeof res->failure,
                          "time limit of %g s hit at step %lld", cfg->time_limit, (long long)step);
                 fail = 1;
@@ -271,34 +339,165 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
         }
         if (rc || (fail && seen == 0))
             break;
-        double acc = 0;
-        if (evaluate(bb.net, &test, 256, &acc, err)) {
+        double ep_sps = seen / (now_s() - ep_t0);
+        double acc = 0, tloss = 0;
+        if (evaluate(bb->net, L->test, text ? 64 : 256, &acc, &tloss, err)) {
             rc = -1;
             break;
         }
         res->final_test_acc = acc;
+        res->final_test_loss = tloss;
         if (acc > res->max_test_acc)
             res->max_test_acc = acc;
         res->final_train_loss = seen ? loss_sum / seen : 0;
         res->epochs_done = ep + 1;
         if (!cfg->quiet) {
             pr = (syno_train_progress_t){ep + 1, cfg->epochs, s_in_ep, spe, res->final_train_loss,
-                                         seen ? (double)correct / seen : 0, acc,
-                                         seen / (now_s() - ep_t0)};
+                                         seen ? (double)correct / (double)(seen * lps) : 0, acc,
+                                         ep_sps, tloss, text ? ep_sps * (double)lps : 0};
             (cfg->progress ? cfg->progress : default_progress)(&pr, cfg->user);
         }
     }
     res->failed = fail;
-    res->train_images_per_s = train_time > 0 ? train_images / train_time : 0;
-    res->wall_seconds = now_s() - t_start;
+    res->steps = step;
+    res->train_images_per_s = train_time > 0 ? train_samples / train_time : 0;
+    res->train_tokens_per_s = text ? res->train_images_per_s * (double)lps : 0;
     free(lab);
     syno_nn_tensor_free(&x);
     syno_nn_tensor_free(&dlog);
     syno_nn_batcher_free(&bt);
-    syno_nn_sgd_free(&opt);
-    syno_backbone_free(&bb);
-    syno_data_free(&train);
-    syno_data_free(&test);
-    syno_data_free(&sub);
+    optim_free(&opt);
+    return rc ? -1 : 0;
+}
+
+/* Everything a run needs before its first step: settings, data, backbone. */
+typedef struct {
+    int gpt, adamw;
+    int64_t batch;
+    double lr, mom, wd;
+    syno_dataset_t train, test, sub;
+    syno_text_t ttrain, tval;
+    source_t s_train, s_test;
+    syno_backbone_t bb;
+    syno_rng_t rng;
+} run_t;
+
+static void run_free(run_t *r)
+{
+    syno_backbone_free(&r->bb);
+    syno_data_free(&r->train);
+    syno_data_free(&r->test);
+    syno_data_free(&r->sub);
+    syno_text_free(&r->ttrain);
+    syno_text_free(&r->tval);
+}
+
+static int run_prepare(const syno_train_cfg_t *cfg, run_t *r, syno_error_t *err)
+{
+    memset(r, 0, sizeof *r);
+    const char *bname = cfg->backbone ? cfg->backbone : "resnet";
+    if (strcmp(bname, "resnet") && strcmp(bname, "vgg") && strcmp(bname, "gpt"))
+        return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", bname);
+    r->gpt = !strcmp(bname, "gpt");
+    const char *oname = cfg->optimizer ? cfg->optimizer : r->gpt ? "adamw" : "sgd";
+    if (strcmp(oname, "sgd") && strcmp(oname, "adamw"))
+        return syno_error_set(err, "unknown optimizer '%s' (known: sgd, adamw)", oname);
+    r->adamw = !strcmp(oname, "adamw");
+    r->batch = cfg->batch ? cfg->batch : r->gpt ? 32 : 128;
+    if (r->batch < 1 || r->batch > 65536)
+        return syno_error_set(err, "batch must be in 1..65536 (got %lld)", (long long)cfg->batch);
+    r->lr = cfg->lr ? cfg->lr : r->adamw ? 3e-3 : 0.1;
+    r->mom = cfg->momentum < 0 ? 0 : cfg->momentum ? cfg->momentum : 0.9;
+    r->wd = cfg->weight_decay < 0 ? 0 : cfg->weight_decay ? cfg->weight_decay
+                                                          : r->adamw ? 0.1 : 5e-4;
+    if (!(r->lr > 0) || !isfinite(r->lr))
+        return syno_error_set(err, "lr must be positive (got %g)", cfg->lr);
+    if (cfg->subset < 0)
+        return syno_error_set(err, "subset must be >= 0");
+    if (cfg->context < 0 || cfg->heads < 0)
+        return syno_error_set(err, "context and heads must be positive");
+
+    syno_slotop_t *op = NULL;
+    if (cfg->op_text &&
+        syno_slotop_parse_preset(r->gpt ? "linear" : "conv2d", cfg->op_text, &op, err))
+        return -1;
+    syno_backbone_cfg_t bc = {0};
+    bc.name = bname;
+    bc.width = cfg->width;
+    bc.depth = cfg->depth;
+    bc.op = op;
+    syno_nn_rng_seed(&r->rng, cfg->seed, 1);
+    int rc = 0;
+    if (r->gpt) {
+        rc = load_text(cfg->dataset, &r->ttrain, &r->tval, err);
+        if (!rc) {
+            bc.vocab = r->ttrain.vocab;
+            bc.context = cfg->context ? cfg->context : 64;
+            bc.heads = cfg->heads;
+            r->s_train = src_text(&r->ttrain, bc.context, cfg->subset);
+            r->s_test = src_text(&r->tval, bc.context, 0);
+            if (r->s_train.n < 1 || r->s_test.n < 1)
+                rc = syno_error_set(err, "the text is too short for context %lld",
+                                    (long long)bc.context);
+        }
+    } else {
+        rc = load_data(cfg->dataset, &r->train, &r->test, err);
+        if (!rc)
+            rc = syno_data_pad(&r->train, cfg->pad, err) || syno_data_pad(&r->test, cfg->pad, err) ? -1 : 0;
+        const syno_dataset_t *tr = &r->train;
+        if (!rc && cfg->subset && cfg->subset < r->train.n) {
+            syno_rng_t srng;
+            syno_nn_rng_seed(&srng, cfg->seed, 2);
+            rc = syno_data_subset(&r->train, cfg->subset, &srng, &r->sub, err);
+            tr = &r->sub;
+        }
+        if (!rc) {
+            r->s_train = src_images(tr);
+            r->s_test = src_images(&r->test);
+            bc.in_c = tr->c;
+            bc.in_h = tr->h;
+            bc.in_w = tr->w;
+            bc.nclasses = tr->nclasses;
+        }
+    }
+    if (!rc)
+        rc = syno_backbone_build(&bc, &r->rng, &r->bb, err);
+    syno_slotop_free(op);
+    if (rc) {
+        run_free(r);
+        return -1;
+    }
+    return 0;
+}
+
+int syno_train_build(const syno_train_cfg_t *cfg, syno_backbone_t *bb, syno_error_t *err)
+{
+    memset(bb, 0, sizeof *bb);
+    run_t r;
+    if (run_prepare(cfg, &r, err))
+        return -1;
+    *bb = r.bb;
+    memset(&r.bb, 0, sizeof r.bb);
+    run_free(&r);
+    return 0;
+}
+
+int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err)
+{
+    memset(res, 0, sizeof *res);
+    double t_start = now_s();
+    if (cfg->epochs < 1 || cfg->epochs > 10000)
+        return syno_error_set(err, "epochs must be in 1..10000 (got %d)", cfg->epochs);
+    run_t r;
+    if (run_prepare(cfg, &r, err))
+        return -1;
+    res->flops = r.bb.flops;
+    res->params = r.bb.params;
+    r.bb.net->skip_input_grad = 1;
+    loop_t L = {cfg, &r.bb, &r.s_train, &r.s_test, r.batch, r.lr, r.mom, r.wd, r.adamw, t_start,
+                &r.rng};
+    int rc = train_loop(&L, res, err);
+    res->wall_seconds = now_s() - t_start;
+    run_free(&r);
     return rc ? -1 : 0;
 }

@@ -207,6 +207,58 @@ static void test_sgd_on_layer(void **state)
     syno_nn_layer_free(l);
 }
 
+/* AdamW against the update written out in double for three steps of a quadratic, with
+ * decoupled weight decay on a decayed and a no_decay parameter; then it converges. */
+static void test_adamw(void **state)
+{
+    (void)state;
+    syno_param_t p, q;
+    int64_t d = 2;
+    assert_int_equal(syno_nn_param_init(&p, "weight", 1, &d), 0);
+    assert_int_equal(syno_nn_param_init(&q, "bias", 1, &d), 0);
+    q.no_decay = 1;
+    const double t[2] = {1.5, -0.5};
+    syno_param_t *ps[2] = {&p, &q};
+    syno_adamw_cfg_t cfg = {0.9, 0.99, 1e-8, 0.1};
+    syno_adamw_t opt;
+    assert_int_equal(syno_nn_adamw_init(&opt, ps, 2, &cfg), 0);
+    double w[2][2] = {{0, 0}, {0, 0}}, m[2][2] = {{0}}, v[2][2] = {{0}};
+    const double lr = 0.05;
+    for (int step = 1; step <= 3; step++) {
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 2; i++) {
+                double g = ps[k]->value.data[i] - t[i];
+                ps[k]->grad.data[i] = (float)g;
+                double wd = k == 0 ? 0.1 : 0.0, gr = w[k][i] - t[i];
+                w[k][i] *= 1 - lr * wd;
+                m[k][i] = 0.9 * m[k][i] + 0.1 * gr;
+                v[k][i] = 0.99 * v[k][i] + 0.01 * gr * gr;
+                double mh = m[k][i] / (1 - pow(0.9, step)), vh = v[k][i] / (1 - pow(0.99, step));
+                w[k][i] -= lr * mh / (sqrt(vh) + 1e-8);
+            }
+        syno_nn_adamw_step(&opt, lr);
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 2; i++)
+                assert_true(fabs(ps[k]->value.data[i] - w[k][i]) < 1e-5);
+    }
+    assert_int_equal(opt.t, 3);
+    for (int s = 0; s < 600; s++) {
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < 2; i++)
+                ps[k]->grad.data[i] = ps[k]->value.data[i] - (float)t[i];
+        syno_nn_adamw_step(&opt, s < 500 ? 0.02 : 0.002);
+    }
+    /* no_decay converges to t; decay pulls the other towards 0: the fixed point of
+     * g / sqrt(g^2) = -wd w (|w - t| small) is near t, within lr-sized noise */
+    for (int i = 0; i < 2; i++) {
+        assert_true(fabs(q.value.data[i] - t[i]) < 0.01);
+        assert_true(fabs(p.value.data[i]) < fabs(t[i]) + 0.01);
+    }
+    syno_nn_adamw_free(&opt);
+    syno_nn_param_free(&p);
+    syno_nn_param_free(&q);
+}
+
 static void test_cosine_schedule(void **state)
 {
     (void)state;
@@ -236,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_batcher),
         cmocka_unit_test(test_sgd_quadratic),
         cmocka_unit_test(test_sgd_on_layer),
+        cmocka_unit_test(test_adamw),
         cmocka_unit_test(test_cosine_schedule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
