@@ -120,7 +120,7 @@ void syno_chain_free(syno_chain_t *c) {
   free(c);
 }
 
-int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
+int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
                    syno_chain_t **out, const char **reason, syno_error_t *err) {
   *out = NULL;
   *reason = NULL;
@@ -226,6 +226,7 @@ int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
     st->has_w = s.best_seq[k] > 0;
     if (st->has_w) st->w.acc = &fwd->factor[factor_of[s.best_seq[k]]];
     st->divisor = last ? div : 1;
+    st->loop = loops;
     if (last) {
       int64_t so = 1;
       for (int i = fwd->n_outer - 1; i >= 0; i--) {

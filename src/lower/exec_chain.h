@@ -30,8 +30,10 @@ typedef struct syno_chain syno_chain_t;
 
 /* Builds the chain of forward nest fwd of op under binding b. Returns 0 and
  * *out = the chain, or 0, *out = NULL and *reason = why the staged path does
- * not apply (static storage); -1 on error. The nest must outlive the chain. */
-int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
+ * not apply (static storage); -1 on error. The nest must outlive the chain.
+ * With `loops`, every stage runs as the generic loop (tests check the loop
+ * against the interpreter, as the table limits are rarely reached). */
+int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
                    syno_chain_t **out, const char **reason, syno_error_t *err);
 void syno_chain_free(syno_chain_t *c);
 

@@ -227,6 +227,10 @@ int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_
   memcpy(p->res_stride, st->res_stride, sizeof p->res_stride);
   p->numel_c = st->res_numel;
 
+  if (st->loop) {
+    p->generic = "a stage runs as a loop: asked to";
+    goto generic;
+  }
   if (p->numel_a >= INT32_MAX || p->numel_w >= INT32_MAX) {
     p->generic = "a stage runs as a loop: a tensor too large for int32 offsets";
     goto generic;

@@ -52,6 +52,7 @@ typedef struct {
   int64_t res_stride[SYNO_GEMM_MAX_VARS];
   int64_t res_numel;
   int64_t divisor; /* alpha = 1 / divisor */
+  bool loop;       /* run as the generic loop even when the tables fit (tests) */
 } syno_gemm_stage_t;
 
 typedef struct syno_gemm_plan syno_gemm_plan_t;
