@@ -363,6 +363,41 @@ static void generic_run(syno_gemm_plan_t *p, const float *a, const float *w, flo
   }
 }
 
+/* C = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm. Products too
+ * small to repay a BLAS call (a Hadamard stage has K = 1; a stage with many
+ * groups has small ones) run as plain loops. */
+#define SMALL_GEMM 4096 /* multiply-adds */
+static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m * n * k > SMALL_GEMM) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return;
+  }
+  for (int64_t i = 0; i < m; i++) {
+    float *ci = c + i * ldc;
+    if (beta == 0.0f)
+      for (int64_t j = 0; j < n; j++) ci[j] = 0.0f;
+    else if (beta != 1.0f)
+      for (int64_t j = 0; j < n; j++) ci[j] *= beta;
+    if (tb && !ta) { /* rows of A and B are both contiguous: dot products */
+      for (int64_t j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (int64_t q = 0; q < k; q++) acc += a[i * lda + q] * b[j * ldb + q];
+        ci[j] += alpha * acc;
+      }
+      continue;
+    }
+    for (int64_t q = 0; q < k; q++) {
+      float x = alpha * (ta ? a[q * lda + i] : a[i * lda + q]);
+      if (tb)
+        for (int64_t j = 0; j < n; j++) ci[j] += x * b[j * ldb + q];
+      else
+        for (int64_t j = 0; j < n; j++) ci[j] += x * b[q * ldb + j];
+    }
+  }
+}
+
 static void gather_weight(syno_gemm_plan_t *p, const float *w) {
   if (!p->has_w) return;
   int64_t n = p->G * p->N * p->K;
@@ -409,12 +444,11 @@ void syno_gemm_forward(syno_gemm_plan_t *p, const float *x, const float *w, floa
       gather_col(p, g, mp0, nc, x);
       const float *wg = p->wg + g * p->N * p->K;
       if (p->direct) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->N, (int)ld, (int)p->K, p->alpha, wg,
-                    (int)p->K, p->col, (int)ld, 0.0f, out + p->og[g] + p->omp[mp0], (int)p->ldo);
+        gemm(false, false, p->N, ld, p->K, p->alpha, wg, p->K, p->col, ld, 0.0f, out + p->og[g] + p->omp[mp0],
+             p->ldo);
         continue;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->N, (int)ld, (int)p->K, p->alpha, wg,
-                  (int)p->K, p->col, (int)ld, 0.0f, p->cbuf, (int)ld);
+      gemm(false, false, p->N, ld, p->K, p->alpha, wg, p->K, p->col, ld, 0.0f, p->cbuf, ld);
       for (int64_t j = 0; j < nc; j++) {
         float *ob = out + p->og[g] + p->omp[mp0 + j];
         for (int64_t n = 0; n < p->N; n++) {
@@ -463,12 +497,10 @@ void syno_gemm_backward(syno_gemm_plan_t *p, const float *x, const float *w, con
       }
       if (dw) {
         gather_col(p, g, mp0, nc, x);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->N, (int)p->K, (int)ld, p->alpha, dy, (int)ldy,
-                    p->col, (int)ld, mp0 == 0 ? 0.0f : 1.0f, p->dwg, (int)p->K);
+        gemm(false, true, p->N, p->K, ld, p->alpha, dy, ldy, p->col, ld, mp0 == 0 ? 0.0f : 1.0f, p->dwg, p->K);
       }
       if (dx) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)p->K, (int)ld, (int)p->N, p->alpha,
-                    p->wg + g * p->N * p->K, (int)p->K, dy, (int)ldy, 0.0f, dcol, (int)ld);
+        gemm(true, false, p->K, ld, p->N, p->alpha, p->wg + g * p->N * p->K, p->K, dy, ldy, 0.0f, dcol, ld);
         scatter_col_add(p, g, mp0, nc, dcol, dx);
       }
     }
