@@ -85,7 +85,7 @@ static int build(built_t *o, const char *bind, syno_error_t *err) {
 /* --- two-weight operators from the search space --- */
 
 #define SAMPLE_PICK 4     /* operators timed */
-#define SAMPLE_STRIDE 15  /* every 15th distinct two-weight operator of the enumeration */
+#define SAMPLE_STRIDE 10  /* every 10th distinct two-weight operator of the enumeration */
 #define SAMPLE_BIND "N=8,C_in=16,C_out=16,H=16,W=16,k=3,s=2"
 
 typedef struct {
