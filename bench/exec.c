@@ -1,4 +1,5 @@
-/* bench/exec.c - the operator executor against the native conv layer.
+/* bench/exec.c - the operator executor against the native conv layer, and
+ * against the reference interpreter on operators with two weights.
  *
  * The builtin conv2d operator (k x k, stride 1, same padding) compiled by
  * syno_exec_new ("gemm" strategy: offset-table gather + sgemm + scatter) is
@@ -7,6 +8,13 @@
  * gradients), at the training shapes. Medians of --reps repeats after one
  * warm-up; the ratio is executor / native (below 1 = executor faster). The
  * outputs of the two are compared first (relative error printed).
+ *
+ * Then a few two-weight operators drawn from the conv2d search space (the
+ * same enumeration as tests/lower/test_exec_sampled.c) are compiled at a
+ * larger binding and timed through the executor ("chain" strategy: one GEMM
+ * stage per contraction) against the reference interpreter (the forward
+ * nest, and the forward nest plus every backward nest), medians of
+ * --sample-reps repeats; the ratio is interpreter / executor (the speed-up).
  *
  * The BLAS is linked through the generic libblas name; the OpenBLAS queries
  * (configuration, thread count) are looked up at run time. */
@@ -22,7 +30,9 @@
 
 #include "syno/exec.h"
 #include "syno/graph.h"
+#include "syno/lower.h"
 #include "syno/nn.h"
+#include "syno/space.h"
 #include "syno/train.h"
 
 static double now(void) {
@@ -72,8 +82,142 @@ static int build(built_t *o, const char *bind, syno_error_t *err) {
   return syno_operator_parse(o->g, b->text, &o->in, &o->out, &o->op, err);
 }
 
+/* --- two-weight operators from the search space --- */
+
+#define SAMPLE_PICK 4     /* operators timed */
+#define SAMPLE_STRIDE 10  /* every 10th distinct two-weight operator of the enumeration */
+#define SAMPLE_BIND "N=8,C_in=16,C_out=16,H=16,W=16,k=3,s=2"
+
+typedef struct {
+  int n_seen, n_two;
+  char seen[600][1024];
+  int n_ops;
+  syno_operator_t ops[SAMPLE_PICK];
+} sample_t;
+
+static int sample_visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
+  sample_t *c = ctx;
+  syno_error_t err = {0};
+  syno_operator_t op;
+  if (syno_node_final(s, node, index, &op, &err)) return 0;
+  char buf[1024];
+  syno_operator_print(&op, buf, sizeof buf);
+  for (int i = 0; i < c->n_seen; i++)
+    if (strcmp(c->seen[i], buf) == 0) return 0;
+  if (c->n_seen < 600) strcpy(c->seen[c->n_seen++], buf);
+  if (op.n_tensors != 3) return 0;
+  if (c->n_two++ % SAMPLE_STRIDE == 0) c->ops[c->n_ops++] = op;
+  return c->n_ops >= SAMPLE_PICK || c->n_seen >= 600;
+}
+
+static float *random_buf(syno_rng_t *rng, int64_t n) {
+  float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+  for (int64_t i = 0; x && i < n; i++) x[i] = syno_nn_rng_uniform(rng) * 2 - 1;
+  return x;
+}
+
+static int bench_sample(int reps) {
+  syno_space_spec_t spec;
+  syno_error_t err = {0};
+  if (syno_space_preset("conv2d", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", &spec, &err)) {
+    fprintf(stderr, "exec: %s\n", err.msg);
+    return 1;
+  }
+  spec.opts.depth = 4;
+  spec.opts.max_tensors = 3;
+  syno_space_t *sp = NULL;
+  sample_t *c = calloc(1, sizeof *c);
+  if (!c || syno_space_new(&spec, &sp, &err) || syno_space_exhaust(sp, sample_visit, c, NULL, NULL, &err)) {
+    fprintf(stderr, "exec: %s\n", err.msg);
+    return 1;
+  }
+  printf("\ntwo-weight operators of the conv2d space at %s; %d repeats, medians in ms\n", SAMPLE_BIND, reps);
+  printf("%-3s %-6s %9s %9s %7s | %9s %9s %7s | %s\n", "op", "stages", "exec fwd", "interp", "speedup",
+         "exec f+b", "interp", "speedup", "rel err");
+  int rc = 0;
+  for (int k = 0; k < c->n_ops; k++) {
+    const syno_operator_t *op = &c->ops[k];
+    char text[1024];
+    syno_operator_print(op, text, sizeof text);
+    printf("#%d: %s\n", k, text);
+    syno_vars_t v = *syno_graph_vars(op->g);
+    v.nbind = 0;
+    syno_exec_t *e = NULL;
+    syno_lowered_t *low = malloc(sizeof *low);
+    if (!low || syno_vars_bind(&v, SAMPLE_BIND, &err) || syno_exec_new(op, &v, 0, &e, &err) ||
+        syno_lower(op, low, &err)) {
+      fprintf(stderr, "exec: %s\n", err.msg);
+      return 1;
+    }
+    if (strcmp(syno_exec_strategy(e), "chain") != 0 || syno_exec_fallback_reason(e)) {
+      fprintf(stderr, "exec: operator %d is not on the chain (%s)\n", k, syno_exec_fallback_reason(e));
+      return 1;
+    }
+    syno_rng_t rng;
+    syno_nn_rng_seed(&rng, 7, (uint64_t)k);
+    int nt = syno_exec_num_tensors(e);
+    float *ts[SYNO_MAX_TENSORS] = {0}, *gs[SYNO_MAX_TENSORS] = {0}, *ref[SYNO_MAX_TENSORS] = {0};
+    for (int t = 0; t < nt; t++) {
+      ts[t] = random_buf(&rng, syno_exec_numel(e, t));
+      gs[t] = random_buf(&rng, syno_exec_numel(e, t));
+      ref[t] = random_buf(&rng, syno_exec_numel(e, t));
+    }
+    int64_t ny = syno_exec_numel(e, -1);
+    float *y = random_buf(&rng, ny), *yr = random_buf(&rng, ny), *dy = random_buf(&rng, ny);
+    const float *const *cts = (const float *const *)ts;
+    double *tm = malloc(sizeof(double) * (size_t)reps * 4);
+    double *tef = tm, *tif = tm + reps, *teb = tm + 2 * reps, *tib = tm + 3 * reps, re = 0;
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up and agreement */
+      double t0 = now();
+      syno_exec_forward(e, cts, y, &err);
+      double t1 = now();
+      syno_interp_nest(&low->forward, &v, 0, cts, NULL, yr, &err);
+      double t2 = now();
+      syno_exec_forward(e, cts, y, &err);
+      syno_exec_backward(e, cts, dy, gs, &err);
+      double t3 = now();
+      syno_interp_nest(&low->forward, &v, 0, cts, NULL, yr, &err);
+      for (int t = 0; t < nt; t++) syno_interp_nest(&low->backward[t], &v, 0, cts, dy, ref[t], &err);
+      double t4 = now();
+      if (r < 0) {
+        re = rel_err(y, yr, ny);
+        for (int t = 0; t < nt; t++) {
+          double x = rel_err(gs[t], ref[t], syno_exec_numel(e, t));
+          if (x > re) re = x;
+        }
+        if (re > 1e-4) rc = 1;
+        continue;
+      }
+      tef[r] = t1 - t0;
+      tif[r] = t2 - t1;
+      teb[r] = t3 - t2;
+      tib[r] = t4 - t3;
+    }
+    double ef = median(tef, reps), inf = median(tif, reps), eb = median(teb, reps), ib = median(tib, reps);
+    char label[16];
+    snprintf(label, sizeof label, "#%d", k);
+    printf("%-3s %-6s %9.2f %9.1f %7.0f | %9.2f %9.1f %7.0f | %.1e\n", label, syno_exec_strategy(e), 1e3 * ef,
+           1e3 * inf, inf / ef, 1e3 * eb, 1e3 * ib, ib / eb, re);
+    free(tm);
+    for (int t = 0; t < nt; t++) {
+      free(ts[t]);
+      free(gs[t]);
+      free(ref[t]);
+    }
+    free(y);
+    free(yr);
+    free(dy);
+    free(low);
+    syno_exec_free(e);
+  }
+  syno_space_free(sp);
+  free(c);
+  if (rc) fprintf(stderr, "exec: the executor and the interpreter disagree beyond 1e-4\n");
+  return rc;
+}
+
 int main(int argc, char **argv) {
-  int reps = 5;
+  int reps = 5, sample_reps = 3;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = atoi(argv[++i]);
@@ -81,9 +225,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "exec: --reps '%s' is not 1..1000\n", argv[i]);
         return 2;
       }
+    } else if (!strcmp(argv[i], "--sample-reps") && i + 1 < argc) {
+      sample_reps = atoi(argv[++i]);
+      if (sample_reps < 0 || sample_reps > 1000) {
+        fprintf(stderr, "exec: --sample-reps '%s' is not 0..1000\n", argv[i]);
+        return 2;
+      }
     } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      puts("usage: exec [--reps R]   (default 5)\n"
-           "Times the builtin conv2d through syno_exec (gemm strategy) against syno_nn_conv2d.");
+      puts("usage: exec [--reps R] [--sample-reps S]   (defaults 5 and 3; S = 0 skips the second part)\n"
+           "Times the builtin conv2d through syno_exec (gemm strategy) against syno_nn_conv2d, then\n"
+           "two-weight operators of the conv2d space through syno_exec (chain strategy) against the\n"
+           "reference interpreter.");
       return 0;
     } else {
       fprintf(stderr, "exec: unknown option '%s' (see --help)\n", argv[i]);
@@ -192,5 +344,6 @@ int main(int argc, char **argv) {
     syno_graph_free(o.g);
   }
   if (rc) fprintf(stderr, "exec: the executor and the native conv disagree beyond 1e-4\n");
+  if (sample_reps > 0 && bench_sample(sample_reps)) rc = 1;
   return rc;
 }

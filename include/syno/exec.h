@@ -12,9 +12,14 @@
  * 1e-4). syno_exec_strategy names the strategy chosen, so tests and
  * benchmarks can tell a fast path from the fallback.
  *
- * Strategies: "gemm" (an input and at most one weight: offset-table gather,
- * cblas_sgemm, scatter; see docs/exec.md) and "interp" (the interpreter, for
- * everything else). Neither allocates per call.
+ * Strategies: the staged fast path evaluates the contractions one at a time
+ * in the stage order of spec section 7, each stage an offset-table gather,
+ * cblas_sgemm and scatter on the running tensor and one weight, backward by
+ * the chain rule (see docs/exec.md). It is named "gemm" when it is a single
+ * stage (an input and at most one weight) and "chain" when it has several
+ * (several weights, or an early reduction of the input). "interp" is the
+ * interpreter, for nests the staged path does not take (forward guards).
+ * None allocates per call.
  *
  * Ownership: the executor copies what it needs from the operator and the
  * variable table; it does not keep pointers to them. It owns its scratch
@@ -42,8 +47,10 @@ int64_t syno_exec_flops(const syno_exec_t *e);
 /* A short name of the strategy chosen ("interp" for the fallback). */
 const char *syno_exec_strategy(const syno_exec_t *e);
 
-/* Why the fast strategies do not apply (e.g. "several weights"), or NULL
- * when the executor runs on a fast path. Static storage. */
+/* NULL when the executor runs entirely on GEMM stages; else why not: why
+ * the staged path does not apply (strategy "interp"), or why one of its
+ * stages runs as a generic loop (an offset table too large; the strategy
+ * stays "gemm" or "chain"). Static storage. */
 const char *syno_exec_fallback_reason(const syno_exec_t *e);
 
 /* out = op(tensors[0], ..., tensors[n_tensors-1]); out is overwritten. */

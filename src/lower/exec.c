@@ -1,13 +1,15 @@
 /* The operator executor (syno/exec.h). This file holds the compile step, the
  * dispatch, and the fallback strategy, which runs the lowered loop nests
  * through the reference interpreter: always correct, slow. The compile step
- * first tries the "gemm" strategy (exec_gemm.c); when that does not apply,
- * the reason is kept for syno_exec_fallback_reason. */
+ * first tries the staged fast path (exec_chain.c: one GEMM stage per
+ * contraction, exec_gemm.c), named "gemm" when it is a single stage and
+ * "chain" otherwise; when it does not apply, the reason is kept for
+ * syno_exec_fallback_reason. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "syno/exec.h"
-#include "exec_gemm.h"
+#include "exec_chain.h"
 
 struct syno_exec {
   syno_vars_t vars; /* a private copy: the binding index stays valid */
@@ -19,7 +21,7 @@ struct syno_exec {
   int64_t flops;
   const char *strategy;
   const char *fallback_reason; /* NULL on a fast path */
-  syno_gemm_plan_t *gemm;
+  syno_chain_t *chain;
 };
 
 int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err) {
@@ -37,9 +39,14 @@ int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_e
     if (syno_nest_target_numel(&e->low.backward[t], &e->vars, b, &e->numel[t], err)) goto fail;
   if (syno_nest_flops(&e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
   const char *reason = NULL;
-  if (syno_gemm_plan_new(&e->low.forward, op->n_tensors, &e->vars, b, &e->gemm, &reason, err)) goto fail;
-  e->strategy = e->gemm ? "gemm" : "interp";
-  e->fallback_reason = e->gemm ? NULL : reason;
+  if (syno_chain_new(&e->op, &e->low.forward, &e->vars, b, false, &e->chain, &reason, err)) goto fail;
+  if (e->chain) {
+    e->strategy = syno_chain_stages(e->chain) == 1 ? "gemm" : "chain";
+    e->fallback_reason = syno_chain_generic(e->chain); /* a stage that runs as a loop, or NULL */
+  } else {
+    e->strategy = "interp";
+    e->fallback_reason = reason;
+  }
   *out = e;
   return 0;
 fail:
@@ -49,7 +56,7 @@ fail:
 
 void syno_exec_free(syno_exec_t *e) {
   if (!e) return;
-  syno_gemm_plan_free(e->gemm);
+  syno_chain_free(e->chain);
   free(e);
 }
 
@@ -64,8 +71,8 @@ const char *syno_exec_strategy(const syno_exec_t *e) { return e->strategy; }
 const char *syno_exec_fallback_reason(const syno_exec_t *e) { return e->fallback_reason; }
 
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
-  if (e->gemm) {
-    syno_gemm_forward(e->gemm, tensors, out);
+  if (e->chain) {
+    syno_chain_forward(e->chain, tensors, out);
     return 0;
   }
   return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);
@@ -73,8 +80,8 @@ int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, s
 
 int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,
                        syno_error_t *err) {
-  if (e->gemm) {
-    syno_gemm_backward(e->gemm, tensors, grad_out, grads);
+  if (e->chain) {
+    syno_chain_backward(e->chain, tensors, grad_out, grads);
     return 0;
   }
   for (int t = 0; t < e->op.n_tensors; t++) {

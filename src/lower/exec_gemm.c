@@ -1,18 +1,21 @@
-/* The "gemm" strategy of the executor (see exec_gemm.h).
+/* One contraction stage as a GEMM (see exec_gemm.h).
  *
  * Forward, for each group g and each chunk of c plain-M positions:
- *     col[k][j*Me + me] = x[ip[mp0+j] + tin[g][k][me]]      (0 where tin = -1)
+ *     col[k][j*Me + me] = a[ip[mp0+j] + tin[g][k][me]]      (0 where tin = -1)
  *     C[n][j*Me + me]   = alpha * sum_k wg[g][n][k] col[k][j*Me + me]
- *     out[og[g] + omp[mp] + on[n] + ome[me]] = C[n][j*Me + me]
+ *     c[og[g] + omp[mp] + on[n] + ome[me]] = C[n][j*Me + me]
  * with wg the weight gathered through tw (all ones without a weight) and
- * alpha = 1/divisor (Mean). When the chunk is one position and the output
- * block is a row-major [N][Me] view with unit stride in me, the GEMM writes
- * the output directly (and backward reads grad_out directly).
- * Backward gathers grad_out into the [N][c*Me] layout, then
+ * alpha = 1/divisor (Mean). When the result block is a row-major [N][ldo]
+ * view of c whose chunk columns are contiguous (always so for a layout the
+ * plan chose), the GEMM writes c directly (and backward reads dc directly).
+ * Backward gathers dc into the [N][c*Me] layout, then
  *     dwg += alpha dY col^T    (scatter-added into dW through tw)
- *     dcol = alpha wg^T dY     (scatter-added into dX through tin)
+ *     dcol = alpha wg^T dY     (scatter-added into dA through tin)
  * Replicated table entries (a variable a tensor does not read) are summed
- * by the scatter-adds, which is what the gradient of a broadcast is. */
+ * by the scatter-adds, which is what the gradient of a broadcast is.
+ *
+ * The generic loop walks the stage's iteration space point by point,
+ * evaluating the operands' offsets as the interpreter does, in float. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,44 +29,47 @@
 
 enum { CL_G, CL_MP, CL_ME, CL_N, CL_K, CL_COUNT };
 
-struct syno_gemm_plan {
-  int has_w;
-  int64_t G, Mp, Me, N, K, chunk;
-  int64_t numel_x, numel_w, numel_out;
-  int32_t *tin;  /* [G][K][Me] */
-  int64_t *ip;   /* [Mp] */
-  int32_t *tw;   /* [G][N][K] */
-  int64_t *og, *omp, *on, *ome;
-  int direct;    /* chunk == 1 and the output block is an [N][ldo] view */
-  int64_t ldo;
-  float alpha;
-  float *col, *cbuf, *wg, *dwg; /* [K][c*Me], [N][c*Me], [G][N][K], [N][K] */
-};
+typedef struct {
+  int n;
+  int var[SYNO_GEMM_MAX_VARS];
+  int64_t total;
+} class_t;
 
 typedef struct {
   const syno_nest_t *n;
   int64_t size_val[SYNO_MAX_NODES];
-  int64_t val[SYNO_MAX_RANK + SYNO_MAX_LOOPS]; /* outer vars, then inner */
+  int64_t val[SYNO_GEMM_MAX_VARS]; /* outer vars, then inner */
 } ev_t;
 
-
-/* Counts occurrences of each loop variable in the tree of node i. */
-static void count_vars(const syno_nest_t *n, int i, int *cnt) {
-  const syno_expr_t *x = &n->node[i];
-  switch (x->kind) {
-    case SYNO_EXPR_OUTER: cnt[x->var]++; return;
-    case SYNO_EXPR_INNER: cnt[n->n_outer + x->var]++; return;
-    case SYNO_EXPR_SIZE:
-    case SYNO_EXPR_IMM: return;
-    default: count_vars(n, x->a, cnt); count_vars(n, x->b, cnt);
-  }
-}
-
+/* An operand as the plan reads it. */
 typedef struct {
-  int n;
-  int var[SYNO_MAX_RANK + SYNO_MAX_LOOPS];
-  int64_t total;
-} class_t;
+  const syno_access_t *acc;          /* NULL: linear */
+  int64_t axis_stride[SYNO_MAX_RANK]; /* expression operand: row-major strides of its axes */
+  int64_t stride[SYNO_GEMM_MAX_VARS]; /* linear operand */
+  int64_t numel;
+} opnd_t;
+
+struct syno_gemm_plan {
+  int has_w;
+  int64_t G, Mp, Me, N, K, chunk;
+  int64_t numel_a, numel_w, numel_c;
+  int32_t *tin;  /* [G][K][Me] */
+  int64_t *ip;   /* [Mp] */
+  int32_t *tw;   /* [G][N][K] */
+  int64_t *og, *omp, *on, *ome;
+  int direct;    /* the result block is an [N][ldo] view of c */
+  int64_t ldo;
+  float alpha;
+  float *col, *cbuf, *wg, *dwg; /* [K][c*Me], [N][c*Me], [G][N][K], [N][K] */
+  int64_t flops;
+  /* The generic loop (generic != NULL). */
+  const char *generic;
+  ev_t *ev;
+  opnd_t a, w;
+  int nv, n_stage;
+  int stage_var[SYNO_GEMM_MAX_VARS];
+  int64_t ext[SYNO_GEMM_MAX_VARS], res_stride[SYNO_GEMM_MAX_VARS];
+};
 
 /* Sets the values of the class's variables from a row-major index. */
 static void decode(ev_t *e, const class_t *c, const int64_t *ext, int64_t idx) {
@@ -74,12 +80,45 @@ static void decode(ev_t *e, const class_t *c, const int64_t *ext, int64_t idx) {
   }
 }
 
-static int64_t access_off(const ev_t *e, const syno_access_t *a, const int64_t *stride) {
-  bool ok = true;
+/* The operand's offset at the current variable values, or -1 (zero padding). */
+static int64_t opnd_off(const ev_t *e, const opnd_t *o, int nv) {
   int64_t off = 0;
-  for (int i = 0; i < a->rank; i++)
-    off += syno_expr_eval(e->n, a->idx[i], e->size_val, e->val, e->val + e->n->n_outer, &ok) * stride[i];
+  if (!o->acc) {
+    for (int i = 0; i < nv; i++) off += e->val[i] * o->stride[i];
+    return off;
+  }
+  bool ok = true;
+  for (int i = 0; i < o->acc->rank; i++)
+    off += syno_expr_eval(e->n, o->acc->idx[i], e->size_val, e->val, e->val + e->n->n_outer, &ok) *
+           o->axis_stride[i];
   return ok ? off : -1;
+}
+
+static int opnd_init(opnd_t *o, const syno_gemm_operand_t *src, const syno_vars_t *v, int b, syno_error_t *err) {
+  memset(o, 0, sizeof *o);
+  o->acc = src->acc;
+  if (!o->acc) {
+    memcpy(o->stride, src->stride, sizeof o->stride);
+    o->numel = src->numel;
+    return 0;
+  }
+  o->numel = 1;
+  for (int i = o->acc->rank - 1; i >= 0; i--) {
+    int64_t d;
+    if (syno_size_eval(v, o->acc->dim[i], b, &d, err)) return -1;
+    o->axis_stride[i] = o->numel;
+    o->numel *= d;
+  }
+  return 0;
+}
+
+/* How often the operand reads each variable. */
+static void opnd_reads(const opnd_t *o, const syno_nest_t *n, int nv, int *cnt) {
+  if (!o->acc) {
+    for (int i = 0; i < nv; i++) cnt[i] = o->stride[i] != 0;
+    return;
+  }
+  for (int i = 0; i < o->acc->rank; i++) syno_expr_count_vars(n, o->acc->idx[i], cnt);
 }
 
 void syno_gemm_plan_free(syno_gemm_plan_t *p) {
@@ -95,51 +134,30 @@ void syno_gemm_plan_free(syno_gemm_plan_t *p) {
   free(p->cbuf);
   free(p->wg);
   free(p->dwg);
+  free(p->ev);
   free(p);
 }
 
+const char *syno_gemm_plan_generic(const syno_gemm_plan_t *p) { return p->generic; }
+int64_t syno_gemm_plan_flops(const syno_gemm_plan_t *p) { return p->flops; }
+
 static void *xcalloc(int64_t n, size_t sz) { return calloc((size_t)(n > 0 ? n : 1), sz); }
 
-int syno_gemm_plan_new(const syno_nest_t *fwd, int n_tensors, const syno_vars_t *v, int b, syno_gemm_plan_t **out,
-                       const char **reason, syno_error_t *err) {
+int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_gemm_plan_t **out,
+                       syno_error_t *err) {
   *out = NULL;
-  *reason = NULL;
-  if (fwd->target != -1) return syno_error_set(err, "gemm plan: not a forward nest");
-  if (n_tensors > 2) {
-    *reason = "several weights (only one weight contraction maps to one GEMM)";
-    return 0;
-  }
-  if (fwd->n_guards > 0) {
-    *reason = "the forward nest has guards";
-    return 0;
-  }
-  int fx = -1, fw = -1;
-  for (int f = 0; f < fwd->n_factors; f++) {
-    int t = fwd->factor[f].tensor;
-    if (t == 0 && fx < 0) fx = f;
-    else if (t == 1 && fw < 0) fw = f;
-    else {
-      *reason = "a tensor is read by more than one factor";
-      return 0;
-    }
-  }
-  if (fx < 0 || (n_tensors == 2) != (fw >= 0)) {
-    *reason = "the factors are not one input and at most one weight";
-    return 0;
-  }
-
-  ev_t *e = calloc(1, sizeof *e);
+  const syno_nest_t *fwd = st->n;
   syno_gemm_plan_t *p = calloc(1, sizeof *p);
-  if (!e || !p) {
-    free(e);
+  ev_t *e = p ? calloc(1, sizeof *e) : NULL;
+  if (!e) {
     free(p);
     return syno_error_set(err, "gemm plan: out of memory");
   }
+  p->ev = e;
   e->n = fwd;
-  int nv = fwd->n_outer + fwd->n_inner;
-  int64_t ext[SYNO_MAX_RANK + SYNO_MAX_LOOPS];
-  int64_t sx[SYNO_MAX_RANK], sw[SYNO_MAX_RANK], so[SYNO_MAX_RANK];
-  int64_t div = 1;
+  const int nv = fwd->n_outer + fwd->n_inner;
+  p->nv = nv;
+  int64_t *ext = p->ext;
   for (int i = 0; i < fwd->n_nodes; i++)
     if (fwd->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, fwd->node[i].size, b, &e->size_val[i], err))
       goto fail;
@@ -147,73 +165,79 @@ int syno_gemm_plan_new(const syno_nest_t *fwd, int n_tensors, const syno_vars_t 
     if (syno_size_eval(v, fwd->outer[i], b, &ext[i], err)) goto fail;
   for (int i = 0; i < fwd->n_inner; i++)
     if (syno_size_eval(v, fwd->inner[i], b, &ext[fwd->n_outer + i], err)) goto fail;
-  if (syno_size_eval(v, fwd->divisor, b, &div, err)) goto fail;
-  for (int i = 0; i < nv; i++)
+  for (int i = 0; i < nv; i++) {
+    if (!st->in_stage[i]) continue;
     if (ext[i] <= 0) {
-      *reason = "an empty loop";
-      goto skip;
+      syno_error_set(err, "gemm plan: an empty loop");
+      goto fail;
     }
-  p->numel_out = 1;
-  for (int i = fwd->n_outer - 1; i >= 0; i--) {
-    so[i] = p->numel_out;
-    p->numel_out *= ext[i];
+    p->stage_var[p->n_stage++] = i;
   }
-  const syno_access_t *ax = &fwd->factor[fx], *aw = fw >= 0 ? &fwd->factor[fw] : NULL;
-  p->numel_x = 1;
-  for (int i = ax->rank - 1; i >= 0; i--) {
-    int64_t d;
-    if (syno_size_eval(v, ax->dim[i], b, &d, err)) goto fail;
-    sx[i] = p->numel_x;
-    p->numel_x *= d;
-  }
-  p->numel_w = 1;
-  if (aw)
-    for (int i = aw->rank - 1; i >= 0; i--) {
-      int64_t d;
-      if (syno_size_eval(v, aw->dim[i], b, &d, err)) goto fail;
-      sw[i] = p->numel_w;
-      p->numel_w *= d;
-    }
-  if (p->numel_x >= INT32_MAX || p->numel_w >= INT32_MAX) {
-    *reason = "a tensor too large for int32 offsets";
-    goto skip;
-  }
+  p->has_w = st->has_w;
+  p->alpha = (float)(1.0 / (double)st->divisor);
+  if (opnd_init(&p->a, &st->a, v, b, err) || (st->has_w && opnd_init(&p->w, &st->w, v, b, err))) goto fail;
+  p->numel_a = p->a.numel;
+  p->numel_w = st->has_w ? p->w.numel : 1;
 
-  /* Which variables each tensor reads; which input reads are bare axes. */
-  int cx[SYNO_MAX_RANK + SYNO_MAX_LOOPS] = {0}, cw[SYNO_MAX_RANK + SYNO_MAX_LOOPS] = {0};
-  int64_t plain_stride[SYNO_MAX_RANK + SYNO_MAX_LOOPS];
-  for (int i = 0; i < ax->rank; i++) count_vars(fwd, ax->idx[i], cx);
-  if (aw)
-    for (int i = 0; i < aw->rank; i++) count_vars(fwd, aw->idx[i], cw);
-  for (int i = 0; i < nv; i++) plain_stride[i] = cx[i] == 0 ? 0 : -1;
-  for (int i = 0; i < ax->rank; i++) {
-    const syno_expr_t *r = &fwd->node[ax->idx[i]];
-    if (r->kind == SYNO_EXPR_OUTER && cx[r->var] == 1) plain_stride[r->var] = sx[i];
-  }
+  /* Which variables each operand reads; which reads of A are bare axes. */
+  int ca[SYNO_GEMM_MAX_VARS] = {0}, cw[SYNO_GEMM_MAX_VARS] = {0};
+  int64_t plain[SYNO_GEMM_MAX_VARS];
+  opnd_reads(&p->a, fwd, nv, ca);
+  if (st->has_w) opnd_reads(&p->w, fwd, nv, cw);
+  for (int i = 0; i < nv; i++) plain[i] = ca[i] == 0 ? 0 : p->a.acc ? -1 : p->a.stride[i];
+  if (p->a.acc)
+    for (int i = 0; i < p->a.acc->rank; i++) {
+      const syno_expr_t *r = &fwd->node[p->a.acc->idx[i]];
+      int var = r->kind == SYNO_EXPR_OUTER ? r->var : r->kind == SYNO_EXPR_INNER ? fwd->n_outer + r->var : -1;
+      if (var >= 0 && ca[var] == 1) plain[var] = p->a.axis_stride[i];
+    }
   class_t cl[CL_COUNT];
   memset(cl, 0, sizeof cl);
-  for (int i = 0; i < nv; i++) {
-    int c;
-    if (i >= fwd->n_outer) c = CL_K;
-    else if (cx[i] && cw[i]) c = CL_G;
+  for (int j = 0; j < p->n_stage; j++) {
+    int i = p->stage_var[j], c;
+    if (!st->result[i]) c = CL_K;
+    else if (ca[i] && cw[i]) c = CL_G;
     else if (cw[i]) c = CL_N;
-    else c = plain_stride[i] >= 0 ? CL_MP : CL_ME;
+    else c = plain[i] >= 0 ? CL_MP : CL_ME;
     cl[c].var[cl[c].n++] = i;
   }
   for (int c = 0; c < CL_COUNT; c++) {
     cl[c].total = 1;
     for (int i = 0; i < cl[c].n; i++) cl[c].total *= ext[cl[c].var[i]];
   }
-  p->has_w = aw != NULL;
   p->G = cl[CL_G].total;
   p->Mp = cl[CL_MP].total;
   p->Me = cl[CL_ME].total;
   p->N = cl[CL_N].total;
   p->K = cl[CL_K].total;
-  p->alpha = (float)(1.0 / (double)div);
+  p->flops = 2 * p->G * p->Mp * p->Me * p->N * p->K;
+
+  /* The result layout: chosen as [G][N][Mp][Me], or given. */
+  if (st->choose_layout) {
+    static const int order[] = {CL_ME, CL_MP, CL_N, CL_G};
+    int64_t s = 1;
+    memset(st->res_stride, 0, sizeof st->res_stride);
+    for (int o = 0; o < 4; o++)
+      for (int i = cl[order[o]].n - 1; i >= 0; i--) {
+        st->res_stride[cl[order[o]].var[i]] = s;
+        s *= ext[cl[order[o]].var[i]];
+      }
+    st->res_numel = s;
+  }
+  memcpy(p->res_stride, st->res_stride, sizeof p->res_stride);
+  p->numel_c = st->res_numel;
+
+  if (st->loop) {
+    p->generic = "a stage runs as a loop: asked to";
+    goto generic;
+  }
+  if (p->numel_a >= INT32_MAX || p->numel_w >= INT32_MAX) {
+    p->generic = "a stage runs as a loop: a tensor too large for int32 offsets";
+    goto generic;
+  }
   if (p->G * p->K * p->Me > MAX_TABLE || p->G * p->N * p->K > MAX_TABLE) {
-    *reason = "an offset table would be too large";
-    goto skip;
+    p->generic = "a stage runs as a loop: an offset table would be too large";
+    goto generic;
   }
   p->chunk = WORKSPACE / (p->K * p->Me);
   if (p->chunk < 1) p->chunk = 1;
@@ -237,24 +261,24 @@ int syno_gemm_plan_new(const syno_nest_t *fwd, int n_tensors, const syno_vars_t 
     goto fail;
   }
 
-  /* Output offsets: each outer variable is an output axis. */
+  /* Result offsets and the plain strides of A. */
   int64_t *otab[CL_COUNT] = {p->og, p->omp, p->ome, p->on, NULL};
   for (int c = 0; c < CL_K; c++)
     for (int64_t idx = 0; idx < cl[c].total; idx++) {
       memset(e->val, 0, sizeof e->val);
       decode(e, &cl[c], ext, idx);
       int64_t o = 0;
-      for (int i = 0; i < cl[c].n; i++) o += e->val[cl[c].var[i]] * so[cl[c].var[i]];
+      for (int i = 0; i < cl[c].n; i++) o += e->val[cl[c].var[i]] * p->res_stride[cl[c].var[i]];
       otab[c][idx] = o;
     }
   for (int64_t idx = 0; idx < p->Mp; idx++) {
     memset(e->val, 0, sizeof e->val);
     decode(e, &cl[CL_MP], ext, idx);
     int64_t o = 0;
-    for (int i = 0; i < cl[CL_MP].n; i++) o += e->val[cl[CL_MP].var[i]] * plain_stride[cl[CL_MP].var[i]];
+    for (int i = 0; i < cl[CL_MP].n; i++) o += e->val[cl[CL_MP].var[i]] * plain[cl[CL_MP].var[i]];
     p->ip[idx] = o;
   }
-  /* Input gather: plain variables at 0, weight-only variables irrelevant. */
+  /* A gather: plain variables at 0, weight-only variables irrelevant. */
   for (int64_t g = 0; g < p->G; g++)
     for (int64_t k = 0; k < p->K; k++)
       for (int64_t me = 0; me < p->Me; me++) {
@@ -262,14 +286,14 @@ int syno_gemm_plan_new(const syno_nest_t *fwd, int n_tensors, const syno_vars_t 
         decode(e, &cl[CL_G], ext, g);
         decode(e, &cl[CL_K], ext, k);
         decode(e, &cl[CL_ME], ext, me);
-        int64_t o = access_off(e, ax, sx);
-        if (o >= p->numel_x) {
-          *reason = "an input offset out of range";
-          goto skip;
+        int64_t o = opnd_off(e, &p->a, nv);
+        if (o >= p->numel_a) {
+          syno_error_set(err, "gemm plan: an offset of the running tensor out of range");
+          goto fail;
         }
         p->tin[(g * p->K + k) * p->Me + me] = (int32_t)o;
       }
-  if (aw)
+  if (p->has_w)
     for (int64_t g = 0; g < p->G; g++)
       for (int64_t n = 0; n < p->N; n++)
         for (int64_t k = 0; k < p->K; k++) {
@@ -277,35 +301,101 @@ int syno_gemm_plan_new(const syno_nest_t *fwd, int n_tensors, const syno_vars_t 
           decode(e, &cl[CL_G], ext, g);
           decode(e, &cl[CL_N], ext, n);
           decode(e, &cl[CL_K], ext, k);
-          int64_t o = access_off(e, aw, sw);
+          int64_t o = opnd_off(e, &p->w, nv);
           if (o >= p->numel_w) {
-            *reason = "a weight offset out of range";
-            goto skip;
+            syno_error_set(err, "gemm plan: a weight offset out of range");
+            goto fail;
           }
           p->tw[(g * p->N + n) * p->K + k] = (int32_t)o;
         }
   else
     for (int64_t i = 0; i < p->G * p->N * p->K; i++) p->wg[i] = 1.0f;
 
-  /* Direct output: one position per chunk, unit stride in me, rows in n. */
-  p->ldo = p->N > 1 ? p->on[1] - p->on[0] : p->Me;
-  p->direct = p->chunk == 1 && p->ldo >= p->Me;
+  /* Direct result: rows in n at stride ldo, unit stride in me, the plain
+   * positions of a chunk contiguous after one another. */
+  p->ldo = p->N > 1 ? p->on[1] - p->on[0] : cm;
+  p->direct = p->ldo >= cm;
   for (int64_t me = 0; me < p->Me && p->direct; me++)
     if (p->ome[me] != me) p->direct = 0;
   for (int64_t n = 0; n < p->N && p->direct; n++)
     if (p->on[n] != n * p->ldo) p->direct = 0;
-
-  free(e);
+  for (int64_t mp = 0; mp < p->Mp && p->direct && p->chunk > 1; mp++)
+    if (p->omp[mp] != mp * p->Me) p->direct = 0;
   *out = p;
   return 0;
-skip:
-  free(e);
-  syno_gemm_plan_free(p);
+generic:
+  *out = p;
   return 0;
 fail:
-  free(e);
   syno_gemm_plan_free(p);
   return -1;
+}
+
+/* The generic loop: forward when c, else backward (da, dw may be NULL). */
+static void generic_run(syno_gemm_plan_t *p, const float *a, const float *w, float *c, const float *dc, float *da,
+                        float *dw) {
+  ev_t *e = p->ev;
+  if (c) memset(c, 0, sizeof(float) * (size_t)p->numel_c);
+  if (da) memset(da, 0, sizeof(float) * (size_t)p->numel_a);
+  if (dw) memset(dw, 0, sizeof(float) * (size_t)p->numel_w);
+  memset(e->val, 0, sizeof e->val);
+  for (;;) {
+    int64_t oa = opnd_off(e, &p->a, p->nv), ow = p->has_w ? opnd_off(e, &p->w, p->nv) : 0;
+    if (oa >= 0 && ow >= 0) {
+      int64_t oc = 0;
+      for (int j = 0; j < p->n_stage; j++) oc += e->val[p->stage_var[j]] * p->res_stride[p->stage_var[j]];
+      float wv = p->has_w ? w[ow] : 1.0f;
+      if (c) {
+        c[oc] += p->alpha * a[oa] * wv;
+      } else {
+        float g = p->alpha * dc[oc];
+        if (da) da[oa] += g * wv;
+        if (dw) dw[ow] += g * a[oa];
+      }
+    }
+    int j = p->n_stage - 1;
+    for (; j >= 0; j--) {
+      int i = p->stage_var[j];
+      if (++e->val[i] < p->ext[i]) break;
+      e->val[i] = 0;
+    }
+    if (j < 0) break;
+  }
+}
+
+/* C = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm. Products too
+ * small to repay a BLAS call (a Hadamard stage has K = 1; a stage with many
+ * groups has small ones) run as plain loops. */
+#define SMALL_GEMM 4096 /* multiply-adds */
+static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m * n * k > SMALL_GEMM) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    return;
+  }
+  for (int64_t i = 0; i < m; i++) {
+    float *ci = c + i * ldc;
+    if (beta == 0.0f)
+      for (int64_t j = 0; j < n; j++) ci[j] = 0.0f;
+    else if (beta != 1.0f)
+      for (int64_t j = 0; j < n; j++) ci[j] *= beta;
+    if (tb && !ta) { /* rows of A and B are both contiguous: dot products */
+      for (int64_t j = 0; j < n; j++) {
+        float acc = 0.0f;
+        for (int64_t q = 0; q < k; q++) acc += a[i * lda + q] * b[j * ldb + q];
+        ci[j] += alpha * acc;
+      }
+      continue;
+    }
+    for (int64_t q = 0; q < k; q++) {
+      float x = alpha * (ta ? a[q * lda + i] : a[i * lda + q]);
+      if (tb)
+        for (int64_t j = 0; j < n; j++) ci[j] += x * b[j * ldb + q];
+      else
+        for (int64_t j = 0; j < n; j++) ci[j] += x * b[q * ldb + j];
+    }
+  }
 }
 
 static void gather_weight(syno_gemm_plan_t *p, const float *w) {
@@ -342,21 +432,23 @@ static void scatter_col_add(const syno_gemm_plan_t *p, int64_t g, int64_t mp0, i
   }
 }
 
-void syno_gemm_forward(syno_gemm_plan_t *p, const float *const *tensors, float *out) {
-  const float *x = tensors[0];
-  gather_weight(p, p->has_w ? tensors[1] : NULL);
+void syno_gemm_forward(syno_gemm_plan_t *p, const float *x, const float *w, float *out) {
+  if (p->generic) {
+    generic_run(p, x, w, out, NULL, NULL, NULL);
+    return;
+  }
+  gather_weight(p, w);
   for (int64_t g = 0; g < p->G; g++)
     for (int64_t mp0 = 0; mp0 < p->Mp; mp0 += p->chunk) {
       int64_t nc = p->Mp - mp0 < p->chunk ? p->Mp - mp0 : p->chunk, ld = nc * p->Me;
       gather_col(p, g, mp0, nc, x);
       const float *wg = p->wg + g * p->N * p->K;
       if (p->direct) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->N, (int)ld, (int)p->K, p->alpha, wg,
-                    (int)p->K, p->col, (int)ld, 0.0f, out + p->og[g] + p->omp[mp0], (int)p->ldo);
+        gemm(false, false, p->N, ld, p->K, p->alpha, wg, p->K, p->col, ld, 0.0f, out + p->og[g] + p->omp[mp0],
+             p->ldo);
         continue;
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)p->N, (int)ld, (int)p->K, p->alpha, wg,
-                  (int)p->K, p->col, (int)ld, 0.0f, p->cbuf, (int)ld);
+      gemm(false, false, p->N, ld, p->K, p->alpha, wg, p->K, p->col, ld, 0.0f, p->cbuf, ld);
       for (int64_t j = 0; j < nc; j++) {
         float *ob = out + p->og[g] + p->omp[mp0 + j];
         for (int64_t n = 0; n < p->N; n++) {
@@ -368,14 +460,17 @@ void syno_gemm_forward(syno_gemm_plan_t *p, const float *const *tensors, float *
     }
 }
 
-void syno_gemm_backward(syno_gemm_plan_t *p, const float *const *tensors, const float *grad_out,
-                        float *const *grads) {
-  const float *x = tensors[0];
-  float *dx = grads[0], *dw = p->has_w ? grads[1] : NULL;
+void syno_gemm_backward(syno_gemm_plan_t *p, const float *x, const float *w, const float *grad_out, float *dx,
+                        float *dw) {
+  if (!p->has_w) dw = NULL;
   if (!dx && !dw) return;
+  if (p->generic) {
+    generic_run(p, x, w, NULL, grad_out, dx, dw);
+    return;
+  }
   if (dx) {
-    memset(dx, 0, sizeof(float) * (size_t)p->numel_x);
-    gather_weight(p, p->has_w ? tensors[1] : NULL);
+    memset(dx, 0, sizeof(float) * (size_t)p->numel_a);
+    gather_weight(p, w);
   }
   if (dw) memset(dw, 0, sizeof(float) * (size_t)p->numel_w);
   /* dcol reuses the column buffer: the forward columns are gathered only for dW. */
@@ -402,12 +497,10 @@ void syno_gemm_backward(syno_gemm_plan_t *p, const float *const *tensors, const 
       }
       if (dw) {
         gather_col(p, g, mp0, nc, x);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->N, (int)p->K, (int)ld, p->alpha, dy, (int)ldy,
-                    p->col, (int)ld, mp0 == 0 ? 0.0f : 1.0f, p->dwg, (int)p->K);
+        gemm(false, true, p->N, p->K, ld, p->alpha, dy, ldy, p->col, ld, mp0 == 0 ? 0.0f : 1.0f, p->dwg, p->K);
       }
       if (dx) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)p->K, (int)ld, (int)p->N, p->alpha,
-                    p->wg + g * p->N * p->K, (int)p->K, dy, (int)ldy, 0.0f, dcol, (int)ld);
+        gemm(true, false, p->K, ld, p->N, p->alpha, p->wg + g * p->N * p->K, p->K, dy, ldy, 0.0f, dcol, ld);
         scatter_col_add(p, g, mp0, nc, dcol, dx);
       }
     }

@@ -1,14 +1,27 @@
-/* exec_gemm.h - the "gemm" strategy of the executor (internal to src/lower).
+/* exec_gemm.h - one contraction stage of the executor as a GEMM (internal to
+ * src/lower).
  *
- * A plan classifies the loop variables of a forward nest with one input and
- * at most one weight: G (outer, read by input and weight: groups, depthwise
- * channels), M (outer, not read by the weight), N (outer, read by the weight
- * but not the input) and K (every reduction variable). It precomputes int32
- * offset tables for the input gather ([G][K][Me], -1 = zero padding), the
- * weight gather ([G][N][K]) and the output scatter, so that forward and
- * backward become gather + cblas_sgemm + scatter. M variables that index the
- * input as a bare axis ("plain", like the batch N) are not tabulated: they
- * are an added stride, and blocks of them form the GEMM column chunks.
+ * A stage computes, over some of the loop variables of a forward nest,
+ *     C[result vars] = alpha * sum over the other stage vars of A[..] * W[..]
+ * where A (the running tensor: the input, or the previous stage's result)
+ * and W (one weight, or none) are each read either through the nest's index
+ * expressions (an "expression" operand, e.g. the operator's input) or
+ * linearly, one stride per loop variable (a "linear" operand: an
+ * intermediate tensor of the chain, exec_chain.c).
+ *
+ * The plan classifies the stage's variables: G (result, read by A and W:
+ * groups, depthwise channels, batched GEMM), M (result, not read by W), N
+ * (result, read by W but not A) and K (every other stage variable: the
+ * contraction). It precomputes int32 offset tables for the A gather
+ * ([G][K][Me], -1 = zero padding), the W gather ([G][N][K]) and the result
+ * scatter, so that forward and backward become gather + cblas_sgemm +
+ * scatter. M variables that index A as a bare axis ("plain", like the batch
+ * N) are not tabulated: they are an added stride, and blocks of them form
+ * the GEMM column chunks.
+ *
+ * When a table would not fit (too many entries, offsets beyond int32) the
+ * stage runs as a generic loop over its iteration space instead: slower, but
+ * exact and still allocation-free; syno_gemm_plan_generic says so.
  *
  * The plan owns every buffer it uses; forward and backward allocate nothing.
  * Not thread-safe (one call at a time). */
@@ -17,19 +30,52 @@
 
 #include "syno/lower.h"
 
+#define SYNO_GEMM_MAX_VARS (SYNO_MAX_RANK + SYNO_MAX_LOOPS) /* outer vars, then inner */
+
+/* How a stage reads one tensor. */
+typedef struct {
+  const syno_access_t *acc;           /* an access of the nest, or NULL: linear */
+  int64_t stride[SYNO_GEMM_MAX_VARS]; /* linear: per loop variable, 0 = not read */
+  int64_t numel;                      /* linear: element count */
+} syno_gemm_operand_t;
+
+typedef struct {
+  const syno_nest_t *n;              /* the forward nest: extents and index expressions */
+  bool in_stage[SYNO_GEMM_MAX_VARS]; /* the variables this stage iterates over */
+  bool result[SYNO_GEMM_MAX_VARS];   /* those kept in C (the others are summed) */
+  syno_gemm_operand_t a, w;
+  bool has_w;
+  /* The layout of C: when choose_layout, the plan picks it ([G][N][M], so
+   * that the GEMM writes C in place) and fills res_stride and res_numel;
+   * otherwise res_stride gives the stride of each result variable. */
+  bool choose_layout;
+  int64_t res_stride[SYNO_GEMM_MAX_VARS];
+  int64_t res_numel;
+  int64_t divisor; /* alpha = 1 / divisor */
+  bool loop;       /* run as the generic loop even when the tables fit (tests) */
+} syno_gemm_stage_t;
+
 typedef struct syno_gemm_plan syno_gemm_plan_t;
 
-/* Builds a plan for nest `fwd` (the forward nest of an operator with
- * n_tensors tensors) under binding b. Returns 0 and *out = the plan, or 0,
- * *out = NULL and *reason = why the strategy does not apply; -1 on error
- * (out of memory, a size that does not evaluate). */
-int syno_gemm_plan_new(const syno_nest_t *fwd, int n_tensors, const syno_vars_t *v, int b, syno_gemm_plan_t **out,
-                       const char **reason, syno_error_t *err);
+/* Builds a plan for stage st under binding b of v (fills st->res_stride and
+ * st->res_numel when st->choose_layout). The nest and the accesses must
+ * outlive the plan. 0 on success; -1 on error (out of memory, a size that
+ * does not evaluate, an empty loop). */
+int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_gemm_plan_t **out,
+                       syno_error_t *err);
 void syno_gemm_plan_free(syno_gemm_plan_t *p);
 
-void syno_gemm_forward(syno_gemm_plan_t *p, const float *const *tensors, float *out);
-/* grads[t] may be NULL (not wanted); the others are overwritten. */
-void syno_gemm_backward(syno_gemm_plan_t *p, const float *const *tensors, const float *grad_out,
-                        float *const *grads);
+/* NULL when the stage runs as gather + GEMM + scatter, else why it runs as a
+ * generic loop (static storage). */
+const char *syno_gemm_plan_generic(const syno_gemm_plan_t *p);
+/* Multiply-adds of the stage, 2 each (the product of its extents, times 2). */
+int64_t syno_gemm_plan_flops(const syno_gemm_plan_t *p);
+
+/* c = alpha * sum A W (w ignored without a weight); c is overwritten. */
+void syno_gemm_forward(syno_gemm_plan_t *p, const float *a, const float *w, float *c);
+/* da = dL/dA, dw = dL/dW given dc = dL/dC; either may be NULL (not wanted),
+ * the others are overwritten. */
+void syno_gemm_backward(syno_gemm_plan_t *p, const float *a, const float *w, const float *dc, float *da,
+                        float *dw);
 
 #endif

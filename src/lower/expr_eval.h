@@ -1,6 +1,7 @@
 /* expr_eval.h - evaluating an index expression of a loop nest (internal to
  * src/lower). The interpreter and the executor's offset tables both use it;
- * it is static inline because both call it in their innermost loops. */
+ * it is static inline because both call it in their innermost loops. Also
+ * which loop variables an expression reads, for the executor's planning. */
 #ifndef SYNO_EXPR_EVAL_H
 #define SYNO_EXPR_EVAL_H
 
@@ -32,6 +33,19 @@ static inline int64_t syno_expr_eval(const syno_nest_t *n, int i, const int64_t 
       if (a < 0 || a >= b) *ok = false;
       return a;
     default: return 0;
+  }
+}
+
+/* Adds to cnt[v] the occurrences of loop variable v (outer variables first,
+ * then inner: ri_j is n->n_outer + j) in the tree of node i. */
+static inline void syno_expr_count_vars(const syno_nest_t *n, int i, int *cnt) {
+  const syno_expr_t *x = &n->node[i];
+  switch (x->kind) {
+    case SYNO_EXPR_OUTER: cnt[x->var]++; return;
+    case SYNO_EXPR_INNER: cnt[n->n_outer + x->var]++; return;
+    case SYNO_EXPR_SIZE:
+    case SYNO_EXPR_IMM: return;
+    default: syno_expr_count_vars(n, x->a, cnt); syno_expr_count_vars(n, x->b, cnt);
   }
 }
 

@@ -4,7 +4,9 @@
  * Each operator is compiled, run forward and backward (the gradient of the
  * input and of every weight), and compared with the interpreter's forward
  * nest and backward nests at relative error 1e-4. The test counts how many
- * operators the gemm strategy takes and asserts a coverage floor. */
+ * operators take each strategy ("gemm": one GEMM stage; "chain": one stage
+ * per contraction, spec 7; "interp": the fallback) and asserts that every
+ * operator runs on a fast path, every multi-weight one on the chain. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +15,15 @@
 #include "syno/space.h"
 #include "synotest.h"
 
+#include "../../src/lower/exec_chain.h" /* the chain with every stage as a loop */
+
 #define TOL 1e-4
 
-/* Returns 1 when e ran on the fast path. Fails the test on any mismatch. */
-static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char *what, syno_rng_t *rng) {
+/* Checks the executor against the interpreter, and the same stages run as
+ * generic loops; fails the test on any mismatch. Returns 1 when the executor
+ * ran on a fast path, and its strategy. */
+static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char *what, syno_rng_t *rng,
+                     const char **strategy) {
   syno_error_t err = {0};
   syno_exec_t *e = NULL;
   if (syno_exec_new(op, v, 0, &e, &err)) fail_msg("%s: %s", what, err.msg);
@@ -47,8 +54,25 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
     double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
     if (!(ge <= TOL)) fail_msg("%s [%s]: gradient of tensor %d differs by %g", what, syno_exec_strategy(e), i, ge);
   }
+  /* The generic loop of every stage, where the staged path applies. */
+  syno_chain_t *loops = NULL;
+  const char *why = NULL;
+  if (syno_chain_new(op, &low->forward, v, 0, true, &loops, &why, &err)) fail_msg("%s: %s", what, err.msg);
+  if (loops) {
+    for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
+    syno_chain_forward(loops, (const float *const *)t, out);
+    fe = st_rel_err(out, want, n_out);
+    if (!(fe <= TOL)) fail_msg("%s [loops]: forward differs by %g", what, fe);
+    syno_chain_backward(loops, (const float *const *)t, gout, g);
+    for (int i = 0; i < nt; i++) {
+      double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
+      if (!(ge <= TOL)) fail_msg("%s [loops]: gradient of tensor %d differs by %g", what, i, ge);
+    }
+    syno_chain_free(loops);
+  }
   int fast = syno_exec_fallback_reason(e) == NULL;
-  assert_int_equal(fast, strcmp(syno_exec_strategy(e), "interp") != 0);
+  if (fast) assert_true(strcmp(syno_exec_strategy(e), "interp") != 0);
+  if (strategy) *strategy = syno_exec_strategy(e);
   for (int i = 0; i < nt; i++) {
     free(t[i]);
     free(g[i]);
@@ -86,7 +110,7 @@ static void test_builtins_fast(void **state) {
       fail_msg("%s: not on the fast path (%s)", cases[i][0], syno_exec_fallback_reason(e));
     assert_null(syno_exec_fallback_reason(e));
     syno_exec_free(e);
-    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng), 1);
+    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng, NULL), 1);
     st_op_free(&o);
   }
 }
@@ -94,10 +118,14 @@ static void test_builtins_fast(void **state) {
 #define MAX_OPS 600
 #define MAX_REASONS 16
 
+static const char *const strategies[] = {"gemm", "chain", "interp"};
+enum { N_STRATEGIES = 3 };
+
 typedef struct {
   char **seen;
   int n_seen, fast, target;
   int n_tensors_hist[SYNO_MAX_TENSORS + 1];
+  int by_strategy[SYNO_MAX_TENSORS + 1][N_STRATEGIES]; /* [tensors][strategy] */
   const char *reason[MAX_REASONS];
   int reason_n[MAX_REASONS];
   syno_rng_t rng;
@@ -116,17 +144,25 @@ static int visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
     if (strcmp(c->seen[i], buf) == 0) return 0;
   c->seen[c->n_seen++] = strdup(buf);
   c->n_tensors_hist[op.n_tensors]++;
-  if (check_one(&op, v, buf, &c->rng)) {
+  const char *strategy = NULL;
+  int fast = check_one(&op, v, buf, &c->rng, &strategy);
+  int k = 0;
+  while (k < N_STRATEGIES && strcmp(strategies[k], strategy) != 0) k++;
+  if (k == N_STRATEGIES) fail_msg("%s: unknown strategy %s", buf, strategy);
+  c->by_strategy[op.n_tensors][k]++;
+  /* Every operator with two or more weights runs on the chain. */
+  if (op.n_tensors >= 3 && strcmp(strategy, "chain") != 0) fail_msg("%s: on %s, not on the chain", buf, strategy);
+  if (fast) {
     c->fast++;
   } else {
     syno_exec_t *e = NULL;
     assert_int_equal(syno_exec_new(&op, v, 0, &e, &err), 0);
     const char *r = syno_exec_fallback_reason(e);
     assert_non_null(r);
-    int k = 0;
-    while (k < MAX_REASONS - 1 && c->reason[k] && strcmp(c->reason[k], r) != 0) k++;
-    c->reason[k] = r;
-    c->reason_n[k]++;
+    int j = 0;
+    while (j < MAX_REASONS - 1 && c->reason[j] && strcmp(c->reason[j], r) != 0) j++;
+    c->reason[j] = r;
+    c->reason_n[j]++;
     syno_exec_free(e);
   }
   return c->n_seen >= c->target;
@@ -154,16 +190,20 @@ static void test_sampled_operators(void **state) {
     if (syno_space_exhaust(s, visit, c, NULL, NULL, &err)) fail_msg("%s", err.msg);
     syno_space_free(s);
   }
-  printf("checked %d distinct operators: %d on the gemm path, %d fall back\n", c->n_seen, c->fast,
+  printf("checked %d distinct operators: %d entirely on GEMM stages, %d not\n", c->n_seen, c->fast,
          c->n_seen - c->fast);
-  for (int t = 1; t <= SYNO_MAX_TENSORS; t++)
-    if (c->n_tensors_hist[t]) printf("  %d operators with %d tensor(s)\n", c->n_tensors_hist[t], t);
-  for (int k = 0; k < MAX_REASONS && c->reason[k]; k++) printf("  fallback (%d): %s\n", c->reason_n[k], c->reason[k]);
+  for (int t = 1; t <= SYNO_MAX_TENSORS; t++) {
+    if (!c->n_tensors_hist[t]) continue;
+    printf("  %d operators with %d tensor(s):", c->n_tensors_hist[t], t);
+    for (int k = 0; k < N_STRATEGIES; k++) printf(" %s %d", strategies[k], c->by_strategy[t][k]);
+    printf("\n");
+  }
+  for (int k = 0; k < MAX_REASONS && c->reason[k]; k++) printf("  not fast (%d): %s\n", c->reason_n[k], c->reason[k]);
   assert_true(c->n_seen >= 500);
-  /* Every operator with an input and at most one weight must be fast, and
-   * those are most of the space. */
-  assert_int_equal(c->fast, c->n_tensors_hist[1] + c->n_tensors_hist[2]);
-  assert_true(c->fast * 10 >= c->n_seen * 6);
+  assert_true(c->n_tensors_hist[3] > 0);
+  /* No operator of the sample needs the interpreter or a loop stage. */
+  assert_int_equal(c->fast, c->n_seen);
+  for (int t = 1; t <= SYNO_MAX_TENSORS; t++) assert_int_equal(c->by_strategy[t][2], 0);
   for (int i = 0; i < c->n_seen; i++) free(c->seen[i]);
   free(c->seen);
   free(c);

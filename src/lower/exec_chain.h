@@ -1,0 +1,48 @@
+/* exec_chain.h - the staged fast path of the executor (internal to
+ * src/lower): an operator's forward nest evaluated one contraction at a
+ * time, in the stage order of spec section 7, each stage a GEMM
+ * (exec_gemm.h) on the running tensor and one weight.
+ *
+ * The running tensor starts as the input. An optional leading stage with no
+ * weight sums the reductions only the input reads (spec 7.2's "early
+ * reduction"). Then each weight is contracted into the running tensor in
+ * turn: the stage sums every variable that neither a later weight nor the
+ * output reads, and materialises the rest as the next running tensor. The
+ * weight order respects the Shares (a weight whose Share's data side
+ * depends on tensor t comes after t) and, among the orders allowed, has the
+ * fewest FLOPs; a tie goes to more stages (spec 7.2, step 5).
+ *
+ * Backward runs the stages in reverse, by the chain rule: each stage's
+ * backward takes the gradient of its result and gives its weight's gradient
+ * and the gradient of its running tensor, which is the previous stage's
+ * result gradient. The intermediate tensors are recomputed first, so a
+ * backward call does not depend on an earlier forward call.
+ *
+ * All buffers (intermediates, their gradients, the stages' tables) are
+ * allocated when the chain is built; forward and backward allocate nothing. */
+#ifndef SYNO_EXEC_CHAIN_H
+#define SYNO_EXEC_CHAIN_H
+
+#include "syno/graph.h"
+#include "syno/lower.h"
+
+typedef struct syno_chain syno_chain_t;
+
+/* Builds the chain of forward nest fwd of op under binding b. Returns 0 and
+ * *out = the chain, or 0, *out = NULL and *reason = why the staged path does
+ * not apply (static storage); -1 on error. The nest must outlive the chain.
+ * With `loops`, every stage runs as the generic loop (tests check the loop
+ * against the interpreter, as the table limits are rarely reached). */
+int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
+                   syno_chain_t **out, const char **reason, syno_error_t *err);
+void syno_chain_free(syno_chain_t *c);
+
+int syno_chain_stages(const syno_chain_t *c);
+/* NULL when every stage runs as a GEMM, else why one runs as a generic loop. */
+const char *syno_chain_generic(const syno_chain_t *c);
+
+void syno_chain_forward(syno_chain_t *c, const float *const *tensors, float *out);
+/* grads[t] may be NULL (not wanted); the others are overwritten. */
+void syno_chain_backward(syno_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads);
+
+#endif
