@@ -8,7 +8,9 @@
  * not need, which keeps each enumeration to a fraction of a second.
  *
  * Twins marked "approximately" compute the same function except at the
- * zero-padded or wrapped border (the spec accepts those as duplicates). */
+ * zero-padded or wrapped border (the spec accepts those as duplicates).
+ * Twins that compute exactly the same function with weights of the same
+ * shape (S1, T1, T3, T4) are also run on the same data. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,42 @@
 #include "spacetest.h"
 #include "synotest.h"
 #include "syno/space.h"
+
+/* For twins that compute exactly the same function with weights of the
+ * same shapes: both operators, run on the same random input and weights,
+ * give the same output. */
+static void check_same_function(const char *vars, const char *input, const char *output, const char *a, const char *b) {
+  const char *binds[] = {"", NULL};
+  st_op_t oa, ob;
+  st_op_make(&oa, vars, input, output, a, binds);
+  st_op_make(&ob, vars, input, output, b, binds);
+  assert_int_equal(oa.op.n_tensors, ob.op.n_tensors);
+  syno_error_t err;
+  syno_lowered_t *la = malloc(sizeof *la), *lb = malloc(sizeof *lb);
+  if (syno_lower(&oa.op, la, &err) || syno_lower(&ob.op, lb, &err)) fail_msg("%s", err.msg);
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, 5, 0);
+  float *t[SYNO_MAX_TENSORS] = {0};
+  for (int i = 0; i < oa.op.n_tensors; i++) {
+    int64_t na, nb;
+    assert_int_equal(syno_tensor_numel(&oa.op, i, 0, &na, &err), 0);
+    assert_int_equal(syno_tensor_numel(&ob.op, i, 0, &nb, &err), 0);
+    assert_int_equal(na, nb);
+    t[i] = st_random(&rng, na);
+  }
+  int64_t n;
+  assert_int_equal(syno_output_numel(&oa.op, 0, &n, &err), 0);
+  float *ya = st_forward(&oa, &la->forward, 0, t), *yb = st_forward(&ob, &lb->forward, 0, t);
+  double e = st_rel_err(ya, yb, n);
+  if (e > 1e-5) fail_msg("'%s' and '%s' differ: %g", a, b, e);
+  for (int i = 0; i < oa.op.n_tensors; i++) free(t[i]);
+  free(ya);
+  free(yb);
+  free(la);
+  free(lb);
+  st_op_free(&oa);
+  st_op_free(&ob);
+}
 
 /* --- Shift --- */
 
@@ -32,8 +70,9 @@ static void test_s1(void **state) {
    * unordered scope, so U2 removes the same form: S1 is shown with U2 off,
    * and with U2 on the form is absent even with S1 off. */
   const char *unc = "r0=sum(C); in[shift(r0), share(i1, 1)] expand[share(i0, 1)] w1[i0, i1]";
-  st_check_rule(SYNO_RULE_S1, SHIFT_SPACE, ST_RULE(SYNO_RULE_U2), unc,
-                "r0=sum(C); in[r0, share(i1, 1)] expand[share(i0, 1)] w1[i0, i1]");
+  const char *twin = "r0=sum(C); in[r0, share(i1, 1)] expand[share(i0, 1)] w1[i0, i1]";
+  st_check_rule(SYNO_RULE_S1, SHIFT_SPACE, ST_RULE(SYNO_RULE_U2), unc, twin);
+  check_same_function("C=4: 2, H=4: 2", "[C: unordered, H]", "[C: unordered, H]", unc, twin);
   char *ops = st_space_ops(SHIFT_SPACE, true, ST_RULE(SYNO_RULE_S1), NULL, NULL);
   if (st_lines_have(ops, unc)) fail_msg("S1 off, U2 on: '%s' was generated", unc);
   free(ops);
@@ -84,26 +123,29 @@ static void test_s4(void **state) {
  * 2s - 1 (a strided convolution): the spaces below have both. */
 
 /* Windows of up to 27 = k^3 taps over H = 64. */
+#define STRIDE_VARS "C_out=2: 2, H=64: 2; k=3: 3"
 #define STRIDE_SPACE                                                                                       \
-  "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_out=2: 2, H=64: 2; k=3: 3\", " \
+  "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"" STRIDE_VARS "\", "               \
   "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "                          \
   "\"primitives\": {\"stride\": true, \"merge\": false, \"shift\": false}, \"depth\": 6}"
 
 static void test_t1(void **state) {
   (void)state;
   /* Stride k of stride k is stride k^2: the same dilated window. */
-  st_check_rule(SYNO_RULE_T1, STRIDE_SPACE, 0,
-                "r0=sum(k); in[unfold(share(i1, 1), stride(stride(r0, k), k))] expand[share(i0, 1)] w1[i0, i1]",
-                "r0=sum(k); in[unfold(share(i1, 1), stride(r0, k^2))] expand[share(i0, 1)] w1[i0, i1]");
+  const char *unc = "r0=sum(k); in[unfold(share(i1, 1), stride(stride(r0, k), k))] expand[share(i0, 1)] w1[i0, i1]",
+             *twin = "r0=sum(k); in[unfold(share(i1, 1), stride(r0, k^2))] expand[share(i0, 1)] w1[i0, i1]";
+  st_check_rule(SYNO_RULE_T1, STRIDE_SPACE, 0, unc, twin);
+  check_same_function(STRIDE_VARS, "[H]", "[C_out: unordered, H]", unc, twin);
 }
 
 static void test_t3(void **state) {
   (void)state;
   /* x[k*(3*a + b)] = x[9*a + k*b]: a stride above a split is the split with
    * the stride on its minor side. */
-  st_check_rule(SYNO_RULE_T3, STRIDE_SPACE, 0,
-                "r0=sum(k) r1=sum(k); in[unfold(i1, stride(split(share(r0, 1), r1), k))] expand[share(i0, 1)] w1[i0, r0]",
-                "r0=sum(k) r1=sum(k); in[unfold(i1, split(share(r0, 1), stride(r1, k)))] expand[share(i0, 1)] w1[i0, r0]");
+  const char *unc = "r0=sum(k) r1=sum(k); in[unfold(i1, stride(split(share(r0, 1), r1), k))] expand[share(i0, 1)] w1[i0, r0]",
+             *twin = "r0=sum(k) r1=sum(k); in[unfold(i1, split(share(r0, 1), stride(r1, k)))] expand[share(i0, 1)] w1[i0, r0]";
+  st_check_rule(SYNO_RULE_T3, STRIDE_SPACE, 0, unc, twin);
+  check_same_function(STRIDE_VARS, "[H]", "[C_out: unordered, H]", unc, twin);
 }
 
 static void test_t4(void **state) {
@@ -111,15 +153,16 @@ static void test_t4(void **state) {
   /* A merge with block k^2 above a stride k is a merge with block k whose
    * minor half is strided: div(k*a, k^2) = div(a, k), mod(k*a, k^2) =
    * k*mod(a, k). The halves are the windows of two unfolds. */
+  const char *unc = "in[unfold(i2, div(stride(i1, k), k^2)), share(unfold(i3, mod(stride(i1, k), k^2)), 1)] "
+                    "expand[share(i0, 1)] w1[i0, unfold(i3, mod(stride(i1, k), k^2))]",
+             *twin = "in[unfold(i2, div(i1, k)), share(unfold(i3, stride(mod(i1, k), k)), 1)] expand[share(i0, 1)] "
+                     "w1[i0, unfold(i3, stride(mod(i1, k), k))]";
   st_check_rule(SYNO_RULE_T4,
                 "{\"input\": \"[X, Y]\", \"output\": \"[C_out: unordered, k^2, X, Y]\", "
                 "\"vars\": \"C_out=2: 2, X=8: 2, Y=20: 2; k=3: 4\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
                 "\"max_reductions\": 0, \"primitives\": {\"stride\": true, \"split\": false, \"shift\": false}, \"depth\": 5}",
-                0,
-                "in[unfold(i2, div(stride(i1, k), k^2)), share(unfold(i3, mod(stride(i1, k), k^2)), 1)] expand[share(i0, 1)] "
-                "w1[i0, unfold(i3, mod(stride(i1, k), k^2))]",
-                "in[unfold(i2, div(i1, k)), share(unfold(i3, stride(mod(i1, k), k)), 1)] expand[share(i0, 1)] "
-                "w1[i0, unfold(i3, stride(mod(i1, k), k))]");
+                0, unc, twin);
+  check_same_function("C_out=2: 2, X=8: 2, Y=20: 2; k=3: 4", "[X, Y]", "[C_out: unordered, k^2, X, Y]", unc, twin);
 }
 
 static void test_t2(void **state) {
