@@ -6,6 +6,7 @@
  * what removes it), and that the space counted removals under the rule's
  * name (st_check_rule). The spaces switch off the primitives a rule does
  * not need, which keeps each enumeration to a fraction of a second.
+ * S1, C1 and T2 need a variant of the check; their tests say why.
  *
  * Twins marked "approximately" compute the same function except at the
  * zero-padded or wrapped border (the spec accepts those as duplicates).
