@@ -16,7 +16,8 @@ typedef struct {
   syno_graph_t *g;
   int n_full, n_simple;
   syno_dim_t full[SPACE_MAX_IFACE];   /* every non-weight dim with chain left */
-  bool simple[SPACE_MAX_IFACE];       /* above the latest contraction (C1) */
+  bool simple[SPACE_MAX_IFACE];       /* above the latest contraction: C1 keeps the simple views (Shift,
+                                       * Stride, Merge, Expand) to these, and a Split to one of them */
   syno_error_t *err;
 } gen_t;
 
@@ -166,9 +167,9 @@ static int enum_divisors(const gen_t *G, syno_size_t S, syno_size_t *out, int ma
 
 static int gen_merge(gen_t *G) {
   for (int a = 0; a < G->n_full; a++) {
-    if (!G->simple[a]) continue;
     syno_dim_t d = G->full[a];
     if (is_share_data(G, d)) continue; /* the data side of a share is never reshaped in place (S2-like, C4) */
+    if (reject(G, SYNO_RULE_C1, !G->simple[a])) continue;
     if (reject(G, SYNO_RULE_R0, below_is(G, d, SYNO_PRIM_SPLIT) || is_merge_l(G, d))) continue;
     if (reject(G, SYNO_RULE_R4, is_reduce(G, d))) continue;
     syno_size_t blocks[256];
@@ -207,7 +208,7 @@ static int gen_merge(gen_t *G) {
 
 static int gen_shift(gen_t *G) {
   for (int a = 0; a < G->n_full; a++) {
-    if (!G->simple[a]) continue;
+    if (reject(G, SYNO_RULE_C1, !G->simple[a])) continue;
     syno_dim_t d = G->full[a];
     if (reject(G, SYNO_RULE_S1, is_reduce(G, d))) continue;
     if (reject(G, SYNO_RULE_S2, is_share_data(G, d) || below_is(G, d, SYNO_PRIM_SHIFT))) continue;
@@ -226,7 +227,7 @@ static int gen_stride(gen_t *G) {
   syno_size_t cand[256];
   int nc = space_enum_sizes(G->s, &G->n.usage[0][0], cand, 256);
   for (int a = 0; a < G->n_full; a++) {
-    if (!G->simple[a]) continue;
+    if (reject(G, SYNO_RULE_C1, !G->simple[a])) continue;
     syno_dim_t d = G->full[a];
     if (reject(G, SYNO_RULE_T1, below_is(G, d, SYNO_PRIM_STRIDE))) continue;
     if (reject(G, SYNO_RULE_T2, below_is(G, d, SYNO_PRIM_UNFOLD))) continue;
@@ -281,9 +282,9 @@ static int gen_expand(gen_t *G) {
   for (int i = 0; i < G->n.n_exp; i++)
     if (below_is(G, exps[i], SYNO_PRIM_MERGE)) repeat *= ub(G, dsize(G, exps[i]));
   for (int a = 0; a < G->n_full; a++) {
-    if (!G->simple[a]) continue;
     syno_dim_t d = G->full[a];
     if (!is_merge_r(G, d) && !is_merge_l(G, d)) continue;
+    if (reject(G, SYNO_RULE_C1, !G->simple[a])) continue;
     bool adjacent = false;
     for (int i = 0; i < G->n.n_exp; i++)
       adjacent = adjacent || syno_graph_adjacent(G->g, d, exps[i]) || syno_graph_adjacent(G->g, exps[i], d);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spacetest.h"
 #include "synotest.h"
 #include "syno/space.h"
 
@@ -230,58 +231,13 @@ static void test_distance_is_a_lower_bound(void **state) {
 
 /* Pruning by distance only removes nodes that cannot finish: the operators
  * found are the same with and without it. */
-static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
-  syno_operator_t op;
-  syno_error_t err;
-  if (syno_node_final(s, node, index, &op, &err)) return -1;
-  char buf[4096];
-  syno_operator_print(&op, buf, sizeof buf);
-  FILE *f = ctx;
-  fprintf(f, "%s\n", buf);
-  return 0;
-}
-
-/* Every operator of the space, one text per line; `off` names a rule to
- * switch off (SYNO_RULE_COUNT for none). */
-static char *enumerate(const char *json, bool prune, syno_rule_t off, uint64_t *count) {
-  syno_space_spec_t spec;
-  syno_error_t err;
-  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
-  spec.opts.prune_distance = prune;
-  if (off < SYNO_RULE_COUNT) spec.opts.rule[off] = false;
-  syno_space_t *s;
-  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  uint64_t finals[64] = {0};
-  if (syno_space_exhaust(s, collect, f, NULL, finals, &err)) fail_msg("%s", err.msg);
-  fclose(f);
-  if (count) *count = 0;
-  for (int i = 0; i < 64 && count; i++) *count += finals[i];
-  syno_space_free(s);
-  return buf;
-}
-
-static int cmp_line(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static int sorted_lines(char *buf, char ***lines) {
-  int n = 0;
-  for (char *p = buf; *p; p++) n += *p == '\n';
-  *lines = malloc(sizeof(char *) * (size_t)(n + 1));
-  int i = 0;
-  for (char *tok = strtok(buf, "\n"); tok; tok = strtok(NULL, "\n")) (*lines)[i++] = tok;
-  qsort(*lines, (size_t)i, sizeof(char *), cmp_line);
-  return i;
-}
-
 static void test_pruning_keeps_every_operator(void **state) {
   (void)state;
   const char *json = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}";
   uint64_t a, b;
-  char *with = enumerate(json, true, SYNO_RULE_COUNT, &a), *without = enumerate(json, false, SYNO_RULE_COUNT, &b);
+  char *with = st_space_ops(json, true, 0, NULL, &a), *without = st_space_ops(json, false, 0, NULL, &b);
   char **la, **lb;
-  int na = sorted_lines(with, &la), nb = sorted_lines(without, &lb);
+  int na = st_sorted_lines(with, &la), nb = st_sorted_lines(without, &lb);
   assert_int_equal(na, nb);
   for (int i = 0; i < na; i++) assert_string_equal(la[i], lb[i]);
   print_message("%d operators with and without distance pruning\n", na);
@@ -369,7 +325,7 @@ static void test_flops_pruning_keeps_every_operator(void **state) {
     char *off = enumerate_flops(specs[k], false, 0, bound, &a, &pa);
     char *on = enumerate_flops(specs[k], true, bound, 0, &b, &pb);
     char **la, **lb;
-    int na = sorted_lines(off, &la), nb = sorted_lines(on, &lb);
+    int na = st_sorted_lines(off, &la), nb = st_sorted_lines(on, &lb);
     print_message("spec %zu: %d operators, %d within %g FLOPs; with the bound and pruning on %d, %llu nodes pruned\n", k,
                   all.n, na, bound, nb, (unsigned long long)pb);
     assert_int_equal(na, nb);
@@ -387,78 +343,55 @@ static void test_flops_pruning_keeps_every_operator(void **state) {
 }
 
 /* A rule that is switched off lets its uncanonical twin through, and the
- * canonical form is generated either way. */
-static bool lines_have(const char *buf, const char *text) {
-  size_t n = strlen(text);
-  for (const char *p = buf; (p = strstr(p, text)); p++)
-    if ((p == buf || p[-1] == '\n') && (p[n] == '\n' || p[n] == 0)) return true;
-  return false;
-}
-
-static void check_rule(syno_rule_t rule, const char *json, const char *uncanonical, const char *canonical) {
-  /* Every rule checked on one space shares the enumeration with all rules on. */
-  static char *on_json, *on;
-  if (!on_json || strcmp(on_json, json)) {
-    free(on_json);
-    free(on);
-    on_json = strdup(json);
-    on = enumerate(json, true, SYNO_RULE_COUNT, NULL);
-  }
-  char *off = enumerate(json, true, rule, NULL);
-  if (getenv("SYNO_TEST_VERBOSE")) print_message("%s on:\n%s\n", syno_rule_name(rule), on);
-  if (lines_have(on, uncanonical)) fail_msg("%s on: '%s' was generated", syno_rule_name(rule), uncanonical);
-  if (!lines_have(off, uncanonical)) fail_msg("%s off: '%s' was not generated", syno_rule_name(rule), uncanonical);
-  if (!lines_have(on, canonical)) fail_msg("%s on: the canonical '%s' was not generated", syno_rule_name(rule), canonical);
-  free(off);
-}
-
+ * canonical form is generated either way (st_check_rule, spacetest.h). The
+ * rules that never fire in these two spaces are tested in test_rules.c. */
 #define SMALL "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, H=8: 2; k=3: 2, s=2: 2\", \"min_weight_params\": 4, \"max_finalizations\": 4, \"depth\": "
 
 static void test_rules(void **state) {
   (void)state;
   /* S2: shifting a shared dim is the same as a rolled (learned) weight. */
-  check_rule(SYNO_RULE_S2, SMALL "3}", "r0=sum(C_in); in[share(r0, 1), shift(share(i1, 1))] expand[share(i0, 1)] w1[r0, i0, i1]",
-             "r0=sum(C_in); in[share(r0, 1), share(i1, 1)] expand[share(i0, 1)] w1[r0, i0, i1]");
+  st_check_rule(SYNO_RULE_S2, SMALL "3}", 0, "r0=sum(C_in); in[share(r0, 1), shift(share(i1, 1))] expand[share(i0, 1)] w1[r0, i0, i1]",
+                "r0=sum(C_in); in[share(r0, 1), share(i1, 1)] expand[share(i0, 1)] w1[r0, i0, i1]");
   /* R2: broadcasting both halves of a merged C_out is one broadcast of C_out. */
-  check_rule(SYNO_RULE_R2, SMALL "3}",
-             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(div(i0, s^-1*C_out), 1), share(mod(i0, s^-1*C_out), 1)] "
-             "w1[r0, div(i0, s^-1*C_out), mod(i0, s^-1*C_out)]",
-             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
+  st_check_rule(SYNO_RULE_R2, SMALL "3}", 0,
+                "r0=sum(C_in); in[share(r0, 1), i1] expand[share(div(i0, s^-1*C_out), 1), share(mod(i0, s^-1*C_out), 1)] "
+                "w1[r0, div(i0, s^-1*C_out), mod(i0, s^-1*C_out)]",
+                "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
   /* R4: summing a merged dim is two reductions; here one half only meets the
    * weight, so it sums the weight alone. */
-  check_rule(SYNO_RULE_R4, SMALL "3}",
-             "r0=sum(s*C_in); in[share(mod(r0, C_in), 1), i1] expand[share(div(r0, C_in), 1), share(i0, 1)] "
-             "w1[div(r0, C_in), mod(r0, C_in), i0]",
-             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
+  st_check_rule(SYNO_RULE_R4, SMALL "3}", 0,
+                "r0=sum(s*C_in); in[share(mod(r0, C_in), 1), i1] expand[share(div(r0, C_in), 1), share(i0, 1)] "
+                "w1[div(r0, C_in), mod(r0, C_in), i0]",
+                "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
   /* C3: a contraction with no inner share is a pure outer product. */
-  check_rule(SYNO_RULE_C3, SMALL "3}", "r0=sum(C_in); in[r0, i1] expand[share(i0, 1)] w1[i0]",
-             "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
+  st_check_rule(SYNO_RULE_C3, SMALL "3}", 0, "r0=sum(C_in); in[r0, i1] expand[share(i0, 1)] w1[i0]",
+                "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
   /* R1: splitting the two halves of a merge back together is the identity. */
   const char *conv = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"min_weight_params\": 8}";
-  check_rule(SYNO_RULE_R1, conv,
-             "r0=sum(C_in); in[i0, r0, share(i2, 1), split(div(i3, k), mod(i3, k))] expand[share(i1, 1)] w1[i1, i2]",
-             "r0=sum(C_in); in[i0, r0, share(i2, 1), i3] expand[share(i1, 1)] w1[i1, i2]");
+  st_check_rule(SYNO_RULE_R1, conv, 0,
+                "r0=sum(C_in); in[i0, r0, share(i2, 1), split(div(i3, k), mod(i3, k))] expand[share(i1, 1)] w1[i1, i2]",
+                "r0=sum(C_in); in[i0, r0, share(i2, 1), i3] expand[share(i1, 1)] w1[i1, i2]");
   /* O4: a window that is only summed is a weightless box filter. */
-  check_rule(SYNO_RULE_O4, conv,
-             "r0=sum(k) r1=sum(C_in); in[i0, share(r1, 1), i2, unfold(i3, r0)] expand[share(i1, 1)] w1[r1, i1]",
-             "r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]");
+  st_check_rule(SYNO_RULE_O4, conv, 0,
+                "r0=sum(k) r1=sum(C_in); in[i0, share(r1, 1), i2, unfold(i3, r0)] expand[share(i1, 1)] w1[r1, i1]",
+                "r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]");
   /* R0: splitting W and merging its halves back with H is a reshape of the
    * input that the plain contraction over the same dims spells once. */
-  check_rule(SYNO_RULE_R0, conv,
-             "r0=sum(C_in); in[i0, div(split(i2, r0), H), mod(split(i2, r0), H), share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]",
-             "r0=sum(C_in); in[i0, r0, i2, share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]");
+  st_check_rule(SYNO_RULE_R0, conv, 0,
+                "r0=sum(C_in); in[i0, div(split(i2, r0), H), mod(split(i2, r0), H), share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]",
+                "r0=sum(C_in); in[i0, r0, i2, share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]");
   /* R3: a split of W whose two halves both meet the weight is the weight
    * reshaped; W shared whole is the canonical spelling. */
-  check_rule(SYNO_RULE_R3, conv,
-             "r0=sum(C_in); in[i0, r0, i2, split(share(mod(i3, k), 1), share(div(i3, k), 1))] expand[share(i1, 1)] "
-             "w1[i1, div(i3, k), mod(i3, k)]",
-             "r0=sum(C_in); in[i0, r0, i2, share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]");
+  st_check_rule(SYNO_RULE_R3, conv, 0,
+                "r0=sum(C_in); in[i0, r0, i2, split(share(mod(i3, k), 1), share(div(i3, k), 1))] expand[share(i1, 1)] "
+                "w1[i1, div(i3, k), mod(i3, k)]",
+                "r0=sum(C_in); in[i0, r0, i2, share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]");
   /* U1: the factors of the unordered C_out come in sorted order; the
    * unsorted factorization (s, C_out/s) is the sorted one relabelled. */
-  check_rule(SYNO_RULE_U1, conv,
-             "r0=sum(s^-1*C_in); in[i0, split(mod(i1, s), r0), i2, share(i3, 1)] expand[share(div(i1, s), 1)] w1[div(i1, s), i3]",
-             "r0=sum(s^-1*C_in); in[i0, split(div(i1, s^-1*C_out), r0), i2, share(i3, 1)] expand[share(mod(i1, s^-1*C_out), 1)] "
-             "w1[mod(i1, s^-1*C_out), i3]");
+  st_check_rule(SYNO_RULE_U1, conv, 0,
+                "r0=sum(s^-1*C_in); in[i0, split(mod(i1, s), r0), i2, share(i3, 1)] expand[share(div(i1, s), 1)] w1[div(i1, s), i3]",
+                "r0=sum(s^-1*C_in); in[i0, split(div(i1, s^-1*C_out), r0), i2, share(i3, 1)] expand[share(mod(i1, s^-1*C_out), 1)] "
+                "w1[mod(i1, s^-1*C_out), i3]");
 }
 
 /* Switching any rule off only ever adds operators, and each rule that fires
@@ -466,13 +399,13 @@ static void test_rules(void **state) {
 static void test_rules_only_remove(void **state) {
   (void)state;
   const char *json = SMALL "3}";
-  char *on = enumerate(json, true, SYNO_RULE_COUNT, NULL);
+  char *on = st_space_ops(json, true, 0, NULL, NULL);
   char **lon;
-  int non = sorted_lines(on, &lon);
+  int non = st_sorted_lines(on, &lon);
   for (int r = 0; r < SYNO_RULE_COUNT; r++) {
-    char *buf = enumerate(json, true, (syno_rule_t)r, NULL);
+    char *buf = st_space_ops(json, true, ST_RULE(r), NULL, NULL);
     char **loff;
-    int noff = sorted_lines(buf, &loff);
+    int noff = st_sorted_lines(buf, &loff);
     for (int i = 0, j = 0; i < non; i++) {
       while (j < noff && strcmp(loff[j], lon[i]) < 0) j++;
       if (j >= noff || strcmp(loff[j], lon[i])) fail_msg("%s off lost '%s'", syno_rule_name((syno_rule_t)r), lon[i]);

@@ -1,0 +1,466 @@
+/* The canonicalization rules that do not fire in the small spaces of
+ * test_space.c, each in a dedicated small space where it does (spec 5).
+ * For each rule, exhaustive enumeration shows that with the rule on its
+ * uncanonical form is never generated while the canonical twin is, that
+ * with only that rule off the uncanonical form appears (so the rule is
+ * what removes it), and that the space counted removals under the rule's
+ * name (st_check_rule). The spaces switch off the primitives a rule does
+ * not need, which keeps each enumeration to a fraction of a second.
+ * S1, C1 and T2 need a variant of the check; their tests say why.
+ *
+ * Twins marked "approximately" compute the same function except at the
+ * zero-padded or wrapped border (the spec accepts those as duplicates).
+ * Twins that compute exactly the same function with weights of the same
+ * shape (S1, T1, T3, T4) are also run on the same data. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spacetest.h"
+#include "synotest.h"
+#include "syno/space.h"
+
+/* For twins that compute exactly the same function with weights of the
+ * same shapes: both operators, run on the same random input and weights,
+ * give the same output. */
+static void check_same_function(const char *vars, const char *input, const char *output, const char *a, const char *b) {
+  const char *binds[] = {"", NULL};
+  st_op_t oa, ob;
+  st_op_make(&oa, vars, input, output, a, binds);
+  st_op_make(&ob, vars, input, output, b, binds);
+  assert_int_equal(oa.op.n_tensors, ob.op.n_tensors);
+  syno_error_t err;
+  syno_lowered_t *la = malloc(sizeof *la), *lb = malloc(sizeof *lb);
+  if (syno_lower(&oa.op, la, &err) || syno_lower(&ob.op, lb, &err)) fail_msg("%s", err.msg);
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, 5, 0);
+  float *t[SYNO_MAX_TENSORS] = {0};
+  for (int i = 0; i < oa.op.n_tensors; i++) {
+    int64_t na, nb;
+    assert_int_equal(syno_tensor_numel(&oa.op, i, 0, &na, &err), 0);
+    assert_int_equal(syno_tensor_numel(&ob.op, i, 0, &nb, &err), 0);
+    assert_int_equal(na, nb);
+    t[i] = st_random(&rng, na);
+  }
+  int64_t n;
+  assert_int_equal(syno_output_numel(&oa.op, 0, &n, &err), 0);
+  float *ya = st_forward(&oa, &la->forward, 0, t), *yb = st_forward(&ob, &lb->forward, 0, t);
+  double e = st_rel_err(ya, yb, n);
+  if (e > 1e-5) fail_msg("'%s' and '%s' differ: %g", a, b, e);
+  for (int i = 0; i < oa.op.n_tensors; i++) free(t[i]);
+  free(ya);
+  free(yb);
+  free(la);
+  free(lb);
+  st_op_free(&oa);
+  st_op_free(&ob);
+}
+
+/* --- Shift --- */
+
+/* [C: unordered, H] -> [C: unordered, H]: the channels can be shifted, and
+ * so can the reductions (each is an unordered scope of its own). */
+#define SHIFT_SPACE                                                                                     \
+  "{\"input\": \"[C: unordered, H]\", \"output\": \"[C: unordered, H]\", \"vars\": \"C=4: 2, H=4: 2\", " \
+  "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, "                       \
+  "\"primitives\": {\"split\": false, \"merge\": false, \"unfold\": false}, \"depth\": 3}"
+
+static void test_s1(void **state) {
+  (void)state;
+  /* Summing a rolled dim is summing the dim. A reduction is its own
+   * unordered scope, so U2 removes the same form: S1 is shown with U2 off,
+   * and with U2 on the form is absent even with S1 off. */
+  const char *unc = "r0=sum(C); in[shift(r0), share(i1, 1)] expand[share(i0, 1)] w1[i0, i1]";
+  const char *twin = "r0=sum(C); in[r0, share(i1, 1)] expand[share(i0, 1)] w1[i0, i1]";
+  st_check_rule(SYNO_RULE_S1, SHIFT_SPACE, ST_RULE(SYNO_RULE_U2), unc, twin);
+  check_same_function("C=4: 2, H=4: 2", "[C: unordered, H]", "[C: unordered, H]", unc, twin);
+  char *ops = st_space_ops(SHIFT_SPACE, true, ST_RULE(SYNO_RULE_S1), NULL, NULL);
+  if (st_lines_have(ops, unc)) fail_msg("S1 off, U2 on: '%s' was generated", unc);
+  free(ops);
+}
+
+static void test_u2(void **state) {
+  (void)state;
+  /* Rolling the unordered channels is a permutation the weight absorbs. */
+  st_check_rule(SYNO_RULE_U2, SHIFT_SPACE, 0, "r0=sum(H); in[share(shift(i0), 1), r0] expand[share(i1, 1)] w1[i1, shift(i0)]",
+                "r0=sum(H); in[share(i0, 1), r0] expand[share(i1, 1)] w1[i0, i1]");
+}
+
+#define S3_VARS "\"vars\": \"C_in=2: 2, C_out=2: 2, H=16: 2; s=4: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, \"depth\": 4"
+
+static void test_s3(void **state) {
+  (void)state;
+  /* Shift generator: rolling all of [A*s] (s = 4 > max_shift_pattern 2) is
+   * approximately rolling the minor block. */
+  st_check_rule(SYNO_RULE_S3,
+                "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, s^-1*H, s]\", " S3_VARS
+                ", \"primitives\": {\"merge\": false, \"unfold\": false}}",
+                0, "r0=sum(C_in); in[share(r0, 1), shift(split(i1, i2))] expand[share(i0, 1)] w1[r0, i0]",
+                "r0=sum(C_in); in[share(r0, 1), split(i1, shift(i2))] expand[share(i0, 1)] w1[r0, i0]");
+  /* Merge generator: the mirror image, a merge with block s above a shift. */
+  st_check_rule(SYNO_RULE_S3,
+                "{\"input\": \"[C_in, s^-1*H, s]\", \"output\": \"[C_out: unordered, H]\", " S3_VARS
+                ", \"primitives\": {\"split\": false, \"unfold\": false}}",
+                0, "r0=sum(C_in); in[share(r0, 1), div(shift(i1), s), mod(shift(i1), s)] expand[share(i0, 1)] w1[r0, i0]",
+                "r0=sum(C_in); in[share(r0, 1), div(i1, s), shift(mod(i1, s))] expand[share(i0, 1)] w1[r0, i0]");
+}
+
+static void test_s4(void **state) {
+  (void)state;
+  /* Unfolding a rolled dim offsets the window by one, which the weight
+   * absorbs (approximately: the two differ at the border). */
+  st_check_rule(SYNO_RULE_S4,
+                "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_out=2: 2, H=8: 2; k=3: 2\", "
+                "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, "
+                "\"primitives\": {\"split\": false, \"merge\": false}, \"depth\": 4}",
+                0, "r0=sum(k); in[unfold(shift(i1), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0]",
+                "r0=sum(k); in[unfold(i1, share(r0, 1))] expand[share(i0, 1)] w1[i0, r0]");
+}
+
+/* --- Stride ---
+ *
+ * A stride's input discards data, so it must end in an unfold's window (a
+ * dilated window) or under an unfold's position with a window of at least
+ * 2s - 1 (a strided convolution): the spaces below have both. */
+
+/* Windows of up to 27 = k^3 taps over H = 64. */
+#define STRIDE_VARS "C_out=2: 2, H=64: 2; k=3: 3"
+#define STRIDE_SPACE                                                                                       \
+  "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"" STRIDE_VARS "\", "               \
+  "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "                          \
+  "\"primitives\": {\"stride\": true, \"merge\": false, \"shift\": false}, \"depth\": 6}"
+
+static void test_t1(void **state) {
+  (void)state;
+  /* Stride k of stride k is stride k^2: the same dilated window. */
+  const char *unc = "r0=sum(k); in[unfold(share(i1, 1), stride(stride(r0, k), k))] expand[share(i0, 1)] w1[i0, i1]",
+             *twin = "r0=sum(k); in[unfold(share(i1, 1), stride(r0, k^2))] expand[share(i0, 1)] w1[i0, i1]";
+  st_check_rule(SYNO_RULE_T1, STRIDE_SPACE, 0, unc, twin);
+  check_same_function(STRIDE_VARS, "[H]", "[C_out: unordered, H]", unc, twin);
+}
+
+static void test_t3(void **state) {
+  (void)state;
+  /* x[k*(3*a + b)] = x[9*a + k*b]: a stride above a split is the split with
+   * the stride on its minor side. */
+  const char *unc = "r0=sum(k) r1=sum(k); in[unfold(i1, stride(split(share(r0, 1), r1), k))] expand[share(i0, 1)] w1[i0, r0]",
+             *twin = "r0=sum(k) r1=sum(k); in[unfold(i1, split(share(r0, 1), stride(r1, k)))] expand[share(i0, 1)] w1[i0, r0]";
+  st_check_rule(SYNO_RULE_T3, STRIDE_SPACE, 0, unc, twin);
+  check_same_function(STRIDE_VARS, "[H]", "[C_out: unordered, H]", unc, twin);
+}
+
+static void test_t4(void **state) {
+  (void)state;
+  /* A merge with block k^2 above a stride k is a merge with block k whose
+   * minor half is strided: div(k*a, k^2) = div(a, k), mod(k*a, k^2) =
+   * k*mod(a, k). The halves are the windows of two unfolds. */
+  const char *unc = "in[unfold(i2, div(stride(i1, k), k^2)), share(unfold(i3, mod(stride(i1, k), k^2)), 1)] "
+                    "expand[share(i0, 1)] w1[i0, unfold(i3, mod(stride(i1, k), k^2))]",
+             *twin = "in[unfold(i2, div(i1, k)), share(unfold(i3, stride(mod(i1, k), k)), 1)] expand[share(i0, 1)] "
+                     "w1[i0, unfold(i3, stride(mod(i1, k), k))]";
+  st_check_rule(SYNO_RULE_T4,
+                "{\"input\": \"[X, Y]\", \"output\": \"[C_out: unordered, k^2, X, Y]\", "
+                "\"vars\": \"C_out=2: 2, X=8: 2, Y=20: 2; k=3: 4\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
+                "\"max_reductions\": 0, \"primitives\": {\"stride\": true, \"split\": false, \"shift\": false}, \"depth\": 5}",
+                0, unc, twin);
+  check_same_function("C_out=2: 2, X=8: 2, Y=20: 2; k=3: 4", "[X, Y]", "[C_out: unordered, k^2, X, Y]", unc, twin);
+}
+
+static void test_t2(void **state) {
+  (void)state;
+  /* T2 is a restriction, not a canonicalization: in the spec a stride of an
+   * unfold's position can never be absorbed, so it only cuts dead ends. Here
+   * an unfold above can absorb it (window k >= 2s - 1 under the position, the
+   * strided convolution), and the removed form - an unfold, a stride, then a
+   * dilated unfold over the strided grid - is a legal operator with no twin
+   * in the space. The test shows that T2 is what removes it. */
+  const char *json =
+      "{\"input\": \"[s*H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_out=2: 2, H=8: 2; k=3: 3, s=2: 2\", "
+      "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "
+      "\"primitives\": {\"stride\": true, \"split\": false, \"merge\": false, \"shift\": false}, \"depth\": 6}";
+  const char *removed =
+      "r0=sum(k) r1=sum(k); in[unfold(stride(unfold(i1, share(r0, 1)), s), share(r1, 1))] expand[share(i0, 1)] w1[i0, r1, r0]";
+  syno_space_stats_t st;
+  char *on = st_space_ops(json, true, 0, &st, NULL), *off = st_space_ops(json, true, ST_RULE(SYNO_RULE_T2), NULL, NULL);
+  if (st_lines_have(on, removed)) fail_msg("T2 on: '%s' was generated", removed);
+  if (!st_lines_have(off, removed)) fail_msg("T2 off: '%s' was not generated", removed);
+  assert_true(st.rule[SYNO_RULE_T2] > 0);
+  print_message("T2: %llu removals counted\n", (unsigned long long)st.rule[SYNO_RULE_T2]);
+  /* The strided convolution itself (the stride below the unfold) is kept. */
+  assert_true(st_lines_have(on, "r0=sum(k); in[unfold(stride(i1, s), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0]"));
+  free(on);
+  free(off);
+}
+
+/* --- Unfold --- */
+
+static void test_o1(void **state) {
+  (void)state;
+  /* Two unfolds of one axis add their offsets: windows k then k^2 (the
+   * larger nearer the input) is the one order kept (approximately equal:
+   * the zero padding of the intermediate position differs at the border). */
+  st_check_rule(SYNO_RULE_O1,
+                "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_out=2: 2, H=20: 2; k=3: 3\", "
+                "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "
+                "\"primitives\": {\"split\": false, \"merge\": false, \"shift\": false}, \"depth\": 5}",
+                0, "r0=sum(k) r1=sum(k^2); in[unfold(unfold(i1, share(r1, 1)), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0, r1]",
+                "r0=sum(k) r1=sum(k^2); in[unfold(unfold(i1, share(r0, 1)), share(r1, 1))] expand[share(i0, 1)] w1[i0, r0, r1]");
+}
+
+#define BLOCK_VARS "\"vars\": \"C_out=2: 2, H=64: 2; k=3: 2, s=8: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, \"depth\": 4"
+
+static void test_o2(void **state) {
+  (void)state;
+  /* Unfolding [H] and then splitting it into blocks of s is approximately
+   * unfolding each block (they differ at the block borders). */
+  st_check_rule(SYNO_RULE_O2,
+                "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, s^-1*H, s]\", " BLOCK_VARS
+                ", \"primitives\": {\"merge\": false, \"shift\": false}}",
+                0, "r0=sum(k); in[unfold(split(i1, i2), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0]",
+                "r0=sum(k); in[split(i1, unfold(i2, share(r0, 1)))] expand[share(i0, 1)] w1[i0, r0]");
+}
+
+static void test_o3(void **state) {
+  (void)state;
+  /* Merging [H/s, s] and then unfolding with k <= s is approximately
+   * unfolding the minor block s and then merging. */
+  st_check_rule(SYNO_RULE_O3,
+                "{\"input\": \"[s^-1*H, s]\", \"output\": \"[C_out: unordered, H]\", " BLOCK_VARS
+                ", \"primitives\": {\"split\": false, \"shift\": false}}",
+                0, "r0=sum(k); in[div(unfold(i1, share(r0, 1)), s), mod(unfold(i1, share(r0, 1)), s)] expand[share(i0, 1)] w1[i0, r0]",
+                "r0=sum(k); in[div(i1, s), unfold(mod(i1, s), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0]");
+}
+
+/* --- Contractions --- */
+
+static void test_c2(void **state) {
+  (void)state;
+  /* Two contractions that do not touch each other ({C_in, C_out} and
+   * {H, H}) generated in either order are one operator with the weight
+   * ids swapped. */
+  st_check_rule(SYNO_RULE_C2,
+                "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=2: 2, C_out=2: 2, H=4: 3\", "
+                "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, \"max_tensors\": 3, "
+                "\"primitives\": {\"split\": false, \"merge\": false, \"shift\": false, \"unfold\": false}, \"depth\": 4}",
+                0,
+                "r0=sum(H) r1=sum(C_in); in[share(r1, 2), share(r0, 1)] expand[share(i0, 2), share(i1, 1)] w1[r0, i1] w2[r1, i0]",
+                "r0=sum(H) r1=sum(C_in); in[share(r1, 1), share(r0, 2)] expand[share(i0, 1), share(i1, 2)] w1[r1, i0] w2[r0, i1]");
+}
+
+/* C1 removes paths, not operators: a view generated after a contraction it
+ * does not touch reaches the same interface as the view generated first,
+ * and equal interfaces are one node. So C1 is checked on the space's
+ * steps: a Shift, Stride, Merge or Expand step on a dim without the latest
+ * weight below it, or a Split step with neither dim above it, is
+ * uncanonical. */
+
+/* A dim as text, from the leaves up, to compare nodes across spaces. */
+static size_t dim_text(const syno_graph_t *g, syno_dim_t d, char *buf, size_t n) {
+  const syno_dimension_t *dm = syno_graph_dim(g, d);
+  char sz[96];
+  syno_size_print(syno_graph_vars(g), dm->size, sz, sizeof sz);
+  if (dm->kind == SYNO_DIM_ITERATOR) return (size_t)snprintf(buf, n, "i%d", dm->index);
+  if (dm->kind == SYNO_DIM_REDUCE) return (size_t)snprintf(buf, n, "r(%s,%d)", sz, dm->index);
+  const syno_prim_t *p = syno_graph_prim(g, dm->prim);
+  size_t len = (size_t)snprintf(buf, n, "%s.%d(", syno_prim_name(p->kind), dm->slot);
+  for (int i = 0; i < p->n_out && len < n; i++) {
+    len += dim_text(g, p->out[i], buf + len, n - len);
+    if (len < n) len += (size_t)snprintf(buf + len, n - len, ",");
+  }
+  char param[96];
+  syno_size_print(syno_graph_vars(g), p->param, param, sizeof param);
+  if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s,w%d)", param, p->weight);
+  return len;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A node as text: its stage and its dims, sorted. */
+static char *node_text(syno_space_t *s, uint32_t node) {
+  const syno_dim_t *dims;
+  int n = syno_node_dims(s, node, &dims);
+  char *parts[64], *out = malloc(8192);
+  for (int i = 0; i < n; i++) {
+    parts[i] = malloc(1024);
+    dim_text(syno_space_graph(s), dims[i], parts[i], 1024);
+  }
+  qsort(parts, (size_t)n, sizeof *parts, cmp_str);
+  size_t len = (size_t)snprintf(out, 8192, "%d:", (int)syno_node_stage(s, node));
+  for (int i = 0; i < n; i++) {
+    if (len < 8192) len += (size_t)snprintf(out + len, 8192 - len, " %s", parts[i]);
+    free(parts[i]);
+  }
+  if (len >= 8192) fail_msg("node %u: description too long", node);
+  return out;
+}
+
+typedef struct {
+  int n_nodes, n_bad, bad_kind[SYNO_PRIM_KINDS];
+  char **nodes, **bad_targets;
+  syno_space_stats_t stats;
+} c1_walk_t;
+
+/* Whether step st of node `node` is a simple view (or split) that does not
+ * touch the node's latest weight. */
+static bool c1_uncanonical(syno_space_t *s, uint32_t node, const syno_step_t *st) {
+  if (st->kind != SYNO_STEP_PRIM) return false;
+  const syno_graph_t *g = syno_space_graph(s);
+  const syno_dim_t *dims;
+  int n = syno_node_dims(s, node, &dims), latest = 0;
+  for (int i = 0; i < n; i++) {
+    const syno_prim_t *p = syno_graph_below(g, dims[i]);
+    if (p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, dims[i])->slot == 1 && p->weight > latest) latest = p->weight;
+  }
+  if (latest == 0 || st->prim == SYNO_PRIM_UNFOLD) return false;
+  const syno_prim_t *p = syno_graph_prim(g, st->prim_id);
+  for (int i = 0; i < p->n_out; i++)
+    if (syno_graph_color(g, p->out[i])->weights_below & (1u << latest)) return false;
+  return true;
+}
+
+static void c1_walk(const char *json, uint32_t off, c1_walk_t *w) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  for (int r = 0; r < SYNO_RULE_COUNT; r++)
+    if (off & ST_RULE(r)) spec.opts.rule[r] = false;
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  memset(w, 0, sizeof *w);
+  /* Node ids are dense, and a node is on the stack at most once. */
+  size_t cap = 1 << 12, n_seen = cap, cap_bad = cap;
+  uint32_t *stack = malloc(cap * sizeof *stack);
+  bool *seen = calloc(n_seen, 1);
+  w->nodes = malloc(cap * sizeof *w->nodes);
+  w->bad_targets = malloc(cap_bad * sizeof *w->bad_targets);
+  size_t top = 0;
+  stack[top++] = syno_space_root(s);
+  seen[syno_space_root(s)] = true;
+  while (top > 0) {
+    uint32_t node = stack[--top];
+    if ((size_t)w->n_nodes == cap) {
+      cap *= 2;
+      stack = realloc(stack, cap * sizeof *stack);
+      w->nodes = realloc(w->nodes, cap * sizeof *w->nodes);
+    }
+    w->nodes[w->n_nodes++] = node_text(s, node);
+    const syno_step_t *steps;
+    int n = syno_node_children(s, node, &steps, &err);
+    assert_true(n >= 0);
+    for (int i = 0; i < n; i++) {
+      syno_step_t st = steps[i];
+      if (st.kind == SYNO_STEP_FINALIZE) continue;
+      if (c1_uncanonical(s, node, &st)) {
+        if ((size_t)w->n_bad == cap_bad) w->bad_targets = realloc(w->bad_targets, (cap_bad *= 2) * sizeof *w->bad_targets);
+        w->bad_targets[w->n_bad++] = node_text(s, st.target);
+        w->bad_kind[st.prim]++;
+      }
+      if (st.target >= n_seen) {
+        size_t nn = 2 * (size_t)st.target;
+        seen = realloc(seen, nn);
+        memset(seen + n_seen, 0, nn - n_seen);
+        n_seen = nn;
+      }
+      if (!seen[st.target]) {
+        seen[st.target] = true;
+        if (top == cap) {
+          cap *= 2;
+          stack = realloc(stack, cap * sizeof *stack);
+          w->nodes = realloc(w->nodes, cap * sizeof *w->nodes);
+        }
+        stack[top++] = st.target;
+      }
+    }
+  }
+  qsort(w->nodes, (size_t)w->n_nodes, sizeof *w->nodes, cmp_str);
+  w->stats = *syno_space_stats(s);
+  free(stack);
+  free(seen);
+  syno_space_free(s);
+}
+
+static void c1_free(c1_walk_t *w) {
+  for (int i = 0; i < w->n_nodes; i++) free(w->nodes[i]);
+  for (int i = 0; i < w->n_bad; i++) free(w->bad_targets[i]);
+  free(w->nodes);
+  free(w->bad_targets);
+}
+
+#define SPLIT_STRIDE_C1                                                                                   \
+  "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, s^-1*H, s]\", "                                    \
+  "\"vars\": \"C_in=2: 2, C_out=2: 2, H=8: 2; s=2: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, "        \
+  "\"max_reductions\": 1, \"primitives\": {\"merge\": false, \"shift\": false, \"unfold\": false, \"stride\": true}, " \
+  "\"depth\": 4}"
+
+static void check_c1(const char *json, const syno_prim_kind_t *kinds, int n_kinds) {
+  c1_walk_t on, off;
+  c1_walk(json, 0, &on);
+  c1_walk(json, ST_RULE(SYNO_RULE_C1), &off);
+  if (on.n_bad) fail_msg("C1 on: %d views after a contraction they do not touch, e.g. to %s", on.n_bad, on.bad_targets[0]);
+  for (int k = 0; k < n_kinds; k++)
+    if (!off.bad_kind[kinds[k]]) fail_msg("C1 off: no %s after a contraction it does not touch", syno_prim_name(kinds[k]));
+  assert_true(on.stats.rule[SYNO_RULE_C1] > 0);
+  /* Each such step leads to an interface that the canonical order (the view
+   * first, then the contraction) reaches with C1 on. */
+  for (int i = 0; i < off.n_bad; i++)
+    if (!bsearch(&off.bad_targets[i], on.nodes, (size_t)on.n_nodes, sizeof *on.nodes, cmp_str))
+      fail_msg("C1 off: '%s' has no canonical path", off.bad_targets[i]);
+  print_message("C1: %d nodes on, %d off; %d uncanonical steps off (%d shift, %d merge, %d stride, %d expand, %d split), "
+                "%llu removals counted\n", on.n_nodes, off.n_nodes, off.n_bad, off.bad_kind[SYNO_PRIM_SHIFT],
+                off.bad_kind[SYNO_PRIM_MERGE], off.bad_kind[SYNO_PRIM_STRIDE], off.bad_kind[SYNO_PRIM_EXPAND],
+                off.bad_kind[SYNO_PRIM_SPLIT], (unsigned long long)on.stats.rule[SYNO_RULE_C1]);
+  /* The operators are the same either way. */
+  char *a = st_space_ops(json, true, 0, NULL, NULL), *b = st_space_ops(json, true, ST_RULE(SYNO_RULE_C1), NULL, NULL);
+  char **la, **lb;
+  int na = st_sorted_lines(a, &la), nb = st_sorted_lines(b, &lb);
+  assert_int_equal(na, nb);
+  assert_true(na > 0);
+  for (int i = 0; i < na; i++) assert_string_equal(la[i], lb[i]);
+  free(la);
+  free(lb);
+  free(a);
+  free(b);
+  c1_free(&on);
+  c1_free(&off);
+}
+
+static void test_c1(void **state) {
+  (void)state;
+  /* [C_in, H] -> [C_out, H]: shift(H), merges of C_out and H and the
+   * broadcast of a merge half commute with the contraction over C_in and
+   * C_out ... */
+  const syno_prim_kind_t views[] = {SYNO_PRIM_SHIFT, SYNO_PRIM_MERGE, SYNO_PRIM_EXPAND};
+  check_c1("{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, H]\", "
+           "\"vars\": \"C_in=2: 2, C_out=4: 2, H=4: 2; s=2: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
+           "\"max_reductions\": 1, \"primitives\": {\"unfold\": false, \"split\": false, \"expand\": true}, \"depth\": 4}",
+           views, 3);
+  /* ... and so do splits and strides of the dims it does not touch. */
+  const syno_prim_kind_t split_stride[] = {SYNO_PRIM_SPLIT, SYNO_PRIM_STRIDE};
+  check_c1(SPLIT_STRIDE_C1, split_stride, 2);
+}
+
+/* --- Unorderedness --- */
+
+static void test_u3(void **state) {
+  (void)state;
+  /* Splitting the two halves of a merge of the unordered [C^2] back in
+   * swapped order is a channel permutation (a transpose of C x C). */
+  st_check_rule(SYNO_RULE_U3,
+                "{\"input\": \"[C^2, H]\", \"output\": \"[C^2: unordered, H]\", \"vars\": \"C=2: 4, H=4: 2\", "
+                "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, "
+                "\"primitives\": {\"shift\": false, \"unfold\": false}, \"depth\": 4}",
+                0,
+                "r0=sum(H); in[share(split(mod(i0, C), div(i0, C)), 1), r0] expand[share(i1, 1)] "
+                "w1[i1, split(mod(i0, C), div(i0, C))]",
+                "r0=sum(H); in[share(i0, 1), r0] expand[share(i1, 1)] w1[i1, i0]");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_s1), cmocka_unit_test(test_u2), cmocka_unit_test(test_s3), cmocka_unit_test(test_s4),
+      cmocka_unit_test(test_t1), cmocka_unit_test(test_t2), cmocka_unit_test(test_t3), cmocka_unit_test(test_t4),
+      cmocka_unit_test(test_o1), cmocka_unit_test(test_o2), cmocka_unit_test(test_o3), cmocka_unit_test(test_c1),
+      cmocka_unit_test(test_c2), cmocka_unit_test(test_u3),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
