@@ -102,14 +102,7 @@ static int opnd_init(opnd_t *o, const syno_gemm_operand_t *src, const syno_vars_
     o->numel = src->numel;
     return 0;
   }
-  o->numel = 1;
-  for (int i = o->acc->rank - 1; i >= 0; i--) {
-    int64_t d;
-    if (syno_size_eval(v, o->acc->dim[i], b, &d, err)) return -1;
-    o->axis_stride[i] = o->numel;
-    o->numel *= d;
-  }
-  return 0;
+  return syno_access_strides(o->acc, v, b, o->axis_stride, &o->numel, err);
 }
 
 /* How often the operand reads each variable. */
