@@ -15,41 +15,21 @@
  * stage per contraction) against the reference interpreter (the forward
  * nest, and the forward nest plus every backward nest), medians of
  * --sample-reps repeats; the ratio is interpreter / executor (the speed-up).
- *
- * The BLAS is linked through the generic libblas name; the OpenBLAS queries
- * (configuration, thread count) are looked up at run time. */
-#define _GNU_SOURCE /* RTLD_DEFAULT */
-#include <dlfcn.h>
+ * Times are in ms. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
-#include <time.h>
 
 #include <cblas.h>
 
+#include "bench.h"
 #include "syno/exec.h"
 #include "syno/graph.h"
 #include "syno/lower.h"
 #include "syno/nn.h"
 #include "syno/space.h"
 #include "syno/train.h"
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static double rel_err(const float *a, const float *b, int64_t n) {
   double m = 0, d = 0;
@@ -168,17 +148,17 @@ static int bench_sample(int reps) {
     double *tm = malloc(sizeof(double) * (size_t)reps * 4);
     double *tef = tm, *tif = tm + reps, *teb = tm + 2 * reps, *tib = tm + 3 * reps, re = 0;
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up and agreement */
-      double t0 = now();
+      double t0 = bench_now();
       syno_exec_forward(e, cts, y, &err);
-      double t1 = now();
+      double t1 = bench_now();
       syno_interp_nest(&low->forward, &v, 0, cts, NULL, yr, &err);
-      double t2 = now();
+      double t2 = bench_now();
       syno_exec_forward(e, cts, y, &err);
       syno_exec_backward(e, cts, dy, gs, &err);
-      double t3 = now();
+      double t3 = bench_now();
       syno_interp_nest(&low->forward, &v, 0, cts, NULL, yr, &err);
       for (int t = 0; t < nt; t++) syno_interp_nest(&low->backward[t], &v, 0, cts, dy, ref[t], &err);
-      double t4 = now();
+      double t4 = bench_now();
       if (r < 0) {
         re = rel_err(y, yr, ny);
         for (int t = 0; t < nt; t++) {
@@ -193,7 +173,7 @@ static int bench_sample(int reps) {
       teb[r] = t3 - t2;
       tib[r] = t4 - t3;
     }
-    double ef = median(tef, reps), inf = median(tif, reps), eb = median(teb, reps), ib = median(tib, reps);
+    double ef = bench_median(tef, reps), inf = bench_median(tif, reps), eb = bench_median(teb, reps), ib = bench_median(tib, reps);
     char label[16];
     snprintf(label, sizeof label, "#%d", k);
     printf("%-3s %-6s %9.2f %9.1f %7.0f | %9.2f %9.1f %7.0f | %.1e\n", label, syno_exec_strategy(e), 1e3 * ef,
@@ -218,39 +198,24 @@ static int bench_sample(int reps) {
 
 int main(int argc, char **argv) {
   int reps = 5, sample_reps = 3;
+  static const char usage[] =
+      "usage: exec [--reps R] [--sample-reps S]   (defaults 5 and 3; S = 0 skips the second part)\n"
+      "Times the builtin conv2d through syno_exec (gemm strategy) against syno_nn_conv2d, then\n"
+      "two-weight operators of the conv2d space through syno_exec (chain strategy) against the\n"
+      "reference interpreter.\n";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-      reps = atoi(argv[++i]);
-      if (reps < 1 || reps > 1000) {
-        fprintf(stderr, "exec: --reps '%s' is not 1..1000\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(argv[i], "--sample-reps") && i + 1 < argc) {
+    if (!bench_common_opt("exec", usage, argc, argv, &i, &reps, 1000)) continue;
+    if (!strcmp(argv[i], "--sample-reps") && i + 1 < argc) {
       sample_reps = atoi(argv[++i]);
       if (sample_reps < 0 || sample_reps > 1000) {
         fprintf(stderr, "exec: --sample-reps '%s' is not 0..1000\n", argv[i]);
         return 2;
       }
-    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      puts("usage: exec [--reps R] [--sample-reps S]   (defaults 5 and 3; S = 0 skips the second part)\n"
-           "Times the builtin conv2d through syno_exec (gemm strategy) against syno_nn_conv2d, then\n"
-           "two-weight operators of the conv2d space through syno_exec (chain strategy) against the\n"
-           "reference interpreter.");
-      return 0;
-    } else {
-      fprintf(stderr, "exec: unknown option '%s' (see --help)\n", argv[i]);
-      return 2;
-    }
+    } else
+      bench_unknown_opt("exec", argv[i]);
   }
-  char *(*get_config)(void) = NULL;
-  int (*get_threads)(void) = NULL;
-  void *sym = dlsym(RTLD_DEFAULT, "openblas_get_config");
-  if (sym) memcpy(&get_config, &sym, sizeof sym); /* object to function pointer, as POSIX allows */
-  sym = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
-  if (sym) memcpy(&get_threads, &sym, sizeof sym);
-  printf("BLAS: %s, %d thread(s); %d repeats, medians in ms\n", get_config ? get_config() : "not OpenBLAS",
-         get_threads ? get_threads() : 1, reps);
-  printf("%-22s %9s %9s %6s | %9s %9s %6s | %s\n", "shape (N, C, HxW, k)", "exec fwd", "native", "ratio",
+  bench_print_setup(reps);
+  printf("times in ms\n%-22s %9s %9s %6s | %9s %9s %6s | %s\n", "shape (N, C, HxW, k)", "exec fwd", "native", "ratio",
          "exec f+b", "native", "ratio", "rel err");
   static const int64_t shapes[][3] = {{16, 28, 28}, {32, 14, 14}, {64, 7, 7}, {128, 4, 4}};
   const int64_t N = 128, k = 3;
@@ -309,25 +274,25 @@ int main(int argc, char **argv) {
     double *tf = malloc(sizeof(double) * (size_t)reps * 4);
     double *tef = tf, *tnf = tf + reps, *teb = tf + 2 * reps, *tnb = tf + 3 * reps;
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-      double t0 = now();
+      double t0 = bench_now();
       syno_exec_forward(e, ts, y, &err);
-      double t1 = now();
+      double t1 = bench_now();
       syno_nn_forward(conv, &xt, 1);
-      double t2 = now();
+      double t2 = bench_now();
       syno_exec_forward(e, ts, y, &err);
       syno_exec_backward(e, ts, dy, gs, &err);
-      double t3 = now();
+      double t3 = bench_now();
       syno_nn_zero_grad(conv);
       syno_nn_forward(conv, &xt, 1);
       syno_nn_backward(conv, &dyt);
-      double t4 = now();
+      double t4 = bench_now();
       if (r < 0) continue;
       tef[r] = t1 - t0;
       tnf[r] = t2 - t1;
       teb[r] = t3 - t2;
       tnb[r] = t4 - t3;
     }
-    double ef = median(tef, reps), nf = median(tnf, reps), eb = median(teb, reps), nb = median(tnb, reps);
+    double ef = bench_median(tef, reps), nf = bench_median(tnf, reps), eb = bench_median(teb, reps), nb = bench_median(tnb, reps);
     char label[64];
     snprintf(label, sizeof label, "%lld, %lld, %lldx%lld, %lld", (long long)N, (long long)C, (long long)H,
              (long long)W, (long long)k);

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "syno/space.h"
 #include "syno/train.h"
 
@@ -36,22 +37,6 @@
   "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=3, C_out=8, H=64, W=64\", \"depth\": 12, \"max_tensors\": 3, " \
   "\"max_reductions\": 3, \"max_chain\": 5, \"max_flops\": 5e6}"
 #define NODE_CAP 30000000u
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static int load(const char *json, syno_space_spec_t *spec) {
   syno_error_t err;
@@ -85,12 +70,12 @@ static int exhaust_capped(const char *name, const char *json, double cap) {
   stack[top++] = (frame_t){syno_space_root(s), 0};
   seen[syno_space_root(s)] = 1;
   nodes[0]++;
-  double t0 = now();
+  double t0 = bench_now();
   const char *stopped = NULL;
   unsigned long steps_done = 0;
   while (top > 0) {
     if ((++steps_done & 1023) == 0) {
-      if (now() - t0 > cap) {
+      if (bench_now() - t0 > cap) {
         stopped = "time cap";
         break;
       }
@@ -127,7 +112,7 @@ static int exhaust_capped(const char *name, const char *json, double cap) {
     if (top == cap_stack) stack = realloc(stack, (cap_stack *= 2) * sizeof *stack);
     stack[top++] = (frame_t){x.target, 0};
   }
-  double t = now() - t0;
+  double t = bench_now() - t0;
   uint64_t tn = 0, tf = 0;
   for (int d = 0; d <= D; d++) tn += nodes[d], tf += finals[d];
   if (stopped)
@@ -214,7 +199,7 @@ static int sample(const syno_space_spec_t *spec, long n, int threads, double *se
   char **text = calloc((size_t)n, sizeof *text);
   job_t jobs[8];
   pthread_t tid[8];
-  double t0 = now();
+  double t0 = bench_now();
   for (int t = 0; t < threads; t++) {
     jobs[t] = (job_t){.spec = spec, .thread = t, .threads = threads, .n = n, .text = text};
     pthread_create(&tid[t], NULL, run_job, &jobs[t]);
@@ -226,7 +211,7 @@ static int sample(const syno_space_spec_t *spec, long n, int threads, double *se
     rc |= jobs[t].rc;
     *walks += jobs[t].walks;
   }
-  *seconds = now() - t0;
+  *seconds = bench_now() - t0;
   long k = 0;
   for (long i = 0; i < n; i++)
     if (text[i]) text[k++] = text[i];
@@ -278,7 +263,7 @@ int main(int argc, char **argv) {
       }
       rate[r] = (double)distinct / t[r];
     }
-    double mt = median(t, reps), mr = median(rate, reps);
+    double mt = bench_median(t, reps), mr = bench_median(rate, reps);
     printf("    %7d %10ld %16ld %10.3f %12.1f\n", threads, distinct, walks, mt, mr);
   }
   return 0;
