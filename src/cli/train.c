@@ -252,7 +252,8 @@ int syno_cmd_train(int argc, char **argv)
         cfg.op_text = file_text;
     }
     syno_error_t err = {0};
-    if (list && gpt) {
+    if (list) {
+        /* the slots and bindings of the network a run would train (the data set sets the shapes) */
         syno_backbone_t bb;
         int rc = syno_train_build(&cfg, &bb, &err);
         free(file_text);
@@ -261,33 +262,7 @@ int syno_cmd_train(int argc, char **argv)
         char buf[8192];
         syno_backbone_list_slots(&bb, buf, sizeof buf);
         fputs(buf, stdout);
-        printf("network: %lld FLOPs per sequence, %lld parameters\n", (long long)bb.flops,
-               (long long)bb.params);
-        syno_backbone_free(&bb);
-        return 0;
-    }
-    if (list) {
-        /* slot bindings for the data set's image shape: digits 1x8x8, fashion-mnist 1x28x28 */
-        syno_slotop_t *op = NULL;
-        if (cfg.op_text && syno_slotop_parse(cfg.op_text, &op, &err)) {
-            free(file_text);
-            return syno_cli_usage_error("%s", err.msg);
-        }
-        int64_t side = (strcmp(cfg.dataset, "digits") ? 28 : 8) + 2 * cfg.pad;
-        syno_backbone_cfg_t bc = {.name = cfg.backbone, .in_c = 1, .in_h = side, .in_w = side,
-                                  .nclasses = 10, .width = cfg.width, .depth = cfg.depth, .op = op};
-        syno_rng_t rng;
-        syno_nn_rng_seed(&rng, cfg.seed, 1);
-        syno_backbone_t bb;
-        int rc = syno_backbone_build(&bc, &rng, &bb, &err);
-        syno_slotop_free(op);
-        free(file_text);
-        if (rc)
-            return syno_cli_usage_error("%s", err.msg);
-        char buf[8192];
-        syno_backbone_list_slots(&bb, buf, sizeof buf);
-        fputs(buf, stdout);
-        printf("network: %lld FLOPs per image, %lld parameters\n", (long long)bb.flops,
+        printf("network: %lld FLOPs per %s, %lld parameters\n", (long long)bb.flops, gpt ? "sequence" : "image",
                (long long)bb.params);
         syno_backbone_free(&bb);
         return 0;

@@ -174,15 +174,24 @@ int syno_nn_sgd_init(syno_sgd_t *opt, syno_param_t **params, int n, const syno_s
     return SYNO_NN_OK;
 }
 
+/* The parameters of model (malloc'd, *n of them), or NULL when memory runs out. */
+static syno_param_t **model_params(syno_layer_t *model, int *n)
+{
+    *n = syno_nn_params(model, NULL, 0);
+    syno_param_t **ps = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *ps);
+    if (ps)
+        syno_nn_params(model, ps, *n);
+    return ps;
+}
+
 int syno_nn_sgd_init_layer(syno_sgd_t *opt, syno_layer_t *model, const syno_sgd_cfg_t *cfg)
 {
-    int n = syno_nn_params(model, NULL, 0);
-    syno_param_t **ps = malloc((size_t)(n > 0 ? n : 1) * sizeof *ps);
+    int n;
+    syno_param_t **ps = model_params(model, &n);
     if (!ps) {
         memset(opt, 0, sizeof *opt);
         return SYNO_NN_ENOMEM;
     }
-    syno_nn_params(model, ps, n);
     int rc = syno_nn_sgd_init(opt, ps, n, cfg);
     free(ps);
     return rc;
@@ -256,13 +265,12 @@ int syno_nn_adamw_init(syno_adamw_t *opt, syno_param_t **params, int n,
 
 int syno_nn_adamw_init_layer(syno_adamw_t *opt, syno_layer_t *model, const syno_adamw_cfg_t *cfg)
 {
-    int n = syno_nn_params(model, NULL, 0);
-    syno_param_t **ps = malloc((size_t)(n > 0 ? n : 1) * sizeof *ps);
+    int n;
+    syno_param_t **ps = model_params(model, &n);
     if (!ps) {
         memset(opt, 0, sizeof *opt);
         return SYNO_NN_ENOMEM;
     }
-    syno_nn_params(model, ps, n);
     int rc = syno_nn_adamw_init(opt, ps, n, cfg);
     free(ps);
     return rc;
