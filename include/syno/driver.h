@@ -33,7 +33,8 @@ typedef struct {
   int resume;              /* continue an existing database (settings from it) */
   /* What to train: passed to every `syno eval` worker. */
   const char *backbone, *dataset;
-  int epochs, batch, width, depth;
+  int epochs, batch, depth;
+  double width;            /* channel multiplier; 0 = the backbone's default */
   int pad;                 /* zero-padding of the images per side */
   long subset;
   double lr;
@@ -41,6 +42,8 @@ typedef struct {
   /* The space. */
   int space_depth;         /* max primitives; 0 = the preset's */
   double max_flops_ratio, min_flops_ratio; /* vs the standard operator in the slots */
+  double max_params_ratio; /* vs the standard operator in the first slot; 0 = no limit */
+  int max_tensors;         /* input + weights; 0 = the preset's (2) */
   /* The search. */
   int random;              /* random search instead of MCTS */
   int budget;              /* recorded candidates wanted; 0 = no limit */

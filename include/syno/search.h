@@ -76,7 +76,9 @@ typedef struct syno_search syno_search_t;
 
 int syno_search_new(syno_space_t *space, const syno_search_opts_t *o, syno_search_t **out, syno_error_t *err);
 void syno_search_free(syno_search_t *s);
-/* 0 with a new candidate, 1 when none could be found (exhausted), -1 error. */
+/* 0 with a new candidate, 1 when the space has no operator left that was
+ * not proposed (exhausted), 2 when none was found in the tries allowed
+ * (o->attempts) though some may remain (call again), -1 error. */
 int syno_search_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err);
 int syno_search_tell(syno_search_t *s, const syno_candidate_t *c, double reward, syno_error_t *err);
 void syno_search_get_stats(const syno_search_t *s, syno_search_stats_t *st);

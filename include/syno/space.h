@@ -80,7 +80,7 @@ typedef struct {
   int max_tensors;      /* input + weights */
   int max_reductions;
   double min_flops, max_flops; /* forward FLOPs, summed over the bindings; 0 = no bound */
-  double max_params;           /* per binding, 0 = no bound */
+  double max_params;           /* on the first binding (the reported params), 0 = no bound */
   double max_pooling;          /* product of weightless reduction domains */
   bool enable[SYNO_PRIM_KINDS]; /* Share means Contraction; Stride and Expand off by default */
   bool rule[SYNO_RULE_COUNT];
@@ -188,6 +188,18 @@ struct syno_rng;
 int syno_space_set_partition(syno_space_t *s, int part, int parts, syno_error_t *err);
 int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
                            uint32_t *final, int *walks, syno_error_t *err);
+/* The same walk from `start` instead of the root (a walk restarts from
+ * start, with a new depth budget, after a few back-ups). When `taken` is not
+ * NULL it receives the steps from start to the operator, the finalization
+ * last (at most max_taken), and *n_taken their number. Returns 0 when no
+ * operator was reached: syno_node_dead tells whether none is left below. */
+int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int max_walks, bool distinct,
+                    syno_step_t *taken, int max_taken, int *n_taken, uint32_t *node, uint32_t *final, int *walks,
+                    syno_error_t *err);
+/* Whether a node is known to lead to no operator (at the space's depth). */
+bool syno_node_dead(const syno_space_t *s, uint32_t node);
+/* Marks a finalization as returned, so that distinct walks skip it. */
+void syno_node_final_take(syno_space_t *s, uint32_t node, uint32_t index);
 
 /* Visits every node reachable from the root once (depth first, children in
  * order) and calls `final` for each finalization; stops early when it

@@ -43,6 +43,9 @@ static const char *help =
     "  --space-depth D       max primitives per operator (default: the preset's)\n"
     "  --max-flops R         max FLOPs vs the standard operator in the slots (default 1)\n"
     "  --min-flops R         min FLOPs ratio (default 0.05)\n"
+    "  --max-params R        max parameters vs the standard operator in the first slot\n"
+    "                        (default: no limit)\n"
+    "  --max-tensors T       input + weights of an operator (default 2: one weight)\n"
     "  --reward-lb A, --reward-ub A   accuracy bounds of the reward (default:\n"
     "                        baseline accuracy - 0.3 and the baseline accuracy)\n"
     "  --log FILE            append one line per evaluation started\n"
@@ -62,7 +65,8 @@ int syno_cmd_search(int argc, char **argv) {
       {"batch", required_argument, 0, 'B'},     {"lr", required_argument, 0, 'l'},
       {"width", required_argument, 0, 'w'},     {"depth", required_argument, 0, 'D'},
       {"space-depth", required_argument, 0, 'p'}, {"max-flops", required_argument, 0, 'M'},
-      {"min-flops", required_argument, 0, 'm'}, {"reward-lb", required_argument, 0, 'a'},
+      {"min-flops", required_argument, 0, 'm'}, {"max-params", required_argument, 0, 'x'},
+      {"max-tensors", required_argument, 0, 't'}, {"reward-lb", required_argument, 0, 'a'},
       {"reward-ub", required_argument, 0, 'A'}, {"log", required_argument, 0, 'L'},
       {"pad", required_argument, 0, 'P'},
       {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
@@ -91,6 +95,8 @@ int syno_cmd_search(int argc, char **argv) {
     case 'p': c.space_depth = (int)strtol(optarg, &end, 10); break;
     case 'M': c.max_flops_ratio = strtod(optarg, &end); break;
     case 'm': c.min_flops_ratio = strtod(optarg, &end); break;
+    case 'x': c.max_params_ratio = strtod(optarg, &end); break;
+    case 't': c.max_tensors = (int)strtol(optarg, &end, 10); break;
     case 'a': c.reward_lb = strtod(optarg, &end); break;
     case 'A': c.reward_ub = strtod(optarg, &end); break;
     case 'L': c.log_path = optarg; break;
@@ -106,6 +112,8 @@ int syno_cmd_search(int argc, char **argv) {
   if (c.workers < 1 || c.workers > 64) return syno_cli_usage_error("--workers must be in 1..64");
   if (c.budget < -1) return syno_cli_usage_error("--budget must not be negative");
   if (c.epochs < 1) return syno_cli_usage_error("--epochs must be at least 1");
+  if (c.max_params_ratio < 0) return syno_cli_usage_error("--max-params must not be negative");
+  if (c.max_tensors < 0 || c.max_tensors == 1) return syno_cli_usage_error("--max-tensors must be at least 2");
   static char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return syno_cli_usage_error("cannot find the syno binary for the workers");

@@ -63,6 +63,8 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "space_depth", c->space_depth);
   cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
   cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
+  cJSON_AddNumberToObject(o, "max_params_ratio", c->max_params_ratio);
+  cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   cJSON_AddStringToObject(o, "algorithm", c->random ? "random" : "mcts");
   cJSON_AddNumberToObject(o, "reward_lb", c->reward_lb);
   cJSON_AddNumberToObject(o, "reward_ub", c->reward_ub);
@@ -90,7 +92,8 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = (int)x->valuedouble;
   INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(pad, "pad") INT(space_depth, "space_depth");
   NUM(width, "width") NUM(lr, "lr") NUM(max_flops_ratio, "max_flops_ratio") NUM(min_flops_ratio, "min_flops_ratio");
-  NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub");
+  NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub") NUM(max_params_ratio, "max_params_ratio");
+  INT(max_tensors, "max_tensors");
 #undef NUM
 #undef INT
   if (c->budget < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "budget"))) c->budget = (int)x->valuedouble;
@@ -113,6 +116,10 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
 /* ------------------------------------------------------------ workers */
 
 #define MAX_ARGS 40
+/* Proposals in a row that may come back empty (syno_search_propose returning
+ * 2, each after a few seconds of rollouts) before the search stops. */
+#define SEARCH_FRUITLESS 20
+#define SEARCH_FRUITLESS_S "20"
 typedef struct {
   char *argv[MAX_ARGS];
   char num[12][32];
@@ -227,6 +234,20 @@ static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
   if (c->max_flops_ratio > 0) cJSON_AddNumberToObject(o, "max_flops", c->max_flops_ratio * p->std_flops);
   if (c->min_flops_ratio > 0) cJSON_AddNumberToObject(o, "min_flops", c->min_flops_ratio * p->std_flops);
+  /* Params are counted on the first binding (syno_node_final_cost). */
+  if (c->max_params_ratio > 0)
+    cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p->c_in[0] * (double)p->c_out[0]);
+  if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
+  /* An Unfold needs its dim to be min_unfold_ratio (2) times the window by
+   * default. The standard 3x3 convolution the operators replace runs on
+   * every slot, so the smallest slot side (4 in the last ResNet stage) must
+   * admit a window of 3: relax the ratio to that side / 3. */
+  long side = 0;
+  for (int i = 0; i < p->n; i++) {
+    long m = p->h[i] < p->w[i] ? p->h[i] : p->w[i];
+    if (side == 0 || m < side) side = m;
+  }
+  if (side > 0 && side < 6) cJSON_AddNumberToObject(o, "min_unfold_ratio", (double)side / 3.0 - 1e-6);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
@@ -433,7 +454,8 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
     syno_error_set(err, "out of memory");
     goto out;
   }
-  int count = syno_db_count(db), exhausted = 0;
+  /* exhausted: 1 the space has nothing left, 2 proposals keep finding nothing. */
+  int count = syno_db_count(db), exhausted = 0, fruitless = 0;
   for (;;) {
     int running = syno_pool_running(pool);
     double el = now_s() - prog.t0;
@@ -448,6 +470,12 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
         exhausted = 1;
         break;
       }
+      if (r == 2) { /* nothing found this time; the space may still have some */
+        if (++fruitless == SEARCH_FRUITLESS) exhausted = 2;
+        if (exhausted || (c->time_limit > 0 && now_s() - prog.t0 >= c->time_limit)) break;
+        continue;
+      }
+      fruitless = 0;
       syno_db_cand_t known;
       int f = syno_db_find(db, cand.text, &known, err);
       if (f < 0) goto out;
@@ -513,7 +541,10 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
     if (tty) fputc('\n', stderr);
     fprintf(stderr, "[search] %s: %d candidates recorded in %s (%d evaluated now, %d failed, %d replayed)%s\n",
             stop_requested ? "stopped" : "done", count, c->db_path, prog.evaluated, prog.failed, prog.replayed,
-            exhausted ? "; the space has no further operators" : "");
+            exhausted == 1   ? "; the space has no further operators"
+            : exhausted == 2 ? "; " SEARCH_FRUITLESS_S " proposals in a row found no new operator (is the FLOPs window "
+                               "too narrow?)"
+                             : "");
   }
   rc = 0;
 out:

@@ -153,65 +153,43 @@ static void path_add(syno_search_t *s, syno_candidate_t *c, const syno_step_t *s
   snprintf(c->path + len, sizeof c->path - len, "%s%s", len ? " ; " : "", buf);
 }
 
-static int is_rdead(syno_search_t *s, uint32_t node) { return map_find(&s->rdead, node) >= 0; }
+/* Walks one rollout may take (1 + back-ups) before it gives up. A narrow
+ * FLOPs window can need thousands per operator; one costs tens of us. */
+#define ROLLOUT_WALKS 16384
+/* Rollouts that may give up in one proposal before it returns 2. */
+#define ROLLOUT_GIVEUPS 8
+
+static int is_rdead(syno_search_t *s, uint32_t node) {
+  return syno_node_dead(s->space, node) || map_find(&s->rdead, node) >= 0;
+}
 
 /* A random completion from `start` (whose path is already in c) to an
- * operator not proposed yet: each live child weighted exp(-2 x its shape
- * distance), as the space's own random walk. A node with no live child is
- * marked dead and the walk backs up one step, at most max_backups times. Returns 1
- * found, 0 none below start, -1 error. */
-static int rollout(syno_search_t *s, uint32_t start, int max_backups, syno_candidate_t *c, syno_error_t *err) {
-  uint32_t nodes[256];
-  syno_step_t taken[256];
-  int depth = 0;
-  nodes[0] = start;
-  for (int backups = 0; backups < max_backups;) {
-    uint32_t cur = nodes[depth];
-    if (is_rdead(s, start)) return 0;
-    const syno_step_t *steps;
-    int n = syno_node_children(s->space, cur, &steps, err);
-    if (n < 0) return -1;
-    double w[2048], total = 0;
-    int m = n < 2048 ? n : 2048;
-    for (int i = 0; i < m; i++) {
-      w[i] = 0;
-      if (steps[i].kind == SYNO_STEP_FINALIZE) {
-        if (map_find(&s->proposed, final_key(cur, steps[i].target)) < 0) w[i] = 1;
-      } else if (!is_rdead(s, steps[i].target)) {
-        w[i] = exp(-2.0 * syno_node_distance(s->space, steps[i].target));
-      }
-      total += w[i];
-    }
-    if (total <= 0 || depth == 255) {
-      map_put(&s->rdead, cur, 1);
-      if (depth == 0) return 0;
-      depth--;
-      backups++;
-      continue;
-    }
-    double r = syno_nn_rng_uniform(&s->rng) * total;
-    int pick = 0;
-    while (pick < m - 1 && (r -= w[pick]) > 0) pick++;
-    while (w[pick] <= 0) pick--; /* rounding at the end */
-    const syno_step_t *st = &steps[pick];
-    if (st->kind != SYNO_STEP_FINALIZE) {
-      taken[depth] = *st;
-      nodes[++depth] = st->target;
-      continue;
-    }
-    int fresh = final_text(s, cur, st->target, c, err);
+ * operator not proposed yet: the space's own walk without replacement
+ * (syno_space_walk), which weights live children by their shape distance
+ * within a random depth budget. Returns 1 found, 0 none below start (start
+ * is dead), 2 gave up after ROLLOUT_WALKS walks (start may still lead to
+ * operators), -1 error. */
+static int rollout(syno_search_t *s, uint32_t start, syno_candidate_t *c, syno_error_t *err) {
+  syno_step_t taken[SYNO_SEARCH_MAX_PATH];
+  for (int repeats = 0; repeats < 64; repeats++) {
+    uint32_t node, final;
+    int n_taken, walks;
+    int r = syno_space_walk(s->space, start, &s->rng, ROLLOUT_WALKS, true, taken, SYNO_SEARCH_MAX_PATH, &n_taken, &node,
+                            &final, &walks, err);
+    if (r < 0) return -1;
+    if (r == 0) return is_rdead(s, start) ? 0 : 2;
+    int fresh = final_text(s, node, final, c, err);
     if (fresh < 0) return -1;
-    map_put(&s->proposed, final_key(cur, st->target), 1); /* spent either way */
-    if (!fresh) {
+    map_put(&s->proposed, final_key(node, final), 1); /* spent either way */
+    if (!fresh) { /* another finalization printing as one proposed before */
       s->st.repeats++;
       continue;
     }
-    for (int i = 0; i < depth; i++) path_add(s, c, &taken[i]);
-    path_add(s, c, st);
-    c->node = cur, c->final = st->target;
+    for (int i = 0; i < n_taken; i++) path_add(s, c, &taken[i]);
+    c->node = node, c->final = final;
     return 1;
   }
-  return 0;
+  return 2;
 }
 
 /* ------------------------------------------------------------ MCTS */
@@ -269,6 +247,7 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
   /* Every failed descent marks something dead (a spent finalization, a
    * node without live children, or a leaf whose simulation found nothing),
    * so the loop ends; `attempts` bounds only descents that met repeats. */
+  int giveups = 0;
   for (int attempt = 0; attempt < s->o.attempts;) {
     memset(c, 0, sizeof *c);
     uint32_t cur = root;
@@ -319,6 +298,7 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
         int fresh = final_text(s, cur, st->target, c, err);
         if (fresh < 0) return -1;
         map_put(&s->proposed, key, 1);
+        syno_node_final_take(s->space, cur, st->target); /* rollouts skip it too */
         ch->dead = 1; /* proposed once, never again */
         if (!fresh) {
           s->st.repeats++;
@@ -330,16 +310,37 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
       }
       if (c->n_tree < SYNO_SEARCH_MAX_PATH) c->tree[c->n_tree++] = st->target;
       if (ch->n <= 0 && ch->vl <= 0) { /* a new leaf: simulate from it */
-        int r = rollout(s, st->target, 4096, c, err);
+        int r = rollout(s, st->target, c, err);
         if (r < 0) return -1;
         if (r == 1) return 0;
+        if (r == 2) {
+          /* Gave up: the leaf is not known dead, but operators are rare
+           * below it. Count the try as a visit with reward 0 along the
+           * path, so the next descents lean elsewhere. */
+          for (int i = 0; i < c->n_tree; i++) {
+            stat_t *v = tree_stat(s, c->tree[i]);
+            if (!v) return syno_error_set(err, "out of memory for the search tree");
+            v->n += 1;
+          }
+          if (++giveups == ROLLOUT_GIVEUPS) {
+            /* The tree's leaves are barren: fall back to a rollout from the
+             * root (what random search does). The tree learns from its
+             * reward through the root and the RAVE statistics of its steps. */
+            memset(c, 0, sizeof *c);
+            c->tree[c->n_tree++] = root;
+            int f = rollout(s, root, c, err);
+            return f < 0 ? -1 : f == 1 ? 0 : f == 0 ? 1 : 2;
+          }
+          attempt++;
+          break;
+        }
         ch->dead = 1;
         break;
       }
       cur = st->target;
     }
   }
-  return 1;
+  return tree_stat(s, root)->dead ? 1 : 2;
 }
 
 /* ------------------------------------------------------------ public */
@@ -381,13 +382,13 @@ int syno_search_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
   int r;
   if (s->o.algorithm == SYNO_SEARCH_RANDOM) {
     memset(c, 0, sizeof *c);
-    r = 1;
-    for (int a = 0; a < s->o.attempts && r == 1; a++) {
+    r = 2;
+    for (int a = 0; a < s->o.attempts && a < ROLLOUT_GIVEUPS && r == 2; a++) {
       memset(c, 0, sizeof *c);
-      int f = rollout(s, syno_space_root(s->space), 4096, c, err);
+      int f = rollout(s, syno_space_root(s->space), c, err);
       if (f < 0) return -1;
       if (f == 1) r = 0;
-      else if (is_rdead(s, syno_space_root(s->space))) break;
+      else if (f == 0) r = 1;
     }
   } else {
     r = mcts_propose(s, c, err);

@@ -569,10 +569,10 @@ static bool cost_final(syno_space_t *s, final_t *fin) {
     if (syno_nest_flops(&nest, v, b, &f, NULL) || syno_operator_params(&op, b, &p, NULL)) return false;
     flops += (double)f;
     if (b == 0) params0 = (double)p;
-    if (o->max_params > 0 && (double)p > o->max_params) {
-      s->stats.prune[SYNO_PRUNE_LIMIT]++;
-      return false;
-    }
+  }
+  if (o->max_params > 0 && params0 > o->max_params) { /* params are those of the first binding */
+    s->stats.prune[SYNO_PRUNE_LIMIT]++;
+    return false;
   }
   if ((o->max_flops > 0 && flops > o->max_flops) || flops < o->min_flops) {
     s->stats.prune[SYNO_PRUNE_LIMIT]++;
@@ -750,25 +750,34 @@ int syno_step_print(syno_space_t *s, const syno_step_t *st, char *buf, size_t n)
 
 /* Picks a walk's depth budget: uniform over the budgets at which the root
  * may still lead somewhere (above root_dead, at least the root's distance). */
-static int pick_budget(syno_space_t *s, struct syno_rng *rng) {
-  int lo = syno_node_distance(s, syno_space_root(s)), hi = s->spec.opts.depth;
-  int dead = s->nodes[syno_space_root(s)].dead_at;
+/* A depth budget for a walk from `start`: uniform over the budgets at which
+ * start is not known dead and could still finish; -1 when there is none. */
+static int pick_budget(syno_space_t *s, uint32_t start, struct syno_rng *rng) {
+  int lo = s->nodes[start].depth + syno_node_distance(s, start), hi = s->spec.opts.depth;
+  int dead = s->nodes[start].dead_at;
   if (lo <= dead) lo = dead + 1;
   if (lo < 1) lo = 1;
-  if (lo > hi) return -1;
+  if (lo > hi || s->nodes[start].dead) return -1;
   int b = lo + (int)(syno_nn_rng_uniform(rng) * (double)(hi - lo + 1));
   return b > hi ? hi : b;
 }
 
 int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks, bool distinct, uint32_t *node,
                            uint32_t *final, int *walks, syno_error_t *err) {
+  return syno_space_walk(s, syno_space_root(s), rng, max_walks, distinct, NULL, 0, NULL, node, final, walks, err);
+}
+
+int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int max_walks, bool distinct,
+                    syno_step_t *taken, int max_taken, int *n_taken, uint32_t *node, uint32_t *final, int *walks,
+                    syno_error_t *err) {
   uint32_t path[64];
+  syno_step_t via[64];
   int len = 0, backups = 0;
-  const uint32_t root = syno_space_root(s);
-  uint32_t id = root;
+  uint32_t id = start;
   *walks = 1;
-  int budget = pick_budget(s, rng);
-  if (budget < 0) return 0; /* the whole space is exhausted */
+  if (n_taken) *n_taken = 0;
+  int budget = pick_budget(s, start, rng);
+  if (budget < 0) return 0; /* nothing left below start */
   const int max_backups = 2 * s->spec.opts.depth;
   double *wgt = NULL;
   size_t wcap = 0;
@@ -801,33 +810,32 @@ int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks,
         const final_t *f = &s->finals[cur->finals + steps[i].target];
         if (!f->taken && (s->parts <= 1 || f->hash % (uint64_t)s->parts == (uint64_t)s->part)) wgt[i] = 1;
       } else {
-        const node_t *c = &s->nodes[steps[i].target];
         int dist = syno_node_distance(s, steps[i].target);
-        c = &s->nodes[steps[i].target];
-        if (c->dead_at < budget && c->depth + dist <= budget) wgt[i] = exp(-s->walk_bias * dist);
+        const node_t *c = &s->nodes[steps[i].target];
+        if (!c->dead && c->dead_at < budget && c->depth + dist <= budget) wgt[i] = exp(-s->walk_bias * dist);
       }
       total += wgt[i];
     }
     if (total <= 0) {
       /* A dead end at this budget (and so at every smaller one): mark it,
        * back up a step (the neighbourhood of a failure is often alive), and
-       * after a few back-ups start over from the root with a new budget. */
+       * after a few back-ups start over from `start` with a new budget. */
       if (s->nodes[id].dead_at < budget) s->nodes[id].dead_at = (int8_t)budget;
       if (budget >= s->spec.opts.depth) s->nodes[id].dead = true;
       if (++*walks > max_walks) {
         rc = 0;
         break;
       }
-      if (id != root && ++backups <= max_backups && len > 0) {
+      if (id != start && ++backups <= max_backups && len > 0) {
         id = path[--len];
         continue;
       }
-      budget = pick_budget(s, rng);
-      if (budget < 0) { /* the whole space is exhausted */
+      budget = pick_budget(s, start, rng);
+      if (budget < 0) { /* nothing left below start */
         rc = 0;
         break;
       }
-      id = root;
+      id = start;
       backups = len = 0;
       continue;
     }
@@ -844,14 +852,31 @@ int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks,
       *node = id;
       *final = st->target;
       if (distinct) s->finals[s->nodes[id].finals + st->target].taken = true;
+      if (taken) {
+        int k = 0;
+        for (; k < len && k < max_taken; k++) taken[k] = via[k];
+        if (k < max_taken) taken[k++] = *st;
+        *n_taken = k;
+      }
       rc = 1;
       break;
     }
-    if (len < 64) path[len++] = id;
+    if (len == 64) { /* deeper than any depth limit allows; treat as a dead end */
+      rc = syno_error_set(err, "random walk deeper than 64 steps");
+      break;
+    }
+    via[len] = *st;
+    path[len++] = id;
     id = st->target;
   }
   free(wgt);
   return rc;
+}
+
+bool syno_node_dead(const syno_space_t *s, uint32_t node) { return s->nodes[node].dead; }
+
+void syno_node_final_take(syno_space_t *s, uint32_t node, uint32_t index) {
+  s->finals[s->nodes[node].finals + index].taken = true;
 }
 
 int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, uint64_t *nodes_by_depth,

@@ -48,6 +48,15 @@ twice=$(comm -12 "$tmp/old" "$tmp/again" | wc -l)
 [ "$twice" -eq 0 ] || fail "$twice recorded candidates were evaluated again"
 echo "search kill/resume: $n_before rows before the kill, 6 after, none evaluated twice"
 
+# The search spec: an Unfold of 3 fits the smallest slot side (2 here), and
+# --max-params bounds the first slot's parameters (9 * 4 * 4 standard).
+"$bin" report --db "$tmp/k.db" | grep -q '"min_unfold_ratio":0.666' ||
+  fail "the spec does not relax min_unfold_ratio to the smallest slot: $("$bin" report --db "$tmp/k.db" | grep spec)"
+"$bin" search --db "$tmp/p.db" --max-params -1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--max-params -1 should exit 2"
+"$bin" search --db "$tmp/p.db" --budget 1 --time 0.01 --max-params 0.5 "${common[@]}" 2>/dev/null ||
+  fail "search --max-params failed"
+"$bin" report --db "$tmp/p.db" | grep -q '"max_params":72' || fail "--max-params 0.5 is not max_params 72 in the spec"
+
 # Retraining a recorded candidate takes its operator and the search's settings.
 "$bin" train --db "$tmp/k.db" --id 2 --epochs 1 --subset 100 --json > "$tmp/re" 2>"$tmp/re.err" ||
   fail "train --db --id failed: $(cat "$tmp/re.err")"
