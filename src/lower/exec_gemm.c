@@ -54,6 +54,10 @@ struct syno_gemm_plan {
   int64_t G, Mp, Me, N, K, chunk;
   int64_t numel_a, numel_w, numel_c;
   int32_t *tin;  /* [G][K][Me] */
+  /* Per row (g, k) of tin: when its valid entries are one run of
+   * consecutive offsets, me in [lo, hi) with -1 outside, run[2 (g K + k)]
+   * is lo and the next entry hi; else both are -1. */
+  int32_t *run;
   int64_t *ip;   /* [Mp] */
   int32_t *tw;   /* [G][N][K] */
   int64_t *og, *omp, *on, *ome;
@@ -117,6 +121,7 @@ static void opnd_reads(const opnd_t *o, const syno_nest_t *n, int nv, int *cnt) 
 void syno_gemm_plan_free(syno_gemm_plan_t *p) {
   if (!p) return;
   free(p->tin);
+  free(p->run);
   free(p->ip);
   free(p->tw);
   free(p->og);
@@ -238,6 +243,7 @@ int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_
   int64_t cm = p->chunk * p->Me;
 
   p->tin = xcalloc(p->G * p->K * p->Me, sizeof *p->tin);
+  p->run = xcalloc(2 * p->G * p->K, sizeof *p->run);
   p->ip = xcalloc(p->Mp, sizeof *p->ip);
   p->tw = xcalloc(p->G * p->N * p->K, sizeof *p->tw);
   p->og = xcalloc(p->G, sizeof *p->og);
@@ -248,7 +254,7 @@ int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_
   p->cbuf = xcalloc(p->N * cm, sizeof *p->cbuf);
   p->wg = xcalloc(p->G * p->N * p->K, sizeof *p->wg);
   p->dwg = xcalloc(p->N * p->K, sizeof *p->dwg);
-  if (!p->tin || !p->ip || !p->tw || !p->og || !p->omp || !p->on || !p->ome || !p->col || !p->cbuf || !p->wg ||
+  if (!p->tin || !p->run || !p->ip || !p->tw || !p->og || !p->omp || !p->on || !p->ome || !p->col || !p->cbuf || !p->wg ||
       !p->dwg) {
     syno_error_set(err, "gemm plan: out of memory");
     goto fail;
@@ -286,6 +292,16 @@ int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_
         }
         p->tin[(g * p->K + k) * p->Me + me] = (int32_t)o;
       }
+  for (int64_t r = 0; r < p->G * p->K; r++) {
+    const int32_t *t = p->tin + r * p->Me;
+    int64_t lo = 0, hi = p->Me;
+    while (lo < hi && t[lo] < 0) lo++;
+    while (hi > lo && t[hi - 1] < 0) hi--;
+    int one = 1;
+    for (int64_t me = lo + 1; me < hi && one; me++) one = t[me] == t[me - 1] + 1;
+    p->run[2 * r] = one ? (int32_t)lo : -1;
+    p->run[2 * r + 1] = one ? (int32_t)hi : -1;
+  }
   if (p->has_w)
     for (int64_t g = 0; g < p->G; g++)
       for (int64_t n = 0; n < p->N; n++)
@@ -402,6 +418,16 @@ static void gather_col(const syno_gemm_plan_t *p, int64_t g, int64_t mp0, int64_
   for (int64_t k = 0; k < p->K; k++) {
     const int32_t *t = p->tin + (g * p->K + k) * p->Me;
     float *row = p->col + k * ld;
+    const int32_t lo = p->run[2 * (g * p->K + k)], hi = p->run[2 * (g * p->K + k) + 1];
+    if (lo >= 0) { /* one contiguous run: copy it, zero the padding around it */
+      for (int64_t j = 0; j < nc; j++) {
+        float *dst = row + j * p->Me;
+        memset(dst, 0, (size_t)lo * sizeof *dst);
+        if (hi > lo) memcpy(dst + lo, x + p->ip[mp0 + j] + t[lo], (size_t)(hi - lo) * sizeof *dst);
+        memset(dst + hi, 0, (size_t)(p->Me - hi) * sizeof *dst);
+      }
+      continue;
+    }
     for (int64_t j = 0; j < nc; j++) {
       const float *xb = x + p->ip[mp0 + j];
       float *dst = row + j * p->Me;
@@ -416,6 +442,15 @@ static void scatter_col_add(const syno_gemm_plan_t *p, int64_t g, int64_t mp0, i
   for (int64_t k = 0; k < p->K; k++) {
     const int32_t *t = p->tin + (g * p->K + k) * p->Me;
     const float *row = dcol + k * ld;
+    const int32_t lo = p->run[2 * (g * p->K + k)], hi = p->run[2 * (g * p->K + k) + 1];
+    if (lo >= 0) { /* one contiguous run */
+      for (int64_t j = 0; j < nc; j++) {
+        float *xb = dx + p->ip[mp0 + j] + (hi > lo ? t[lo] : 0);
+        const float *src = row + j * p->Me + lo;
+        for (int32_t me = 0; me < hi - lo; me++) xb[me] += src[me];
+      }
+      continue;
+    }
     for (int64_t j = 0; j < nc; j++) {
       float *xb = dx + p->ip[mp0 + j];
       const float *src = row + j * p->Me;

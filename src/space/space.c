@@ -748,8 +748,6 @@ int syno_step_print(syno_space_t *s, const syno_step_t *st, char *buf, size_t n)
   return snprintf(buf, n, "?");
 }
 
-/* Picks a walk's depth budget: uniform over the budgets at which the root
- * may still lead somewhere (above root_dead, at least the root's distance). */
 /* A depth budget for a walk from `start`: uniform over the budgets at which
  * start is not known dead and could still finish; -1 when there is none. */
 static int pick_budget(syno_space_t *s, uint32_t start, struct syno_rng *rng) {
