@@ -9,6 +9,7 @@
 #include "spacetest.h"
 #include "synotest.h"
 #include "syno/space.h"
+#include "syno/train.h"
 
 static void expect_spec_error(const char *json, const char *want) {
   syno_space_spec_t spec;
@@ -347,6 +348,79 @@ static void test_flops_pruning_keeps_every_operator(void **state) {
  * rules that never fire in these two spaces are tested in test_rules.c. */
 #define SMALL "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, H=8: 2; k=3: 2, s=2: 2\", \"min_weight_params\": 4, \"max_finalizations\": 4, \"depth\": "
 
+/* A walk from an inner node: the steps it returns lead, child by child,
+ * from that node to the operator it returned; without replacement it never
+ * returns an operator twice; once a subtree is used up it says so
+ * (syno_node_dead), and the walk from the root still finds the rest. */
+static void test_walk_from_a_node(void **state) {
+  (void)state;
+  syno_space_spec_t spec;
+  syno_error_t err;
+  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", "
+                                             "\"depth\": 3, \"min_weight_params\": 8}",
+                                             &spec, &err),
+                   0);
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  const syno_step_t *steps;
+  int n = syno_node_children(s, syno_space_root(s), &steps, &err);
+  assert_true(n > 1);
+  /* The start: the last child of the root that leads to an operator (the
+   * walks that find none mark their children dead on the way). */
+  syno_rng_t rng;
+  syno_nn_rng_seed(&rng, 7, 0);
+  uint32_t start = 0;
+  for (int i = n - 1; i >= 0 && !start; i--) {
+    if (steps[i].kind == SYNO_STEP_FINALIZE) continue;
+    syno_space_t *probe;
+    assert_int_equal(syno_space_new(&spec, &probe, &err), 0);
+    const syno_step_t *ps;
+    assert_int_equal(syno_node_children(probe, syno_space_root(probe), &ps, &err), n);
+    uint32_t pn, pf;
+    int pw;
+    if (syno_space_walk(probe, ps[i].target, &rng, 100000, false, NULL, 0, NULL, &pn, &pf, &pw, &err) == 1)
+      start = steps[i].target;
+    syno_space_free(probe);
+  }
+  assert_true(start != 0);
+  char seen[64][1024];
+  int found = 0;
+  for (;;) {
+    syno_step_t taken[64];
+    int n_taken, walks;
+    uint32_t node, final;
+    int r = syno_space_walk(s, start, &rng, 100000, true, taken, 64, &n_taken, &node, &final, &walks, &err);
+    assert_true(r >= 0);
+    if (r == 0) break;
+    /* Replay the steps from start. */
+    uint32_t at = start;
+    assert_true(n_taken >= 1);
+    for (int i = 0; i < n_taken; i++) {
+      int m = syno_node_children(s, at, &steps, &err), hit = -1;
+      for (int j = 0; j < m && hit < 0; j++)
+        if (steps[j].kind == taken[i].kind && steps[j].target == taken[i].target) hit = j;
+      assert_true(hit >= 0);
+      if (i + 1 < n_taken) at = taken[i].target;
+    }
+    assert_int_equal(taken[n_taken - 1].kind, SYNO_STEP_FINALIZE);
+    assert_int_equal(at, node);
+    assert_int_equal(taken[n_taken - 1].target, final);
+    syno_operator_t op;
+    assert_int_equal(syno_node_final(s, node, final, &op, &err), 0);
+    assert_true(found < 64);
+    syno_operator_print(&op, seen[found], sizeof seen[found]);
+    for (int i = 0; i < found; i++) assert_string_not_equal(seen[i], seen[found]);
+    found++;
+  }
+  print_message("%d operators below node %u\n", found, start);
+  assert_true(found > 0);
+  assert_true(syno_node_dead(s, start));
+  uint32_t node, final;
+  int walks;
+  assert_int_equal(syno_space_random_walk(s, &rng, 100000, true, &node, &final, &walks, &err), 1);
+  syno_space_free(s);
+}
+
 static void test_rules(void **state) {
   (void)state;
   /* S2: shifting a shared dim is the same as a rolled (learned) weight. */
@@ -425,6 +499,7 @@ int main(void) {
       cmocka_unit_test(test_distance_is_a_lower_bound),
       cmocka_unit_test(test_pruning_keeps_every_operator),
       cmocka_unit_test(test_flops_pruning_keeps_every_operator),
+      cmocka_unit_test(test_walk_from_a_node),
       cmocka_unit_test(test_rules),
       cmocka_unit_test(test_rules_only_remove),
   };
