@@ -6,7 +6,7 @@
  * (b) the same at depth 12 with 3 tensors, 3 reductions, chain 5, max FLOPs
  *     5e6, C_in=3, C_out=8, H=W=64;
  * (c) sampling (b): distinct operators per second with 1 and 2 threads
- *     (syno_space_random_walk without replacement, one space per thread,
+ *     (syno_space_sample: walks without replacement, one space per thread,
  *     operators split among threads by structural hash as in syno sample).
  *
  * Each exhaustive run happens in a forked child process, so its peak memory
@@ -18,7 +18,6 @@
  * usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R]
  *   defaults: cap 60 s per exhaustive run, 2000 samples, 3 repeats;
  *   --quick:  cap 5 s, 300 samples, 1 repeat. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +29,6 @@
 
 #include "bench.h"
 #include "syno/space.h"
-#include "syno/train.h"
 
 #define SPEC_A "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\"}"
 #define SPEC_B                                                                                                    \
@@ -153,74 +151,23 @@ static int exhaust_child(const char *name, const char *json, double cap) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-typedef struct {
-  const syno_space_spec_t *spec;
-  int thread, threads;
-  long n;
-  char **text; /* per sample */
-  long walks;
-  int rc;
-} job_t;
-
-static void *run_job(void *arg) {
-  job_t *j = arg;
-  syno_space_t *s;
-  syno_error_t err;
-  if (syno_space_new(j->spec, &s, &err) || syno_space_set_partition(s, j->thread, j->threads, &err)) {
-    j->rc = -1;
-    return NULL;
-  }
-  for (long w = j->thread; w < j->n; w += j->threads) {
-    syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, (uint64_t)w);
-    uint32_t node, final;
-    int walks;
-    int found = syno_space_random_walk(s, &rng, 1000000, true, &node, &final, &walks, &err);
-    j->walks += walks;
-    if (found < 0) {
-      j->rc = -1;
-      break;
-    }
-    syno_operator_t op;
-    char buf[4096];
-    if (found && syno_node_final(s, node, final, &op, &err) == 0) {
-      syno_operator_print(&op, buf, sizeof buf);
-      j->text[w] = strdup(buf);
-    }
-  }
-  syno_space_free(s);
-  return NULL;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* One sampling run: n walks in `threads` threads; distinct by text form. */
+/* One sampling run: n walks in `threads` threads (syno_space_sample), seed 1. */
 static int sample(const syno_space_spec_t *spec, long n, int threads, double *seconds, long *distinct, long *walks) {
-  char **text = calloc((size_t)n, sizeof *text);
-  job_t jobs[8];
-  pthread_t tid[8];
+  syno_sample_t *smp = calloc((size_t)n, sizeof *smp);
+  syno_error_t err;
   double t0 = bench_now();
-  for (int t = 0; t < threads; t++) {
-    jobs[t] = (job_t){.spec = spec, .thread = t, .threads = threads, .n = n, .text = text};
-    pthread_create(&tid[t], NULL, run_job, &jobs[t]);
-  }
-  int rc = 0;
-  *walks = 0;
-  for (int t = 0; t < threads; t++) {
-    pthread_join(tid[t], NULL);
-    rc |= jobs[t].rc;
-    *walks += jobs[t].walks;
+  if (!smp || syno_space_sample(spec, n, threads, 1, 1000000, true, smp, &err)) {
+    fprintf(stderr, "space: %s\n", smp ? err.msg : "out of memory");
+    free(smp);
+    return -1;
   }
   *seconds = bench_now() - t0;
-  long k = 0;
-  for (long i = 0; i < n; i++)
-    if (text[i]) text[k++] = text[i];
-  qsort(text, (size_t)k, sizeof *text, cmp_str);
-  *distinct = 0;
-  for (long i = 0; i < k; i++) *distinct += i == 0 || strcmp(text[i], text[i - 1]) != 0;
-  for (long i = 0; i < k; i++) free(text[i]);
-  free(text);
-  return rc;
+  *walks = 0;
+  for (long i = 0; i < n; i++) *walks += smp[i].walks;
+  *distinct = syno_space_samples_distinct(smp, n);
+  syno_space_samples_free(smp, n);
+  free(smp);
+  return 0;
 }
 
 int main(int argc, char **argv) {

@@ -201,6 +201,25 @@ bool syno_node_dead(const syno_space_t *s, uint32_t node);
 /* Marks a finalization as returned, so that distinct walks skip it. */
 void syno_node_final_take(syno_space_t *s, uint32_t node, uint32_t index);
 
+/* One walk of syno_space_sample: the operator's text (malloc'ed; NULL when
+ * the walk reached none), its FLOPs and params (syno_node_final_cost), the
+ * depth of its node, and the walks taken (1 + back-ups). */
+typedef struct {
+  char *text;
+  double flops, params;
+  int depth, walks;
+} syno_sample_t;
+/* n random walks from the root in `threads` threads (1..64), one space each,
+ * partitioned by structural hash (syno_space_set_partition) so that threads
+ * never return the same operator. Walk i is seeded with stream i of `seed`,
+ * so the result depends on the seed and the thread count, not on timing.
+ * `out` has n entries; free their texts with syno_space_samples_free. */
+int syno_space_sample(const syno_space_spec_t *spec, long n, int threads, uint64_t seed, int max_walks, bool distinct,
+                      syno_sample_t *out, syno_error_t *err);
+void syno_space_samples_free(syno_sample_t *s, long n);
+/* How many distinct operator texts the samples hold (-1: out of memory). */
+long syno_space_samples_distinct(const syno_sample_t *s, long n);
+
 /* Visits every node reachable from the root once (depth first, children in
  * order) and calls `final` for each finalization; stops early when it
  * returns non-zero. nodes_by_depth[d] and finals_by_depth[d] (each of

@@ -1,14 +1,12 @@
 /* syno sample: random walks through the search space that end in operators. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "syno/space.h"
-#include "syno/train.h"
 
 static const char *help =
     "usage: syno sample (--preset NAME | --spec FILE) [OPTIONS]\n"
@@ -36,62 +34,6 @@ static const char *help =
     "                      each operator once, so all are distinct per thread)\n"
     "  --json              one JSON object per line\n"
     "  -h, --help          this help\n";
-
-typedef struct {
-  const syno_space_spec_t *spec;
-  int thread, threads;
-  long n;
-  unsigned long long seed;
-  char **text;     /* per walk: the operator, or NULL */
-  double *flops, *params;
-  int *depth, *walks;
-  int max_walks;
-  bool distinct;
-  char errmsg[SYNO_ERROR_LEN];
-  int rc;
-} job_t;
-
-static void *run_job(void *arg) {
-  job_t *j = arg;
-  syno_space_t *s;
-  syno_error_t err;
-  if (syno_space_new(j->spec, &s, &err)) {
-    snprintf(j->errmsg, sizeof j->errmsg, "%s", err.msg);
-    j->rc = -1;
-    return NULL;
-  }
-  if (syno_space_set_partition(s, j->thread, j->threads, &err)) {
-    snprintf(j->errmsg, sizeof j->errmsg, "%s", err.msg);
-    j->rc = -1;
-    syno_space_free(s);
-    return NULL;
-  }
-  for (long w = j->thread; w < j->n; w += j->threads) {
-    syno_rng_t rng;
-    syno_nn_rng_seed(&rng, j->seed, (uint64_t)w);
-    uint32_t node, final;
-    int walks;
-    int found = syno_space_random_walk(s, &rng, j->max_walks, j->distinct, &node, &final, &walks, &err);
-    j->walks[w] = walks;
-    if (found < 0) {
-      snprintf(j->errmsg, sizeof j->errmsg, "%s", err.msg);
-      j->rc = -1;
-      break;
-    }
-    syno_operator_t op;
-    char buf[4096];
-    if (found && syno_node_final(s, node, final, &op, &err) == 0) {
-      syno_operator_print(&op, buf, sizeof buf);
-      j->text[w] = strdup(buf);
-      syno_node_final_cost(s, node, final, &j->flops[w], &j->params[w]);
-      j->depth[w] = syno_node_depth(s, node);
-    }
-  }
-  syno_space_free(s);
-  return NULL;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int syno_cmd_sample(int argc, char **argv) {
   enum { OPT_SEED = 1, OPT_THREADS, OPT_JSON, OPT_REPEAT, OPT_HELP = 'h', OPT_N = 'n' };
@@ -133,88 +75,62 @@ int syno_cmd_sample(int argc, char **argv) {
   syno_space_spec_t spec;
   int rc = syno_cli_spec_resolve(&cs, &spec);
   if (rc) return rc;
-  job_t *jobs = calloc((size_t)threads, sizeof *jobs);
-  char **text = calloc((size_t)n, sizeof *text);
-  double *flops = calloc((size_t)n, sizeof *flops), *params = calloc((size_t)n, sizeof *params);
-  int *dep = calloc((size_t)n, sizeof *dep), *walks = calloc((size_t)n, sizeof *walks);
-  pthread_t *tid = calloc((size_t)threads, sizeof *tid);
-  if (!jobs || !text || !flops || !params || !dep || !walks || !tid) {
+  syno_sample_t *smp = calloc((size_t)n, sizeof *smp);
+  if (!smp) {
     fprintf(stderr, "syno: out of memory\n");
     return SYNO_EXIT_FAIL;
   }
+  syno_error_t err;
   double t0 = syno_cli_now();
-  for (long t = 0; t < threads; t++) {
-    jobs[t] = (job_t){.spec = &spec, .thread = (int)t, .threads = (int)threads, .n = n, .seed = seed,
-                      .text = text, .flops = flops, .params = params, .depth = dep,
-                      .walks = walks, .max_walks = 1000000, .distinct = !repeat};
-    if (threads == 1) run_job(&jobs[t]);
-    else pthread_create(&tid[t], NULL, run_job, &jobs[t]);
-  }
-  if (threads > 1)
-    for (long t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+  rc = syno_space_sample(&spec, n, (int)threads, seed, 1000000, !repeat, smp, &err);
   double elapsed = syno_cli_now() - t0;
-  rc = 0;
-  for (long t = 0; t < threads; t++)
-    if (jobs[t].rc) {
-      fprintf(stderr, "syno: %s\n", jobs[t].errmsg);
-      rc = SYNO_EXIT_FAIL;
-    }
+  if (rc) {
+    fprintf(stderr, "syno: %s\n", err.msg);
+    free(smp);
+    return SYNO_EXIT_FAIL;
+  }
   long found = 0, total_walks = 0;
-  for (long w = 0; w < n; w++) total_walks += walks[w];
-  for (long w = 0; w < n && !rc; w++) {
-    if (!text[w]) continue;
+  for (long w = 0; w < n; w++) total_walks += smp[w].walks;
+  for (long w = 0; w < n; w++) {
+    const syno_sample_t *o = &smp[w];
+    if (!o->text) continue;
     found++;
     if (json) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "op", text[w]);
-      cJSON_AddNumberToObject(o, "flops", flops[w]);
-      cJSON_AddNumberToObject(o, "params", params[w]);
-      cJSON_AddNumberToObject(o, "depth", dep[w]);
-      char *s = cJSON_PrintUnformatted(o);
-      puts(s);
-      free(s);
-      cJSON_Delete(o);
+      cJSON *j = cJSON_CreateObject();
+      cJSON_AddStringToObject(j, "op", o->text);
+      cJSON_AddNumberToObject(j, "flops", o->flops);
+      cJSON_AddNumberToObject(j, "params", o->params);
+      cJSON_AddNumberToObject(j, "depth", o->depth);
+      char *t = cJSON_PrintUnformatted(j);
+      puts(t);
+      free(t);
+      cJSON_Delete(j);
     } else {
-      printf("%s\n    flops %.6g  params %.6g  depth %d\n", text[w], flops[w], params[w], dep[w]);
+      printf("%s\n    flops %.6g  params %.6g  depth %d\n", o->text, o->flops, o->params, o->depth);
     }
   }
-  /* Distinct operators, by text form. */
-  char **sorted = malloc(sizeof(char *) * (size_t)(found ? found : 1));
-  long k = 0, distinct = 0;
-  for (long w = 0; w < n; w++)
-    if (text[w]) sorted[k++] = text[w];
-  qsort(sorted, (size_t)k, sizeof *sorted, cmp_str);
-  for (long i = 0; i < k; i++) distinct += i == 0 || strcmp(sorted[i], sorted[i - 1]) != 0;
-  free(sorted);
-  if (!rc) {
-    double rate = elapsed > 0 ? (double)found / elapsed : 0;
-    if (json) {
-      cJSON *o = cJSON_CreateObject(), *sum = cJSON_AddObjectToObject(o, "summary");
-      cJSON_AddNumberToObject(sum, "samples", (double)n);
-      cJSON_AddNumberToObject(sum, "walks", (double)total_walks);
-      cJSON_AddNumberToObject(sum, "operators", (double)found);
-      cJSON_AddNumberToObject(sum, "valid_fraction", total_walks ? (double)found / (double)total_walks : 0);
-      cJSON_AddNumberToObject(sum, "distinct", (double)distinct);
-      cJSON_AddNumberToObject(sum, "seconds", elapsed);
-      cJSON_AddNumberToObject(sum, "operators_per_second", rate);
-      cJSON_AddNumberToObject(sum, "threads", (double)threads);
-      char *s = cJSON_PrintUnformatted(o);
-      puts(s);
-      free(s);
-      cJSON_Delete(o);
-    } else {
-      printf("%ld operators from %ld walks (%.1f%% of walks and back-ups ended in one), %ld distinct, %.2f s, %.1f operators/s, %ld thread%s\n",
-             found, total_walks, total_walks ? 100.0 * (double)found / (double)total_walks : 0.0, distinct, elapsed, rate,
-             threads, threads > 1 ? "s" : "");
-    }
+  long distinct = syno_space_samples_distinct(smp, n);
+  double rate = elapsed > 0 ? (double)found / elapsed : 0;
+  if (json) {
+    cJSON *o = cJSON_CreateObject(), *sum = cJSON_AddObjectToObject(o, "summary");
+    cJSON_AddNumberToObject(sum, "samples", (double)n);
+    cJSON_AddNumberToObject(sum, "walks", (double)total_walks);
+    cJSON_AddNumberToObject(sum, "operators", (double)found);
+    cJSON_AddNumberToObject(sum, "valid_fraction", total_walks ? (double)found / (double)total_walks : 0);
+    cJSON_AddNumberToObject(sum, "distinct", (double)distinct);
+    cJSON_AddNumberToObject(sum, "seconds", elapsed);
+    cJSON_AddNumberToObject(sum, "operators_per_second", rate);
+    cJSON_AddNumberToObject(sum, "threads", (double)threads);
+    char *s = cJSON_PrintUnformatted(o);
+    puts(s);
+    free(s);
+    cJSON_Delete(o);
+  } else {
+    printf("%ld operators from %ld walks (%.1f%% of walks and back-ups ended in one), %ld distinct, %.2f s, %.1f operators/s, %ld thread%s\n",
+           found, total_walks, total_walks ? 100.0 * (double)found / (double)total_walks : 0.0, distinct, elapsed, rate,
+           threads, threads > 1 ? "s" : "");
   }
-  for (long w = 0; w < n; w++) free(text[w]);
-  free(text);
-  free(flops);
-  free(params);
-  free(dep);
-  free(walks);
-  free(jobs);
-  free(tid);
+  syno_space_samples_free(smp, n);
+  free(smp);
   return rc;
 }
