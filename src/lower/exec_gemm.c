@@ -199,6 +199,32 @@ int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_
     else c = plain[i] >= 0 ? CL_MP : CL_ME;
     cl[c].var[cl[c].n++] = i;
   }
+  /* A plain position inside (at a smaller result stride than) a gathered
+   * one goes with the gathered ones: the columns then follow the result's
+   * layout, which the GEMM can write directly, and a window's rows gather
+   * as one run (an Unfold of H with W plain reads whole rows of the input). */
+  if (!st->choose_layout && cl[CL_ME].n > 0) {
+    int64_t inner = 0;
+    for (int i = 0; i < cl[CL_ME].n; i++)
+      if (st->res_stride[cl[CL_ME].var[i]] > inner) inner = st->res_stride[cl[CL_ME].var[i]];
+    for (int i = 0; i < cl[CL_MP].n;) {
+      int v = cl[CL_MP].var[i];
+      if (st->res_stride[v] < inner) {
+        cl[CL_ME].var[cl[CL_ME].n++] = v;
+        memmove(&cl[CL_MP].var[i], &cl[CL_MP].var[i + 1], (size_t)(cl[CL_MP].n - i - 1) * sizeof(int));
+        cl[CL_MP].n--;
+      } else {
+        i++;
+      }
+    }
+    /* Outermost first, as decode reads them. */
+    for (int i = 1; i < cl[CL_ME].n; i++)
+      for (int j = i; j > 0 && st->res_stride[cl[CL_ME].var[j - 1]] < st->res_stride[cl[CL_ME].var[j]]; j--) {
+        int t = cl[CL_ME].var[j];
+        cl[CL_ME].var[j] = cl[CL_ME].var[j - 1];
+        cl[CL_ME].var[j - 1] = t;
+      }
+  }
   for (int c = 0; c < CL_COUNT; c++) {
     cl[c].total = 1;
     for (int i = 0; i < cl[c].n; i++) cl[c].total *= ext[cl[c].var[i]];
