@@ -303,11 +303,14 @@ static void show_progress(const syno_driver_cfg_t *c, const progress_t *p, int c
   }
   char of[24] = "";
   if (c->budget > 0) snprintf(of, sizeof of, "/%d", c->budget);
-  fprintf(stderr,
-          "%s[search] %d%s recorded (%d new, %d failed, %d replayed, %d running) best reward %.4f (acc %.2f%%, "
-          "%.2fx), fastest within 1 pp %.2fx  %.0f s%s%s",
-          tty ? "\r\033[K" : "", count, of, p->evaluated, p->failed, p->replayed, running, p->best_reward,
-          100 * p->best_acc, p->best_acc_speedup, p->best_speedup, el, rem, tty ? "" : "\n");
+  char best[128] = "no candidate yet", fast[48] = "";
+  if (p->best_reward >= 0)
+    snprintf(best, sizeof best, "best reward %.4f (acc %.2f%%, %.2fx)", p->best_reward, 100 * p->best_acc,
+             p->best_acc_speedup);
+  if (p->best_speedup > 0) snprintf(fast, sizeof fast, ", fastest within 1 pp %.2fx", p->best_speedup);
+  fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed, %d replayed, %d running) %s%s  %.0f s%s%s",
+          tty ? "\r\033[K" : "", count, of, p->evaluated, p->failed, p->replayed, running, best, fast, el, rem,
+          tty ? "" : "\n");
   fflush(stderr);
 }
 

@@ -57,6 +57,13 @@ echo "search kill/resume: $n_before rows before the kill, 6 after, none evaluate
   fail "search --max-params failed"
 "$bin" report --db "$tmp/p.db" | grep -q '"max_params":72' || fail "--max-params 0.5 is not max_params 72 in the spec"
 
+# A FLOPs window with no operator in it: the search ends cleanly and says why.
+loud=(); for a in "${common[@]}"; do [ "$a" = --quiet ] || loud+=("$a"); done
+"$bin" search --db "$tmp/e.db" --budget 0 --min-flops 0.97 --max-flops 0.98 "${loud[@]}" 2>"$tmp/e.err" ||
+  fail "a search over an empty window failed: $(cat "$tmp/e.err")"
+grep -q "the space has no further operators" "$tmp/e.err" || fail "the empty window was not reported: $(tail -2 "$tmp/e.err")"
+grep -q "no candidate yet" "$tmp/e.err" || fail "the progress line without candidates: $(tail -2 "$tmp/e.err")"
+
 # Retraining a recorded candidate takes its operator and the search's settings.
 "$bin" train --db "$tmp/k.db" --id 2 --epochs 1 --subset 100 --json > "$tmp/re" 2>"$tmp/re.err" ||
   fail "train --db --id failed: $(cat "$tmp/re.err")"
