@@ -58,6 +58,10 @@ void syno_cli_opsel_longopts(struct option *out, const struct option *extra);
 /* Builds vars, shapes and the operator; prints the error and returns 2 on
  * bad input. */
 int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *out);
+/* After getopt: takes the operator text from argv[optind] (when given),
+ * refuses further arguments, resolves the selection and checks that
+ * `binding` exists. `cmd` names the command in messages. 0 or a status. */
+int syno_cli_opsel_finish(const char *cmd, syno_opsel_t *sel, int argc, char **argv, long binding, syno_cliop_t *out);
 void syno_cli_op_free(syno_cliop_t *c);
 
 /* Prints "syno: <message>" to stderr and returns SYNO_EXIT_USAGE. */

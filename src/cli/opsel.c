@@ -126,3 +126,16 @@ void syno_cli_op_free(syno_cliop_t *c) {
   syno_graph_free(c->graph);
   c->graph = NULL;
 }
+
+int syno_cli_opsel_finish(const char *cmd, syno_opsel_t *sel, int argc, char **argv, long binding, syno_cliop_t *out) {
+  if (optind < argc) sel->text = argv[optind++];
+  if (optind < argc) return syno_cli_usage_error("%s: unexpected argument '%s'", cmd, argv[optind]);
+  int rc = syno_cli_opsel_resolve(sel, out);
+  if (rc) return rc;
+  if (binding >= out->vars.nbind) {
+    int n = out->vars.nbind;
+    syno_cli_op_free(out);
+    return syno_cli_usage_error("%s: --binding %ld does not exist (the operator has %d)", cmd, binding, n);
+  }
+  return 0;
+}

@@ -73,7 +73,7 @@ int syno_cmd_run(int argc, char **argv) {
         if (syno_cli_parse_seed(optarg, &seed)) return syno_cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_BINDING:
-        if (syno_cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS, &binding))
+        if (syno_cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
           return syno_cli_usage_error("run: --binding '%s' is not a binding number", optarg);
         break;
       case OPT_HELP: fputs(help, stdout); return 0;
@@ -81,15 +81,9 @@ int syno_cmd_run(int argc, char **argv) {
       default: return syno_cli_usage_error("run: unknown option '%s' (see syno run --help)", argv[optind - 1]);
     }
   }
-  if (optind < argc) sel.text = argv[optind++];
-  if (optind < argc) return syno_cli_usage_error("run: unexpected argument '%s'", argv[optind]);
   syno_cliop_t c;
-  int rc = syno_cli_opsel_resolve(&sel, &c);
+  int rc = syno_cli_opsel_finish("run", &sel, argc, argv, binding, &c);
   if (rc) return rc;
-  if (binding >= c.vars.nbind) {
-    syno_cli_op_free(&c);
-    return syno_cli_usage_error("run: --binding %ld but there are %d bindings", binding, c.vars.nbind);
-  }
   int b = (int)binding;
   const syno_operator_t *op = &c.op;
   syno_error_t err;

@@ -257,16 +257,10 @@ int syno_cmd_show(int argc, char **argv) {
       default: return syno_cli_usage_error("show: unknown option '%s' (see syno show --help)", argv[optind - 1]);
     }
   }
-  if (optind < argc) sel.text = argv[optind++];
-  if (optind < argc) return syno_cli_usage_error("show: unexpected argument '%s'", argv[optind]);
   syno_cliop_t c;
-  int rc = syno_cli_opsel_resolve(&sel, &c);
+  int rc = syno_cli_opsel_finish("show", &sel, argc, argv, binding, &c);
   if (rc) return rc;
   if (lang) {
-    if (binding >= c.vars.nbind) {
-      syno_cli_op_free(&c);
-      return syno_cli_usage_error("show: --binding %ld does not exist (the operator has %d)", binding, c.vars.nbind);
-    }
     rc = emit(&c, lang, binding);
     syno_cli_op_free(&c);
     return rc;

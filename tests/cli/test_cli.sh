@@ -80,7 +80,7 @@ expect_usage_error "is never produced" "$SYNO" show 'in[i0]' --input '[H]' --out
 expect_usage_error "unknown option '--frob'" "$SYNO" show --builtin conv2d --frob
 expect_usage_error "needs a value" "$SYNO" show --builtin conv2d --bind
 expect_usage_error "not a non-negative integer" "$SYNO" run --builtin conv2d --seed x
-expect_usage_error "there are 1 bindings" "$SYNO" run --builtin conv2d --binding 3
+expect_usage_error "does not exist (the operator has 1)" "$SYNO" run --builtin conv2d --binding 3
 expect_usage_error "no value for variable 'H'" "$SYNO" show 'in[i0]' --input '[H]' --output '[H]'
 expect_usage_error "either --builtin or an operator text" "$SYNO" show --builtin conv2d 'in[i0]'
 
