@@ -244,9 +244,10 @@ static int widen(syno_search_t *s, uint32_t node, stat_t *t, const syno_step_t *
 
 static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err) {
   uint32_t root = syno_space_root(s->space);
-  /* Every failed descent marks something dead (a spent finalization, a
-   * node without live children, or a leaf whose simulation found nothing),
-   * so the loop ends; `attempts` bounds only descents that met repeats. */
+  /* A failed descent marks something dead (a spent finalization, a node
+   * without live children, or a leaf whose simulation found nothing), or
+   * meets a repeat, or gives up on a barren leaf; `attempts` bounds the
+   * last two, ROLLOUT_GIVEUPS the give-ups alone. */
   int giveups = 0;
   for (int attempt = 0; attempt < s->o.attempts;) {
     memset(c, 0, sizeof *c);
@@ -340,7 +341,8 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
       cur = st->target;
     }
   }
-  return tree_stat(s, root)->dead ? 1 : 2;
+  const stat_t *rt = tree_peek(s, root);
+  return (rt && rt->dead) || is_rdead(s, root) ? 1 : 2;
 }
 
 /* ------------------------------------------------------------ public */

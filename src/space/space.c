@@ -859,7 +859,7 @@ int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int m
       rc = 1;
       break;
     }
-    if (len == 64) { /* deeper than any depth limit allows; treat as a dead end */
+    if (len == 64) { /* deeper than any depth limit (40) and stage steps allow */
       rc = syno_error_set(err, "random walk deeper than 64 steps");
       break;
     }
