@@ -119,7 +119,6 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
 /* Proposals in a row that may come back empty (syno_search_propose returning
  * 2, each after a few seconds of rollouts) before the search stops. */
 #define SEARCH_FRUITLESS 20
-#define SEARCH_FRUITLESS_S "20"
 typedef struct {
   char *argv[MAX_ARGS];
   char num[12][32];
@@ -542,12 +541,13 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
   }
   if (!c->quiet) {
     if (tty) fputc('\n', stderr);
+    char why[128] = "";
+    if (exhausted == 1) snprintf(why, sizeof why, "; the space has no further operators");
+    if (exhausted == 2)
+      snprintf(why, sizeof why, "; %d proposals in a row found no new operator (is the FLOPs window too narrow?)",
+               SEARCH_FRUITLESS);
     fprintf(stderr, "[search] %s: %d candidates recorded in %s (%d evaluated now, %d failed, %d replayed)%s\n",
-            stop_requested ? "stopped" : "done", count, c->db_path, prog.evaluated, prog.failed, prog.replayed,
-            exhausted == 1   ? "; the space has no further operators"
-            : exhausted == 2 ? "; " SEARCH_FRUITLESS_S " proposals in a row found no new operator (is the FLOPs window "
-                               "too narrow?)"
-                             : "");
+            stop_requested ? "stopped" : "done", count, c->db_path, prog.evaluated, prog.failed, prog.replayed, why);
   }
   rc = 0;
 out:
