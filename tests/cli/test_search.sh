@@ -18,7 +18,9 @@ cmp -s "$tmp/junk.db" "$tmp/junk.orig" || fail "a corrupt database was modified"
 echo "$msg" | grep -q "junk.db" || fail "the message does not name the file: $msg"
 
 # A search that is killed with SIGKILL once some candidates are recorded.
-common=(--backbone resnet --dataset digits --epochs 1 --subset 300 --batch 32 --width 0.25 --depth 1
+# Full width: each evaluation must take long enough for the kill below to land
+# in the middle of the search (at --width 0.25 the whole search takes 1 s).
+common=(--backbone resnet --dataset digits --epochs 1 --subset 300 --batch 32 --depth 1
         --space-depth 6 --seed 3 --quiet)
 "$bin" search --db "$tmp/k.db" --budget 5 --log "$tmp/log1" "${common[@]}" 2>"$tmp/err1" &
 pid=$!
@@ -49,13 +51,13 @@ twice=$(comm -12 "$tmp/old" "$tmp/again" | wc -l)
 echo "search kill/resume: $n_before rows before the kill, 6 after, none evaluated twice"
 
 # The search spec: an Unfold of 3 fits the smallest slot side (2 here), and
-# --max-params bounds the first slot's parameters (9 * 4 * 4 standard).
+# --max-params bounds the first slot's parameters (9 * 16 * 16 standard).
 "$bin" report --db "$tmp/k.db" | grep -q '"min_unfold_ratio":0.666' ||
   fail "the spec does not relax min_unfold_ratio to the smallest slot: $("$bin" report --db "$tmp/k.db" | grep spec)"
 "$bin" search --db "$tmp/p.db" --max-params -1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--max-params -1 should exit 2"
 "$bin" search --db "$tmp/p.db" --budget 1 --time 0.01 --max-params 0.5 "${common[@]}" 2>/dev/null ||
   fail "search --max-params failed"
-"$bin" report --db "$tmp/p.db" | grep -q '"max_params":72' || fail "--max-params 0.5 is not max_params 72 in the spec"
+"$bin" report --db "$tmp/p.db" | grep -q '"max_params":1152' || fail "--max-params 0.5 is not max_params 1152 in the spec"
 
 # A FLOPs window with no operator in it: the search ends cleanly and says why.
 loud=(); for a in "${common[@]}"; do [ "$a" = --quiet ] || loud+=("$a"); done
