@@ -106,10 +106,24 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-/* Multiplies *acc by x^|power| with overflow detection. */
-static bool mul_pow(int64_t *acc, int64_t x, int power) {
-  for (int k = 0; k < power; k++)
-    if (__builtin_mul_overflow(*acc, x, acc)) return false;
+/* Multiplies *acc by x^power (power > 0). On overflow the fraction
+ * *acc / *other is first put in lowest terms and the product retried;
+ * false when it still overflows. Reducing only when needed keeps the common
+ * case free of divisions; the result, once reduced, is the same. */
+static bool mul_pow(int64_t *acc, int64_t *other, int64_t x, int power) {
+  for (int k = 0; k < power; k++) {
+    int64_t r;
+    if (!__builtin_mul_overflow(*acc, x, &r)) {
+      *acc = r;
+      continue;
+    }
+    int64_t g = gcd64(*acc, *other);
+    *acc /= g;
+    *other /= g;
+    int64_t h = gcd64(x, *other); /* x's factors can cancel against the other side */
+    *other /= h;
+    if (__builtin_mul_overflow(*acc, x / h, acc)) return false;
+  }
   return true;
 }
 
@@ -123,16 +137,18 @@ int syno_size_eval_frac(const syno_vars_t *v, syno_size_t a, int b, int64_t *num
     for (int i = 0; i < SYNO_MAX_VARS; i++) {
       if (!pw[i]) continue;
       if (i >= v->n[kind]) return syno_error_set(err, "size uses an undeclared variable");
-      bool ok = pw[i] > 0 ? mul_pow(&n, val[i], pw[i]) : mul_pow(&d, val[i], -pw[i]);
+      bool ok = pw[i] > 0 ? mul_pow(&n, &d, val[i], pw[i]) : mul_pow(&d, &n, val[i], -pw[i]);
       if (!ok) {
         char buf[128];
         syno_size_print(v, a, buf, sizeof buf);
         return syno_error_set(err, "size %s overflows 64 bits", buf);
       }
-      int64_t g = gcd64(n, d);
-      n /= g;
-      d /= g;
     }
+  }
+  if (d != 1) {
+    int64_t g = gcd64(n, d);
+    n /= g;
+    d /= g;
   }
   *num = n;
   *den = d;

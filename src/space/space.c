@@ -9,9 +9,14 @@
 #include "syno/lower.h"
 #include "syno/train.h"
 
-static int cmp_dim(const void *a, const void *b) {
-  syno_dim_t x = *(const syno_dim_t *)a, y = *(const syno_dim_t *)b;
-  return x < y ? -1 : x > y;
+/* Interfaces hold a few dozen dims at most: insertion sort beats qsort. */
+static void sort_dims(syno_dim_t *d, int n) {
+  for (int i = 1; i < n; i++) {
+    syno_dim_t x = d[i];
+    int j = i;
+    for (; j > 0 && d[j - 1] > x; j--) d[j] = d[j - 1];
+    d[j] = x;
+  }
 }
 
 void iface_from(const syno_space_t *s, const node_t *n, iface_t *f) {
@@ -141,6 +146,11 @@ static uint64_t iface_hash(syno_stage_t stage, const iface_t *f) {
   return h ^ (h >> 33);
 }
 
+/* A table entry is a node id (never 0) with the hash's high half beside it,
+ * so that a probe compares tags before it touches a node. */
+static inline uint32_t table_tag(uint64_t h) { return (uint32_t)(h >> 32); }
+static inline uint64_t table_entry(uint64_t h, uint32_t id) { return (uint64_t)table_tag(h) << 32 | id; }
+
 static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stage, const iface_t *f) {
   return n->stage == stage && n->n_dims == f->n_dims && n->n_exp == f->n_exp &&
          !memcmp(node_dims(s, n), f->dims, sizeof(syno_dim_t) * (size_t)f->n_dims) &&
@@ -158,29 +168,45 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
   return 0;
 }
 
-/* Finds or creates the node; *id receives it, *created whether it is new. */
-static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int depth, uint32_t *id, bool *created,
-                       syno_error_t *err) {
-  qsort(f->dims, (size_t)f->n_dims, sizeof(syno_dim_t), cmp_dim);
-  qsort(f->exp, (size_t)f->n_exp, sizeof(syno_dim_t), cmp_dim);
+static int iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights);
+
+/* Finds or creates the node; *id receives it, *created whether it is new.
+ * With `prune`, a node that would be new is first checked against the
+ * shape distance: when depth + distance exceeds the space's depth it is not
+ * created (*id = 0), so pruned interfaces take no memory. */
+static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int depth, bool prune, uint32_t *id,
+                       bool *created, syno_error_t *err) {
+  sort_dims(f->dims, f->n_dims);
+  sort_dims(f->exp, f->n_exp);
   uint64_t h = iface_hash(stage, f);
-  uint32_t mask = s->table_cap - 1;
+  uint32_t mask = s->table_cap - 1, tag = table_tag(h);
   for (uint32_t j = (uint32_t)h & mask;; j = (j + 1) & mask) {
-    uint32_t e = s->table[j];
+    uint64_t e = s->table[j];
     if (!e) break;
-    if (s->nodes[e].hash == h && same_iface(s, &s->nodes[e], stage, f)) {
-      *id = e;
+    uint32_t cand = (uint32_t)e;
+    if ((uint32_t)(e >> 32) == tag && s->nodes[cand].hash == h && same_iface(s, &s->nodes[cand], stage, f)) {
+      *id = cand;
       *created = false;
       return 0;
     }
   }
+  *created = false;
+  int distance = -1;
+  if (prune) {
+    distance = iface_distance(s, stage, f->dims, f->n_dims, f->n_weights);
+    if (depth + distance > s->spec.opts.depth) {
+      *id = 0;
+      return 0;
+    }
+  }
   if (2 * (s->n_nodes + 1) > s->table_cap) { /* rehash */
-    uint32_t ncap = s->table_cap * 2, *nt = calloc(ncap, sizeof *nt);
+    uint32_t ncap = s->table_cap * 2;
+    uint64_t *nt = calloc(ncap, sizeof *nt);
     if (!nt) return syno_error_set(err, "out of memory");
     for (uint32_t i = 1; i < s->n_nodes; i++) {
       uint32_t j = (uint32_t)s->nodes[i].hash & (ncap - 1);
       while (nt[j]) j = (j + 1) & (ncap - 1);
-      nt[j] = i;
+      nt[j] = table_entry(s->nodes[i].hash, i);
     }
     free(s->table);
     s->table = nt;
@@ -204,12 +230,12 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   s->n_pool += (size_t)f->n_dims + (size_t)f->n_exp;
   n->n_weights = f->n_weights;
   memcpy(n->usage, f->usage, sizeof n->usage);
-  n->distance = -1;
+  n->distance = distance;
   n->dead_at = -1;
   n->hash = h;
   uint32_t j = (uint32_t)h & mask;
   while (s->table[j]) j = (j + 1) & mask;
-  s->table[j] = s->n_nodes;
+  s->table[j] = table_entry(h, s->n_nodes);
   *id = s->n_nodes++;
   *created = true;
   s->stats.nodes++;
@@ -261,7 +287,11 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
   if (depth > s->spec.opts.depth) return 0;
   uint32_t id;
   bool created;
-  if (intern_node(s, stage, f, depth, &id, &created, err)) return -1;
+  if (intern_node(s, stage, f, depth, s->spec.opts.prune_distance, &id, &created, err)) return -1;
+  if (!id) {
+    s->stats.prune[SYNO_PRUNE_DISTANCE]++;
+    return 0;
+  }
   if (created) set_reductions(s, parent, id, step);
   if (s->spec.opts.prune_flops && s->spec.opts.max_flops > 0 &&
       syno_node_flops_bound(s, id) > s->spec.opts.max_flops * (1 + 1e-12)) {
@@ -304,6 +334,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
     if (!fixed) {
       s->want_axis[s->n_want] = i;
       s->want[s->n_want++] = spec->input.dim[i];
+      s->want_numel = syno_size_mul(s->want_numel, spec->input.dim[i]);
     }
   }
   iface_t root = {0};
@@ -318,7 +349,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   }
   uint32_t id;
   bool created;
-  if (intern_node(s, SYNO_STAGE_REDUCTION, &root, 0, &id, &created, err)) {
+  if (intern_node(s, SYNO_STAGE_REDUCTION, &root, 0, false, &id, &created, err)) {
     syno_space_free(s);
     return -1;
   }
@@ -335,6 +366,7 @@ void syno_space_free(syno_space_t *s) {
   free(s->steps);
   free(s->finals);
   free(s->table);
+  free(s->dinfo);
   free(s);
 }
 
@@ -410,79 +442,113 @@ bool space_broadcastable(const syno_graph_t *g, syno_dim_t d) {
 
 int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
-  if (n->distance >= 0) return n->distance;
-  const syno_dim_t *dims = node_dims(s, n);
+  if (n->distance < 0) n->distance = iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights);
+  return n->distance;
+}
+
+/* What the shape distance needs of a dim, a pure function of the dim
+ * (dims are hash-consed), computed once per dim. */
+enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8 };
+
+static int dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
+  if (d >= s->cap_dinfo) {
+    size_t cap = s->cap_dinfo;
+    if (grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
+    memset(s->dinfo + s->cap_dinfo, 0, (cap - s->cap_dinfo) * sizeof *s->dinfo);
+    s->cap_dinfo = cap;
+  }
+  dim_info_t *di = &s->dinfo[d];
+  if (!(di->flags & DI_KNOWN)) {
+    const syno_color_t *c = syno_graph_color(s->g, d);
+    const syno_dimension_t *dd = syno_graph_dim(s->g, d);
+    di->flags = DI_KNOWN | (weight_axis(s->g, d) ? DI_WEIGHT : 0) | (space_broadcastable(s->g, d) ? DI_BCAST : 0) |
+                (c->discarding ? DI_DISCARD : 0);
+    di->height = (int16_t)c->height;
+    di->want_eq = 0;
+    for (int w = 0; w < s->n_want; w++)
+      if (syno_size_eq(dd->size, s->want[w])) di->want_eq |= (uint16_t)(1u << w);
+  }
+  *out = *di;
+  return 0;
+}
+
+static int iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights) {
+  const syno_space_opts_t *o = &s->spec.opts;
+  dim_info_t info[SPACE_MAX_IFACE];
+  for (int i = 0; i < n_dims; i++)
+    if (dim_info(s, dims[i], &info[i])) return 1000; /* out of memory: treat as unreachable */
+  /* (6) A dim whose chain is used up is never touched again (no primitive
+   *     and no Contraction sees it), so it must already be an input axis. */
+  for (int i = 0; i < n_dims; i++)
+    if (!(info[i].flags & DI_WEIGHT) && info[i].height >= o->max_chain &&
+        ((info[i].flags & DI_DISCARD) || !info[i].want_eq))
+      return 1000;
+  /* (4) the numel ratio, symbolically first. */
+  syno_size_t prod = syno_size_one();
+  for (int i = 0; i < n_dims; i++)
+    if (!(info[i].flags & DI_WEIGHT)) prod = syno_size_mul(prod, syno_graph_dim(s->g, dims[i])->size);
+  syno_size_t ratio = syno_size_div(prod, s->want_numel);
+  /* (4') In the normal stage only a Stride can multiply the product by a
+   *      new factor; every other step keeps it or divides it by the size of
+   *      a dim it removes (an Unfold's window, an expanded or outer-shared
+   *      dim), and every dim's size has non-negative primary powers. So
+   *      without Stride a primary variable the input needs more of than the
+   *      interface holds can never appear (R = C_in^-1 ... may still
+   *      evaluate to an odd integer under one binding). */
+  if (stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE])
+    for (int v = 0; v < s->spec.vars.n[SYNO_PRIMARY]; v++)
+      if (ratio.p[v] < 0) return 1000;
+  bool can_contract = n_weights < o->max_tensors - 1;
   /* Match dims a Contraction cannot broadcast first: the matching is then
    * the best for every term of the bound at once. */
-  bool used[SYNO_MAX_RANK] = {0};
+  unsigned used = 0;
   int cur = 0, matched = 0, exp_unmatched = 0;
   for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < n->n_dims; i++) {
-      syno_dim_t d = dims[i];
-      if (weight_axis(s->g, d)) continue;
-      bool broadcastable = space_broadcastable(s->g, d);
+    for (int i = 0; i < n_dims; i++) {
+      if (info[i].flags & DI_WEIGHT) continue;
+      bool broadcastable = (info[i].flags & DI_BCAST) != 0;
       if (broadcastable != (pass == 1)) continue;
       cur++;
-      bool m = false;
-      if (!syno_graph_color(s->g, d)->discarding)
-        for (int w = 0; w < s->n_want && !m; w++)
-          if (!used[w] && syno_size_eq(syno_graph_dim(s->g, d)->size, s->want[w])) used[w] = m = true;
-      if (m) matched++;
-      else exp_unmatched += broadcastable;
+      unsigned free_eq = (info[i].flags & DI_DISCARD) ? 0 : info[i].want_eq & ~used;
+      if (free_eq) {
+        used |= free_eq & -free_eq; /* the first free wanted axis of that size */
+        matched++;
+      } else {
+        exp_unmatched += broadcastable;
+      }
     }
   int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
-  bool can_contract = n->n_weights < s->spec.opts.max_tensors - 1;
   int b1 = (t + 1) / 2;
   int b2 = (u + 1) / 2;
   if (can_contract && e > 0) {
     int alt = 1 + (u - e + 1) / 2;
     if (alt < b2) b2 = alt;
   }
-  int b3 = n->n_weights == 0 ? 1 + (u - e + 1) / 2 : 0;
-  if (n->n_weights == 0 && !can_contract) b3 = 1000;
+  int b3 = n_weights == 0 ? 1 + (u - e + 1) / 2 : 0;
+  if (n_weights == 0 && !can_contract) return 1000;
   int d = b1 > b2 ? b1 : b2;
   if (b3 > d) d = b3;
-  /* (4) the numel ratio. */
-  syno_size_t prod = syno_size_one(), want = syno_size_one();
-  for (int i = 0; i < n->n_dims; i++)
-    if (!weight_axis(s->g, dims[i])) prod = syno_size_mul(prod, syno_graph_dim(s->g, dims[i])->size);
-  for (int w = 0; w < s->n_want; w++) want = syno_size_mul(want, s->want[w]);
-  syno_size_t ratio = syno_size_div(prod, want);
-  const syno_space_opts_t *o = &s->spec.opts;
   double rmax = 1;
   bool differs = false;
+  /* (5) When only Unfolds can still change the numel (no Contraction,
+   *     Stride or Expand left), R is the product of their windows, and every
+   *     window is odd under every binding: R must be an odd integer. */
+  bool odd_only = !can_contract && !o->enable[SYNO_PRIM_EXPAND] && !o->enable[SYNO_PRIM_STRIDE];
   for (int b = 0; b < s->spec.vars.nbind; b++) {
     double r = syno_size_value(&s->spec.vars, ratio, b);
-    if (r < 1 - 1e-9 && !o->enable[SYNO_PRIM_STRIDE]) d = 1000;
+    if (r < 1 - 1e-9 && !o->enable[SYNO_PRIM_STRIDE]) return 1000;
     if (r < 1 - 1e-9 || r > 1 + 1e-9) differs = true;
     if (r > rmax) rmax = r;
+    if (odd_only) {
+      double q = floor(r + 0.5);
+      if (fabs(r - q) > 1e-9 * (q > 1 ? q : 1) || fmod(q, 2.0) == 0) return 1000;
+    }
   }
   if (differs && d < 1) d = 1;
   if (rmax > 1 + 1e-9 && !can_contract && !o->enable[SYNO_PRIM_EXPAND]) {
     int unfolds = (int)ceil(log(rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
     if (unfolds > d) d = unfolds;
   }
-  /* (5) When only Unfolds can still change the numel (no Contraction,
-   *     Stride or Expand left), R is the product of their windows, and every
-   *     window is odd under every binding: R must be an odd integer. */
-  if (!can_contract && !o->enable[SYNO_PRIM_EXPAND] && !o->enable[SYNO_PRIM_STRIDE])
-    for (int b = 0; b < s->spec.vars.nbind && d < 1000; b++) {
-      double r = syno_size_value(&s->spec.vars, ratio, b), q = floor(r + 0.5);
-      if (fabs(r - q) > 1e-9 * (q > 1 ? q : 1) || fmod(q, 2.0) == 0) d = 1000;
-    }
-  /* (6) A dim whose chain is used up is never touched again (no primitive
-   *     and no Contraction sees it), so it must already be an input axis. */
-  for (int i = 0; i < n->n_dims && d < 1000; i++) {
-    syno_dim_t x = dims[i];
-    if (weight_axis(s->g, x) || syno_graph_color(s->g, x)->height < o->max_chain) continue;
-    bool fits = !syno_graph_color(s->g, x)->discarding;
-    if (fits) {
-      fits = false;
-      for (int w = 0; w < s->n_want && !fits; w++) fits = syno_size_eq(syno_graph_dim(s->g, x)->size, s->want[w]);
-    }
-    if (!fits) d = 1000;
-  }
-  n->distance = d;
   return d;
 }
 

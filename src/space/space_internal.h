@@ -39,6 +39,12 @@ typedef struct {
   uint64_t hash; /* structural: the same operator hashes the same in every space */
 } final_t;
 
+typedef struct {
+  uint8_t flags;
+  int16_t height;
+  uint16_t want_eq; /* bit w: the dim's size equals wanted input size w */
+} dim_info_t;
+
 struct syno_space {
   syno_space_spec_t spec;
   syno_graph_t *g;
@@ -50,11 +56,14 @@ struct syno_space {
   size_t n_steps, cap_steps;
   final_t *finals;
   size_t n_finals, cap_finals;
-  uint32_t *table; /* node ids by interface, open addressing */
+  uint64_t *table; /* node ids by interface, open addressing, with hash tags */
   uint32_t table_cap;
   syno_dim_t iter[SYNO_MAX_RANK];   /* the output iterators */
   int n_want;
   syno_size_t want[SYNO_MAX_RANK];  /* input sizes the search must reach (fixed axes excluded) */
+  syno_size_t want_numel;           /* their product */
+  dim_info_t *dinfo;                /* per dim, for the shape distance (space.c) */
+  size_t cap_dinfo;
   int want_axis[SYNO_MAX_RANK];     /* their input positions */
   double input_numel[SYNO_MAX_BINDINGS];
   double output_numel[SYNO_MAX_BINDINGS];
