@@ -318,6 +318,10 @@ typedef struct {
   int choice[SPACE_MAX_IFACE]; /* 0 skip, 1 share, 2 expand + share */
   int8_t usage[2][SYNO_MAX_VARS];
   syno_dim_t prev_leader;      /* of weight w-1, or 0 */
+  int at[SPACE_MAX_IFACE];     /* cand[i] is the node's dim at[i] */
+  double lo[SPACE_MAX_IFACE], hi[SPACE_MAX_IFACE]; /* cand[i]'s size, lower and upper bound over bindings */
+  double *val;                 /* cand[i]'s size under binding b: val[i * nbind + b] */
+  dim_info_t info[SPACE_MAX_IFACE]; /* of the node's dims */
 } contract_t;
 
 static ctype_t contraction_type(const gen_t *G, syno_dim_t d) {
@@ -346,7 +350,6 @@ static bool global_less(const gen_t *G, syno_dim_t a, syno_dim_t b) {
 static int finish_contraction(contract_t *C) {
   gen_t *G = C->G;
   int shares = 0, outer = 0, inner = 0;
-  syno_size_t numel = syno_size_one();
   syno_dim_t leader = 0;
   unsigned tags = 0;
   for (int i = 0; i < C->n; i++) {
@@ -354,13 +357,22 @@ static int finish_contraction(contract_t *C) {
     shares++;
     outer += C->choice[i] == 2;
     inner += C->choice[i] == 1;
-    numel = syno_size_mul(numel, dsize(G, C->cand[i]));
     if (!leader || global_less(G, C->cand[i], leader)) leader = C->cand[i];
     tags |= color(G, C->cand[i])->weights_below;
   }
   if (shares == 0) return 0;
   if (reject(G, SYNO_RULE_C3, shares < 2 || outer < 1 || inner < 1)) return 0;
-  if (lb(G, numel) < opts(G)->min_weight_params) {
+  /* The weight's numel, least over the bindings (sizes are integers, so
+   * the products are exact). */
+  int nb = vars(G)->nbind;
+  double numel_lb = 0;
+  for (int b = 0; b < nb; b++) {
+    double x = 1;
+    for (int i = 0; i < C->n; i++)
+      if (C->choice[i]) x *= C->val[i * nb + b];
+    if (b == 0 || x < numel_lb) numel_lb = x;
+  }
+  if (numel_lb < opts(G)->min_weight_params) {
     G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
     return 0;
   }
@@ -374,6 +386,20 @@ static int finish_contraction(contract_t *C) {
   for (int w = 1; w < SYNO_MAX_TENSORS; w++)
     if (tags & (1u << w)) last = w;
   if (C->prev_leader && last + 1 != C->w && reject(G, SYNO_RULE_C2, !global_less(G, C->prev_leader, leader))) return 0;
+  /* The child's shape distance, from the dims' infos, before any dim is
+   * built: most contractions are pruned here. */
+  if (opts(G)->prune_distance && G->n.depth + 1 <= opts(G)->depth) {
+    int choice_at[SPACE_MAX_IFACE] = {0}, nv = 0;
+    for (int i = 0; i < C->n; i++) choice_at[C->at[i]] = C->choice[i];
+    dim_info_t v[SPACE_MAX_IFACE];
+    for (int j = 0; j < G->n.n_dims; j++)
+      if (choice_at[j] == 0) v[nv++] = C->info[j];
+      else if (choice_at[j] == 1) v[nv++] = space_info_shared(C->info[j]);
+    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w) > opts(G)->depth) {
+      G->s->stats.prune[SYNO_PRUNE_DISTANCE]++;
+      return 0;
+    }
+  }
   iface_t f;
   iface_from(G->s, &G->n, &f);
   memcpy(f.usage, C->usage, sizeof f.usage);
@@ -407,6 +433,7 @@ static int enum_contraction(contract_t *C, int i, double outer_numel) {
   C->choice[i] = 0;
   if (enum_contraction(C, i + 1, outer_numel)) return -1;
   syno_size_t sz = dsize(G, C->cand[i]);
+  double lo = C->lo[i], hi = C->hi[i];
   int8_t saved[2][SYNO_MAX_VARS];
   memcpy(saved, C->usage, sizeof saved);
   /* The allowance counts the primary part of every shared size (spec 1.5). */
@@ -419,12 +446,12 @@ static int enum_contraction(contract_t *C, int i, double outer_numel) {
   if (fits) {
     C->choice[i] = 1;
     if (enum_contraction(C, i + 1, outer_numel)) return -1;
-    bool can_expand = C->type[i] == CT_MERGE ? outer_numel * ub(G, sz) <= opts(G)->max_expansion_merge
-                      : C->type[i] == CT_SHARED ? lb(G, sz) >= opts(G)->min_shared_weight_dim && ub(G, sz) <= opts(G)->max_shared_weight_dim
+    bool can_expand = C->type[i] == CT_MERGE ? outer_numel * hi <= opts(G)->max_expansion_merge
+                      : C->type[i] == CT_SHARED ? lo >= opts(G)->min_shared_weight_dim && hi <= opts(G)->max_shared_weight_dim
                                                 : false;
     if (can_expand) {
       C->choice[i] = 2;
-      if (enum_contraction(C, i + 1, C->type[i] == CT_MERGE ? outer_numel * ub(G, sz) : outer_numel)) return -1;
+      if (enum_contraction(C, i + 1, C->type[i] == CT_MERGE ? outer_numel * hi : outer_numel)) return -1;
     }
   } else {
     G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
@@ -441,11 +468,23 @@ static int gen_contraction(gen_t *G) {
   C.G = G;
   C.w = G->n.n_weights + 1;
   memcpy(C.usage, G->n.usage, sizeof C.usage);
+  for (int j = 0; j < G->n.n_dims; j++)
+    if (space_dim_info(G->s, G->dims[j], &C.info[j])) return syno_error_set(G->err, "out of memory");
   for (int a = 0; a < G->n_full; a++) {
     syno_dim_t d = G->full[a];
     if (color(G, d)->discarding) continue;
     C.cand[C.n] = d;
+    for (int j = 0; j < G->n.n_dims; j++)
+      if (G->dims[j] == d) C.at[C.n] = j;
     C.type[C.n++] = contraction_type(G, d);
+  }
+  int nb = vars(G)->nbind;
+  double val[SPACE_MAX_IFACE * SYNO_MAX_BINDINGS];
+  C.val = val;
+  for (int i = 0; i < C.n; i++) {
+    for (int b = 0; b < nb; b++) val[i * nb + b] = syno_size_value(vars(G), dsize(G, C.cand[i]), b);
+    C.lo[i] = lb(G, dsize(G, C.cand[i]));
+    C.hi[i] = ub(G, dsize(G, C.cand[i]));
   }
   /* The previous weight's leader: the least of its shares' outputs. */
   for (int i = 0; i < G->n.n_dims; i++) {

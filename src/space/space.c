@@ -446,11 +446,15 @@ int syno_node_distance(syno_space_t *s, uint32_t id) {
   return n->distance;
 }
 
-/* What the shape distance needs of a dim, a pure function of the dim
- * (dims are hash-consed), computed once per dim. */
-enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8 };
+/* Whether following data-side and weight-side shares down from d ends at a
+ * reduction. */
+static bool base_is_reduce(const syno_graph_t *g, syno_dim_t d) {
+  const syno_prim_t *p;
+  while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) d = p->out[0];
+  return syno_graph_dim(g, d)->kind == SYNO_DIM_REDUCE;
+}
 
-static int dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
+int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
   if (d >= s->cap_dinfo) {
     size_t cap = s->cap_dinfo;
     if (grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
@@ -462,8 +466,9 @@ static int dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
     const syno_color_t *c = syno_graph_color(s->g, d);
     const syno_dimension_t *dd = syno_graph_dim(s->g, d);
     di->flags = DI_KNOWN | (weight_axis(s->g, d) ? DI_WEIGHT : 0) | (space_broadcastable(s->g, d) ? DI_BCAST : 0) |
-                (c->discarding ? DI_DISCARD : 0);
+                (c->discarding ? DI_DISCARD : 0) | (base_is_reduce(s->g, d) ? DI_BASE_REDUCE : 0);
     di->height = (int16_t)c->height;
+    di->size = dd->size;
     di->want_eq = 0;
     for (int w = 0; w < s->n_want; w++)
       if (syno_size_eq(dd->size, s->want[w])) di->want_eq |= (uint16_t)(1u << w);
@@ -472,11 +477,22 @@ static int dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
   return 0;
 }
 
+dim_info_t space_info_shared(dim_info_t d) {
+  dim_info_t x = d;
+  x.height = (int16_t)(d.height + 1);
+  if (!(d.flags & DI_DISCARD) && (d.flags & (DI_BCAST | DI_BASE_REDUCE))) x.flags |= DI_BCAST;
+  return x;
+}
+
 static int iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights) {
-  const syno_space_opts_t *o = &s->spec.opts;
   dim_info_t info[SPACE_MAX_IFACE];
   for (int i = 0; i < n_dims; i++)
-    if (dim_info(s, dims[i], &info[i])) return 1000; /* out of memory: treat as unreachable */
+    if (space_dim_info(s, dims[i], &info[i])) return 1000; /* out of memory: treat as unreachable */
+  return space_info_distance(s, stage, info, n_dims, n_weights);
+}
+
+int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights) {
+  const syno_space_opts_t *o = &s->spec.opts;
   /* (6) A dim whose chain is used up is never touched again (no primitive
    *     and no Contraction sees it), so it must already be an input axis. */
   for (int i = 0; i < n_dims; i++)
@@ -486,7 +502,7 @@ static int iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t 
   /* (4) the numel ratio, symbolically first. */
   syno_size_t prod = syno_size_one();
   for (int i = 0; i < n_dims; i++)
-    if (!(info[i].flags & DI_WEIGHT)) prod = syno_size_mul(prod, syno_graph_dim(s->g, dims[i])->size);
+    if (!(info[i].flags & DI_WEIGHT)) prod = syno_size_mul(prod, info[i].size);
   syno_size_t ratio = syno_size_div(prod, s->want_numel);
   /* (4') In the normal stage only a Stride can multiply the product by a
    *      new factor; every other step keeps it or divides it by the size of

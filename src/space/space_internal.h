@@ -39,10 +39,14 @@ typedef struct {
   uint64_t hash; /* structural: the same operator hashes the same in every space */
 } final_t;
 
+/* What the shape distance needs of a dim: a pure function of the dim (dims
+ * are hash-consed), computed once per dim (space_dim_info). */
+enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16 };
 typedef struct {
-  uint8_t flags;
+  uint8_t flags;    /* DI_*: weight axis, broadcastable by a Contraction, data-discarding, shares down to a Reduce */
   int16_t height;
   uint16_t want_eq; /* bit w: the dim's size equals wanted input size w */
+  syno_size_t size;
 } dim_info_t;
 
 struct syno_space {
@@ -99,6 +103,13 @@ bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary
  * cannot finish. Returns -1 on error. */
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err);
+
+int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out);
+/* The info of the data-side input of a Share of a dim with info d. */
+dim_info_t space_info_shared(dim_info_t d);
+/* The shape distance (syno_node_distance) of an interface given by the
+ * infos of its dims; lets a generator test a child before building it. */
+int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights);
 
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);
