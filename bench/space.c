@@ -15,8 +15,8 @@
  * nodes and operators per number of primitives (the node's depth) are those
  * visited so far. The sampling rate is the median of --reps runs.
  *
- * usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R]
- *   defaults: cap 60 s per exhaustive run, 2000 samples, 3 repeats;
+ * usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R] [--only a|b|c]
+ *   defaults: cap 60 s per exhaustive run, 2000 samples, 3 repeats, all parts;
  *   --quick:  cap 5 s, 300 samples, 1 repeat. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +174,7 @@ int main(int argc, char **argv) {
   double cap = 60;
   long samples = 2000;
   int reps = 3;
+  const char *only = "abc";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
       cap = 5;
@@ -185,17 +186,24 @@ int main(int argc, char **argv) {
       samples = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc && strlen(argv[i + 1]) == 1 && strchr("abc", argv[i + 1][0])) {
+      only = argv[++i];
     } else {
-      fprintf(stderr, "usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R]\n");
+      fprintf(stderr, "usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R] [--only a|b|c]\n");
       return 2;
     }
   }
   printf("search space benchmark (cap %.0f s or %u nodes per exhaustive run, %ld samples, %d repeat%s)\n", cap,
          NODE_CAP, samples, reps, reps > 1 ? "s" : "");
-  printf("(a) exhaustive: %s\n", SPEC_A);
-  if (exhaust_child("a", SPEC_A, cap)) return 1;
-  printf("(b) exhaustive: %s\n", SPEC_B);
-  if (exhaust_child("b", SPEC_B, cap)) return 1;
+  if (strchr(only, 'a')) {
+    printf("(a) exhaustive: %s\n", SPEC_A);
+    if (exhaust_child("a", SPEC_A, cap)) return 1;
+  }
+  if (strchr(only, 'b')) {
+    printf("(b) exhaustive: %s\n", SPEC_B);
+    if (exhaust_child("b", SPEC_B, cap)) return 1;
+  }
+  if (!strchr(only, 'c')) return 0;
   syno_space_spec_t spec;
   if (load(SPEC_B, &spec)) return 1;
   printf("(c) sampling (b), %ld walks without replacement, seed 1 (walk i uses stream i)\n", samples);

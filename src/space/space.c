@@ -417,6 +417,7 @@ int syno_node_dims(const syno_space_t *s, uint32_t node, const syno_dim_t **dims
  *  (5) When only Unfolds can still change the numel, R is a product of odd
  *      windows: it must be an odd integer under every binding.
  *  (6) A dim whose chain is used up must already be an input axis.
+ *  (7) The three-per-step bound on the symmetric difference (below).
  * The bound is the largest of these; tests compare it with the true shortest
  * completion on exhaustively enumerated small spaces. */
 static bool weight_axis(const syno_graph_t *g, syno_dim_t d) {
@@ -542,8 +543,22 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
   }
   int b3 = n_weights == 0 ? 1 + (u - e + 1) / 2 : 0;
   if (n_weights == 0 && !can_contract) return 1000;
+  /* (7) D = t + u is the size of the symmetric difference between the
+   *     current and the wanted multisets of sizes. A primitive removes at
+   *     most two dims and adds at most one, or removes one and adds two
+   *     (Split, Unfold; Merge), so it lowers D by at most 3; a Contraction
+   *     lowers it only by its outer dims. Dims a step makes only to have a
+   *     Contraction remove them later cost that step 2 of its 3, so no play
+   *     beats removing the e unmatched broadcastable dims there are now:
+   *     at least ceil(D/3) steps without a Contraction, 1 + ceil((D-e)/3)
+   *     with one. */
+  int D = t + u;
+  int b4 = (D + 2) / 3;
+  if (n_weights == 0) b4 = 1 + (D - e + 2) / 3;
+  else if (can_contract && e > 0 && 1 + (D - e + 2) / 3 < b4) b4 = 1 + (D - e + 2) / 3;
   int d = b1 > b2 ? b1 : b2;
   if (b3 > d) d = b3;
+  if (b4 > d) d = b4;
   double rmax = 1;
   bool differs = false;
   /* (5) When only Unfolds can still change the numel (no Contraction,

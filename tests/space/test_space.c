@@ -203,6 +203,8 @@ static void test_distance_is_a_lower_bound(void **state) {
       "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, "
       "H=8: 2; k=3: 2, s=2: 2\", \"depth\": 4, \"min_weight_params\": 4, \"max_finalizations\": 4}",
       "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}",
+      /* one step deeper */
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, \"min_weight_params\": 8}",
   };
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
     syno_space_spec_t spec;
