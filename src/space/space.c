@@ -488,7 +488,7 @@ dim_info_t space_info_shared(dim_info_t d) {
 static int iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights) {
   dim_info_t info[SPACE_MAX_IFACE];
   for (int i = 0; i < n_dims; i++)
-    if (space_dim_info(s, dims[i], &info[i])) return 1000; /* out of memory: treat as unreachable */
+    if (space_dim_info(s, dims[i], &info[i])) return 0; /* out of memory: 0 is a bound that prunes nothing */
   return space_info_distance(s, stage, info, n_dims, n_weights);
 }
 
