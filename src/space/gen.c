@@ -481,11 +481,12 @@ static int gen_contraction(gen_t *G) {
   int nb = vars(G)->nbind;
   double val[SPACE_MAX_IFACE * SYNO_MAX_BINDINGS];
   C.val = val;
-  for (int i = 0; i < C.n; i++) {
-    for (int b = 0; b < nb; b++) val[i * nb + b] = syno_size_value(vars(G), dsize(G, C.cand[i]), b);
-    C.lo[i] = lb(G, dsize(G, C.cand[i]));
-    C.hi[i] = ub(G, dsize(G, C.cand[i]));
-  }
+  for (int i = 0; i < C.n; i++)
+    for (int b = 0; b < nb; b++) {
+      double x = val[i * nb + b] = syno_size_value(vars(G), dsize(G, C.cand[i]), b);
+      if (b == 0 || x < C.lo[i]) C.lo[i] = x;
+      if (b == 0 || x > C.hi[i]) C.hi[i] = x;
+    }
   /* The previous weight's leader: the least of its shares' outputs. */
   for (int i = 0; i < G->n.n_dims; i++) {
     syno_dim_t d = G->dims[i];

@@ -425,10 +425,11 @@ static bool weight_axis(const syno_graph_t *g, syno_dim_t d) {
   return p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, d)->slot == 1;
 }
 
-/* Whether a Contraction could broadcast d (spec 3.9 types Merge and
- * WeightsSharing): follow data-side shares down to the first other dim. */
-bool space_broadcastable(const syno_graph_t *g, syno_dim_t d) {
-  if (syno_graph_color(g, d)->discarding) return false;
+/* Follows the Shares below d down to the first other dim and tells whether
+ * a Contraction could broadcast d (spec 3.9 types Merge and
+ * WeightsSharing) and whether that dim is a reduction. */
+static void share_base(const syno_graph_t *g, syno_dim_t d, bool *broadcastable, bool *base_reduce) {
+  bool discarding = syno_graph_color(g, d)->discarding;
   int through = 0;
   const syno_prim_t *p;
   while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) {
@@ -436,23 +437,16 @@ bool space_broadcastable(const syno_graph_t *g, syno_dim_t d) {
     through++;
   }
   const syno_dimension_t *b = syno_graph_dim(g, d);
-  if (b->kind == SYNO_DIM_ITERATOR) return true;
-  if (b->kind == SYNO_DIM_REDUCE) return through > 0;
-  return p && p->kind == SYNO_PRIM_MERGE;
+  *base_reduce = b->kind == SYNO_DIM_REDUCE;
+  *broadcastable = !discarding && (b->kind == SYNO_DIM_ITERATOR ? true
+                                   : *base_reduce               ? through > 0
+                                                                : p && p->kind == SYNO_PRIM_MERGE);
 }
 
 int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   if (n->distance < 0) n->distance = iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights);
   return n->distance;
-}
-
-/* Whether following data-side and weight-side shares down from d ends at a
- * reduction. */
-static bool base_is_reduce(const syno_graph_t *g, syno_dim_t d) {
-  const syno_prim_t *p;
-  while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) d = p->out[0];
-  return syno_graph_dim(g, d)->kind == SYNO_DIM_REDUCE;
 }
 
 int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
@@ -466,8 +460,10 @@ int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
   if (!(di->flags & DI_KNOWN)) {
     const syno_color_t *c = syno_graph_color(s->g, d);
     const syno_dimension_t *dd = syno_graph_dim(s->g, d);
-    di->flags = DI_KNOWN | (weight_axis(s->g, d) ? DI_WEIGHT : 0) | (space_broadcastable(s->g, d) ? DI_BCAST : 0) |
-                (c->discarding ? DI_DISCARD : 0) | (base_is_reduce(s->g, d) ? DI_BASE_REDUCE : 0);
+    bool bcast, base_reduce;
+    share_base(s->g, d, &bcast, &base_reduce);
+    di->flags = DI_KNOWN | (weight_axis(s->g, d) ? DI_WEIGHT : 0) | (bcast ? DI_BCAST : 0) |
+                (c->discarding ? DI_DISCARD : 0) | (base_reduce ? DI_BASE_REDUCE : 0);
     di->height = (int16_t)c->height;
     di->size = dd->size;
     di->want_eq = 0;

@@ -119,9 +119,6 @@ int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SY
                    bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max);
 /* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
 int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
-/* Whether a Contraction could broadcast d (spec 3.9 types Merge and
- * WeightsSharing). */
-bool space_broadcastable(const syno_graph_t *g, syno_dim_t d);
 /* Whether a size is valid for the space: legal, integral under every
  * binding, and within the per-size variable limits. */
 bool space_size_valid(const syno_space_t *s, syno_size_t x);
