@@ -127,7 +127,7 @@ int syno_size_eval_frac(const syno_vars_t *v, syno_size_t a, int b, int64_t *num
 /* Integer value under binding b; fails (naming the size) if it is not an
  * integer there. */
 int syno_size_eval(const syno_vars_t *v, syno_size_t a, int b, int64_t *out, syno_error_t *err);
-/* Value as a double (for bounds); NAN on overflow. */
+/* Value as a double (for bounds); NAN for an unknown binding or variable. */
 double syno_size_value(const syno_vars_t *v, syno_size_t a, int b);
 /* Min and max of the value over all bindings (both 0 when there are none). */
 double syno_size_lower_bound(const syno_vars_t *v, syno_size_t a);

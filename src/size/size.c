@@ -169,10 +169,25 @@ int syno_size_eval(const syno_vars_t *v, syno_size_t a, int b, int64_t *out, syn
   return 0;
 }
 
+/* In doubles, numerator and denominator apart, so that a value whose both
+ * parts stay below 2^53 is exact: bounds are asked for far more often than
+ * exact fractions, and need no gcd. */
 double syno_size_value(const syno_vars_t *v, syno_size_t a, int b) {
-  int64_t n, d;
-  if (syno_size_eval_frac(v, a, b, &n, &d, NULL)) return NAN;
-  return (double)n / (double)d;
+  if (b < 0 || b >= v->nbind) return NAN;
+  double n = 1, d = 1;
+  for (int kind = 0; kind < 2; kind++) {
+    const int8_t *pw = kind == SYNO_PRIMARY ? a.p : a.c;
+    const int64_t *val = kind == SYNO_PRIMARY ? v->bind[b].p : v->bind[b].c;
+    for (int i = 0; i < SYNO_MAX_VARS; i++) {
+      int p = pw[i];
+      if (!p) continue;
+      if (i >= v->n[kind]) return NAN;
+      double x = (double)val[i];
+      for (; p > 0; p--) n *= x;
+      for (; p < 0; p++) d *= x;
+    }
+  }
+  return n / d;
 }
 
 double syno_size_lower_bound(const syno_vars_t *v, syno_size_t a) {
