@@ -93,6 +93,7 @@ typedef struct {
   double min_shared_weight_dim, max_shared_weight_dim; /* WeightsSharing dims */
   int max_finalizations;    /* per node */
   bool prune_distance;      /* prune by shape distance (off only to test the bound) */
+  bool group_distance;      /* with it, the reshape-group part of the distance (off to compare) */
   bool prune_flops;         /* prune nodes whose FLOPs lower bound exceeds max_flops (off only to test it) */
 } syno_space_opts_t;
 

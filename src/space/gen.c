@@ -35,7 +35,7 @@ static bool below_is(const gen_t *G, syno_dim_t d, syno_prim_kind_t k) {
 }
 static int slot(const gen_t *G, syno_dim_t d) { return syno_graph_dim(G->g, d)->slot; }
 static bool is_reduce(const gen_t *G, syno_dim_t d) { return syno_graph_dim(G->g, d)->kind == SYNO_DIM_REDUCE; }
-static bool is_weight_axis(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_SHARE) && slot(G, d) == 1; }
+static bool is_weight_axis(const gen_t *G, syno_dim_t d) { return space_weight_axis(G->g, d); }
 static bool is_share_data(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_SHARE) && slot(G, d) == 0; }
 static bool is_merge_l(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_MERGE) && slot(G, d) == 0; }
 static bool is_merge_r(const gen_t *G, syno_dim_t d) { return below_is(G, d, SYNO_PRIM_MERGE) && slot(G, d) == 1; }
@@ -395,7 +395,8 @@ static int finish_contraction(contract_t *C) {
     for (int j = 0; j < G->n.n_dims; j++)
       if (choice_at[j] == 0) v[nv++] = C->info[j];
       else if (choice_at[j] == 1) v[nv++] = space_info_shared(C->info[j]);
-    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w) > opts(G)->depth) {
+    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w, opts(G)->depth - G->n.depth - 1) >
+        opts(G)->depth) {
       G->s->stats.prune[SYNO_PRUNE_DISTANCE]++;
       return 0;
     }

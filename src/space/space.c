@@ -1,5 +1,5 @@
-/* The space's node store, the reduction stage, shape distance and
- * finalization. The normal-stage generators live in gen.c. */
+/* The space's node store, the reduction stage and finalization. The
+ * normal-stage generators live in gen.c, the shape distance in distance.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +157,7 @@ static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stag
          !memcmp(node_exps(s, n), f->exp, sizeof(syno_dim_t) * (size_t)f->n_exp);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+int space_grow(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
   size_t nc = *cap ? *cap : 64;
   while (nc < need) nc *= 2;
@@ -167,8 +167,6 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
   *cap = nc;
   return 0;
 }
-
-static int iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights);
 
 /* Finds or creates the node; *id receives it, *created whether it is new.
  * With `prune`, a node that would be new is first checked against the
@@ -193,7 +191,7 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   *created = false;
   int distance = -1;
   if (prune) {
-    distance = iface_distance(s, stage, f->dims, f->n_dims, f->n_weights);
+    distance = space_iface_distance(s, stage, f->dims, f->n_dims, f->n_weights, s->spec.opts.depth - depth);
     if (depth + distance > s->spec.opts.depth) {
       *id = 0;
       return 0;
@@ -214,8 +212,8 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
     mask = ncap - 1;
   }
   size_t cap_nodes = s->cap_nodes;
-  if (grow((void **)&s->nodes, &cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
-      grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool))
+  if (space_grow((void **)&s->nodes, &cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
+      space_grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool))
     return syno_error_set(err, "out of memory");
   s->cap_nodes = (uint32_t)cap_nodes;
   node_t *n = &s->nodes[s->n_nodes];
@@ -243,7 +241,7 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
 }
 
 static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
-  if (grow((void **)&s->steps, &s->cap_steps, s->n_steps + 1, sizeof *s->steps)) return syno_error_set(err, "out of memory");
+  if (space_grow((void **)&s->steps, &s->cap_steps, s->n_steps + 1, sizeof *s->steps)) return syno_error_set(err, "out of memory");
   s->steps[s->n_steps++] = st;
   return 0;
 }
@@ -316,9 +314,10 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   s->g = syno_graph_new(&spec->vars);
   s->table_cap = 1024;
   s->table = calloc(s->table_cap, sizeof *s->table);
+  s->group_memo = calloc(SPACE_GROUP_MEMO, sizeof *s->group_memo);
   s->n_nodes = 1; /* id 0 is "none" */
   s->walk_bias = 2.0;
-  if (!s->g || !s->table || grow((void **)&s->nodes, &(size_t){0}, 1, sizeof *s->nodes)) {
+  if (!s->g || !s->table || !s->group_memo || space_grow((void **)&s->nodes, &(size_t){0}, 1, sizeof *s->nodes)) {
     syno_space_free(s);
     return syno_error_set(err, "out of memory");
   }
@@ -367,6 +366,7 @@ void syno_space_free(syno_space_t *s) {
   free(s->finals);
   free(s->table);
   free(s->dinfo);
+  free(s->group_memo);
   free(s);
 }
 
@@ -389,194 +389,6 @@ int syno_node_depth(const syno_space_t *s, uint32_t node) { return s->nodes[node
 int syno_node_dims(const syno_space_t *s, uint32_t node, const syno_dim_t **dims) {
   *dims = node_dims(s, &s->nodes[node]);
   return s->nodes[node].n_dims;
-}
-
-/* --- shape distance (spec 4.4) ---
- *
- * A lower bound on the steps still needed. Let the current dims be the
- * interface's non-weight dims, and the wanted ones the input sizes. m is the
- * size of the largest matching between current and wanted sizes (equal sizes,
- * never a data-discarding dim), t = wanted - m, u = current - m.
- *  (1) Each step raises the matching by at most 2 (a Merge makes two new
- *      dims; every other primitive at most one; a Contraction none), so at
- *      least ceil(t/2) steps remain.
- *  (2) Each unmatched current dim must be consumed. Splits and Unfolds
- *      consume two per step, other views one; only a Contraction removes
- *      several at once, and only dims it can broadcast (outer dims). With e
- *      unmatched broadcastable dims and u - e others, at least
- *      min(ceil(u/2), 1 + ceil((u-e)/2)) steps remain when a Contraction is
- *      still possible, else ceil(u/2).
- *  (3) With no weight yet, a Contraction is still needed, and it consumes
- *      no non-broadcastable dim: at least 1 + ceil((u-e)/2).
- *  (4) Numel: Split, Merge, Shift and plain Shares keep the product of the
- *      current sizes; an Unfold divides it by its window (at least 3), an
- *      expansion by its size, a Stride multiplies it. With R = current
- *      product / input numel under some binding: without Stride, R < 1 can
- *      never be repaired; R != 1 needs at least one step; and when only
- *      Unfolds can still divide, at least log(R) / log(max window) of them.
- *  (5) When only Unfolds can still change the numel, R is a product of odd
- *      windows: it must be an odd integer under every binding.
- *  (6) A dim whose chain is used up must already be an input axis.
- *  (7) The three-per-step bound on the symmetric difference (below).
- * The bound is the largest of these; tests compare it with the true shortest
- * completion on exhaustively enumerated small spaces. */
-static bool weight_axis(const syno_graph_t *g, syno_dim_t d) {
-  const syno_prim_t *p = syno_graph_below(g, d);
-  return p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, d)->slot == 1;
-}
-
-/* Follows the Shares below d down to the first other dim and tells whether
- * a Contraction could broadcast d (spec 3.9 types Merge and
- * WeightsSharing) and whether that dim is a reduction. */
-static void share_base(const syno_graph_t *g, syno_dim_t d, bool *broadcastable, bool *base_reduce) {
-  bool discarding = syno_graph_color(g, d)->discarding;
-  int through = 0;
-  const syno_prim_t *p;
-  while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) {
-    d = p->out[0];
-    through++;
-  }
-  const syno_dimension_t *b = syno_graph_dim(g, d);
-  *base_reduce = b->kind == SYNO_DIM_REDUCE;
-  *broadcastable = !discarding && (b->kind == SYNO_DIM_ITERATOR ? true
-                                   : *base_reduce               ? through > 0
-                                                                : p && p->kind == SYNO_PRIM_MERGE);
-}
-
-int syno_node_distance(syno_space_t *s, uint32_t id) {
-  node_t *n = &s->nodes[id];
-  if (n->distance < 0) n->distance = iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights);
-  return n->distance;
-}
-
-int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
-  if (d >= s->cap_dinfo) {
-    size_t cap = s->cap_dinfo;
-    if (grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
-    memset(s->dinfo + s->cap_dinfo, 0, (cap - s->cap_dinfo) * sizeof *s->dinfo);
-    s->cap_dinfo = cap;
-  }
-  dim_info_t *di = &s->dinfo[d];
-  if (!(di->flags & DI_KNOWN)) {
-    const syno_color_t *c = syno_graph_color(s->g, d);
-    const syno_dimension_t *dd = syno_graph_dim(s->g, d);
-    bool bcast, base_reduce;
-    share_base(s->g, d, &bcast, &base_reduce);
-    di->flags = DI_KNOWN | (weight_axis(s->g, d) ? DI_WEIGHT : 0) | (bcast ? DI_BCAST : 0) |
-                (c->discarding ? DI_DISCARD : 0) | (base_reduce ? DI_BASE_REDUCE : 0);
-    di->height = (int16_t)c->height;
-    di->size = dd->size;
-    di->want_eq = 0;
-    for (int w = 0; w < s->n_want; w++)
-      if (syno_size_eq(dd->size, s->want[w])) di->want_eq |= (uint16_t)(1u << w);
-  }
-  *out = *di;
-  return 0;
-}
-
-dim_info_t space_info_shared(dim_info_t d) {
-  dim_info_t x = d;
-  x.height = (int16_t)(d.height + 1);
-  if (!(d.flags & DI_DISCARD) && (d.flags & (DI_BCAST | DI_BASE_REDUCE))) x.flags |= DI_BCAST;
-  return x;
-}
-
-static int iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights) {
-  dim_info_t info[SPACE_MAX_IFACE];
-  for (int i = 0; i < n_dims; i++)
-    if (space_dim_info(s, dims[i], &info[i])) return 0; /* out of memory: 0 is a bound that prunes nothing */
-  return space_info_distance(s, stage, info, n_dims, n_weights);
-}
-
-int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights) {
-  const syno_space_opts_t *o = &s->spec.opts;
-  /* (6) A dim whose chain is used up is never touched again (no primitive
-   *     and no Contraction sees it), so it must already be an input axis. */
-  for (int i = 0; i < n_dims; i++)
-    if (!(info[i].flags & DI_WEIGHT) && info[i].height >= o->max_chain &&
-        ((info[i].flags & DI_DISCARD) || !info[i].want_eq))
-      return 1000;
-  /* (4) the numel ratio, symbolically first. */
-  syno_size_t prod = syno_size_one();
-  for (int i = 0; i < n_dims; i++)
-    if (!(info[i].flags & DI_WEIGHT)) prod = syno_size_mul(prod, info[i].size);
-  syno_size_t ratio = syno_size_div(prod, s->want_numel);
-  /* (4') In the normal stage only a Stride can multiply the product by a
-   *      new factor; every other step keeps it or divides it by the size of
-   *      a dim it removes (an Unfold's window, an expanded or outer-shared
-   *      dim), and every dim's size has non-negative primary powers. So
-   *      without Stride a primary variable the input needs more of than the
-   *      interface holds can never appear (R = C_in^-1 ... may still
-   *      evaluate to an odd integer under one binding). */
-  if (stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE])
-    for (int v = 0; v < s->spec.vars.n[SYNO_PRIMARY]; v++)
-      if (ratio.p[v] < 0) return 1000;
-  bool can_contract = n_weights < o->max_tensors - 1;
-  /* Match dims a Contraction cannot broadcast first: the matching is then
-   * the best for every term of the bound at once. */
-  unsigned used = 0;
-  int cur = 0, matched = 0, exp_unmatched = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < n_dims; i++) {
-      if (info[i].flags & DI_WEIGHT) continue;
-      bool broadcastable = (info[i].flags & DI_BCAST) != 0;
-      if (broadcastable != (pass == 1)) continue;
-      cur++;
-      unsigned free_eq = (info[i].flags & DI_DISCARD) ? 0 : info[i].want_eq & ~used;
-      if (free_eq) {
-        used |= free_eq & -free_eq; /* the first free wanted axis of that size */
-        matched++;
-      } else {
-        exp_unmatched += broadcastable;
-      }
-    }
-  int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
-  int b1 = (t + 1) / 2;
-  int b2 = (u + 1) / 2;
-  if (can_contract && e > 0) {
-    int alt = 1 + (u - e + 1) / 2;
-    if (alt < b2) b2 = alt;
-  }
-  int b3 = n_weights == 0 ? 1 + (u - e + 1) / 2 : 0;
-  if (n_weights == 0 && !can_contract) return 1000;
-  /* (7) D = t + u is the size of the symmetric difference between the
-   *     current and the wanted multisets of sizes. A primitive removes at
-   *     most two dims and adds at most one, or removes one and adds two
-   *     (Split, Unfold; Merge), so it lowers D by at most 3; a Contraction
-   *     lowers it only by its outer dims. Dims a step makes only to have a
-   *     Contraction remove them later cost that step 2 of its 3, so no play
-   *     beats removing the e unmatched broadcastable dims there are now:
-   *     at least ceil(D/3) steps without a Contraction, 1 + ceil((D-e)/3)
-   *     with one. */
-  int D = t + u;
-  int b4 = (D + 2) / 3;
-  if (n_weights == 0) b4 = 1 + (D - e + 2) / 3;
-  else if (can_contract && e > 0 && 1 + (D - e + 2) / 3 < b4) b4 = 1 + (D - e + 2) / 3;
-  int d = b1 > b2 ? b1 : b2;
-  if (b3 > d) d = b3;
-  if (b4 > d) d = b4;
-  double rmax = 1;
-  bool differs = false;
-  /* (5) When only Unfolds can still change the numel (no Contraction,
-   *     Stride or Expand left), R is the product of their windows, and every
-   *     window is odd under every binding: R must be an odd integer. */
-  bool odd_only = !can_contract && !o->enable[SYNO_PRIM_EXPAND] && !o->enable[SYNO_PRIM_STRIDE];
-  for (int b = 0; b < s->spec.vars.nbind; b++) {
-    double r = syno_size_value(&s->spec.vars, ratio, b);
-    if (r < 1 - 1e-9 && !o->enable[SYNO_PRIM_STRIDE]) return 1000;
-    if (r < 1 - 1e-9 || r > 1 + 1e-9) differs = true;
-    if (r > rmax) rmax = r;
-    if (odd_only) {
-      double q = floor(r + 0.5);
-      if (fabs(r - q) > 1e-9 * (q > 1 ? q : 1) || fmod(q, 2.0) == 0) return 1000;
-    }
-  }
-  if (differs && d < 1) d = 1;
-  if (rmax > 1 + 1e-9 && !can_contract && !o->enable[SYNO_PRIM_EXPAND]) {
-    int unfolds = (int)ceil(log(rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
-    if (unfolds > d) d = unfolds;
-  }
-  return d;
 }
 
 /* --- the reduction stage --- */
@@ -755,7 +567,7 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   for (int i = 0; i < n->n_dims; i++) {
     syno_dim_t d = dims[i];
     if (syno_graph_color(s->g, d)->discarding) return 0;
-    if (weight_axis(s->g, d)) {
+    if (space_weight_axis(s->g, d)) {
       int w = syno_graph_below(s->g, d)->weight;
       if (fin.rank[w] >= SYNO_MAX_RANK) return 0;
       fin.axes[w][fin.rank[w]++] = d;
@@ -779,7 +591,7 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   assign(s, cand, n_cand, 0, taken, &fin, best, &n_best);
   n = &s->nodes[id];
   if (n_best == 0) return 0;
-  if (grow((void **)&s->finals, &s->cap_finals, s->n_finals + (size_t)n_best, sizeof *s->finals))
+  if (space_grow((void **)&s->finals, &s->cap_finals, s->n_finals + (size_t)n_best, sizeof *s->finals))
     return syno_error_set(err, "out of memory");
   n->finals = (uint32_t)s->n_finals;
   n->n_finals = n_best;

@@ -41,13 +41,22 @@ typedef struct {
 
 /* What the shape distance needs of a dim: a pure function of the dim (dims
  * are hash-consed), computed once per dim (space_dim_info). */
-enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16 };
+enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16, DI_NO_MERGE = 32 };
 typedef struct {
-  uint8_t flags;    /* DI_*: weight axis, broadcastable by a Contraction, data-discarding, shares down to a Reduce */
+  uint8_t flags;    /* DI_*: weight axis, broadcastable by a Contraction, data-discarding, shares down to a
+                     * Reduce, never the output of a Merge (spec 5.1 R0, R4; a share's data side) */
   int16_t height;
   uint16_t want_eq; /* bit w: the dim's size equals wanted input size w */
   syno_size_t size;
 } dim_info_t;
+
+/* A remembered reshape-group bound (distance.c): what is known of the
+ * least total for one multiset of dims, lo <= least <= hi. */
+typedef struct {
+  uint64_t k1, k2;
+  int16_t lo, hi;
+} group_memo_t;
+#define SPACE_GROUP_MEMO (1u << 18)
 
 struct syno_space {
   syno_space_spec_t spec;
@@ -66,8 +75,9 @@ struct syno_space {
   int n_want;
   syno_size_t want[SYNO_MAX_RANK];  /* input sizes the search must reach (fixed axes excluded) */
   syno_size_t want_numel;           /* their product */
-  dim_info_t *dinfo;                /* per dim, for the shape distance (space.c) */
+  dim_info_t *dinfo;                /* per dim, for the shape distance (distance.c) */
   size_t cap_dinfo;
+  group_memo_t *group_memo;         /* SPACE_GROUP_MEMO entries, direct-mapped (distance.c) */
   int want_axis[SYNO_MAX_RANK];     /* their input positions */
   double input_numel[SYNO_MAX_BINDINGS];
   double output_numel[SYNO_MAX_BINDINGS];
@@ -84,6 +94,12 @@ typedef struct {
   int n_weights;
   int8_t usage[2][SYNO_MAX_VARS];
 } iface_t;
+
+/* Whether d is a weight's axis: the weight-side input of a Share. */
+static inline bool space_weight_axis(const syno_graph_t *g, syno_dim_t d) {
+  const syno_prim_t *p = syno_graph_below(g, d);
+  return p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, d)->slot == 1;
+}
 
 static inline node_t *space_node(const syno_space_t *s, uint32_t id) { return &s->nodes[id]; }
 static inline const syno_dim_t *node_dims(const syno_space_t *s, const node_t *n) { return s->pool + n->off; }
@@ -104,12 +120,22 @@ bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err);
 
+/* Grows *p (an array of elem-sized items, *cap of them) to hold need. */
+int space_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* The shape distance (distance.c). */
 int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out);
 /* The info of the data-side input of a Share of a dim with info d. */
 dim_info_t space_info_shared(dim_info_t d);
 /* The shape distance (syno_node_distance) of an interface given by the
- * infos of its dims; lets a generator test a child before building it. */
-int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights);
+ * infos of its dims; lets a generator test a child before building it.
+ * `budget` is the number of steps the space still allows: a bound above it
+ * may be reported as budget + 1, which prunes the same. */
+int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
+                        int budget);
+/* The same from the dims themselves. */
+int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights,
+                         int budget);
 
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);

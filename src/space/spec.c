@@ -51,6 +51,7 @@ void syno_space_opts_default(syno_space_opts_t *o) {
   o->max_shared_weight_dim = 8;
   o->max_finalizations = 2;
   o->prune_distance = true;
+  o->group_distance = true;
   o->prune_flops = true;
 }
 

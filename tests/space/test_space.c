@@ -254,6 +254,34 @@ static void test_pruning_keeps_every_operator(void **state) {
   free(without);
 }
 
+/* The reshape-group bound only removes nodes that cannot finish either, on
+ * a space too large to enumerate without any distance: the operators are
+ * the same with the counting bound alone. */
+static void test_group_bound_keeps_every_operator(void **state) {
+  (void)state;
+  const char *json = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 6, "
+                     "\"max_reductions\": 1, \"min_weight_params\": 8}";
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  syno_space_stats_t with_st, without_st;
+  char *with = st_spec_ops(&spec, &with_st, NULL);
+  spec.opts.group_distance = false;
+  char *without = st_spec_ops(&spec, &without_st, NULL);
+  char **la, **lb;
+  int na = st_sorted_lines(with, &la), nb = st_sorted_lines(without, &lb);
+  assert_int_equal(na, nb);
+  for (int i = 0; i < na; i++) assert_string_equal(la[i], lb[i]);
+  print_message("%d operators with and without the group bound; %llu and %llu nodes\n", na,
+                (unsigned long long)with_st.nodes, (unsigned long long)without_st.nodes);
+  assert_true(na > 1000);
+  assert_true(with_st.nodes < without_st.nodes);
+  free(la);
+  free(lb);
+  free(with);
+  free(without);
+}
+
 /* FLOPs pruning only removes nodes whose every operator is over max FLOPs:
  * enumerating with a bound and the pruning on yields exactly the operators
  * of the unbounded space whose FLOPs are within the bound. */
@@ -500,6 +528,7 @@ int main(void) {
       cmocka_unit_test(test_sampled_operators_are_real),
       cmocka_unit_test(test_distance_is_a_lower_bound),
       cmocka_unit_test(test_pruning_keeps_every_operator),
+      cmocka_unit_test(test_group_bound_keeps_every_operator),
       cmocka_unit_test(test_flops_pruning_keeps_every_operator),
       cmocka_unit_test(test_walk_from_a_node),
       cmocka_unit_test(test_rules),

@@ -15,15 +15,10 @@ static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
   return 0;
 }
 
-char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_t *stats, uint64_t *count) {
-  syno_space_spec_t spec;
+char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint64_t *count) {
   syno_error_t err;
-  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
-  spec.opts.prune_distance = prune;
-  for (int r = 0; r < SYNO_RULE_COUNT; r++)
-    if (off & ST_RULE(r)) spec.opts.rule[r] = false;
   syno_space_t *s;
-  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  assert_int_equal(syno_space_new(spec, &s, &err), 0);
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
@@ -35,6 +30,16 @@ char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_
   if (stats) *stats = *syno_space_stats(s);
   syno_space_free(s);
   return buf;
+}
+
+char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_t *stats, uint64_t *count) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  spec.opts.prune_distance = prune;
+  for (int r = 0; r < SYNO_RULE_COUNT; r++)
+    if (off & ST_RULE(r)) spec.opts.rule[r] = false;
+  return st_spec_ops(&spec, stats, count);
 }
 
 bool st_lines_have(const char *buf, const char *text) {

@@ -19,6 +19,8 @@
  * NULL) receives the space's counters, `count` (may be NULL) the number of
  * finalizations. The caller frees the text. */
 char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_t *stats, uint64_t *count);
+/* The same for a spec as it is. */
+char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint64_t *count);
 
 /* Whether one line of `buf` is exactly `text`. */
 bool st_lines_have(const char *buf, const char *text);

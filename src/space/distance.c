@@ -1,0 +1,516 @@
+/* The shape distance (spec 4.4): a lower bound on the steps an interface
+ * still needs before it can be finalized.
+ *
+ * Two bounds are combined. The counting bound (1)-(7) looks at the sizes as
+ * multisets and is cheap; the reshape-group bound (8) decides which current
+ * dims become which input axes and is exact about products. */
+#include <math.h>
+#include <string.h>
+
+#include "space_internal.h"
+
+static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, int floor, int cap);
+
+/* --- the counting bound ---
+ *
+ * A lower bound on the steps still needed. Let the current dims be the
+ * interface's non-weight dims, and the wanted ones the input sizes. m is the
+ * size of the largest matching between current and wanted sizes (equal sizes,
+ * never a data-discarding dim), t = wanted - m, u = current - m.
+ *  (1) Each step raises the matching by at most 2 (a Merge makes two new
+ *      dims; every other primitive at most one; a Contraction none), so at
+ *      least ceil(t/2) steps remain.
+ *  (2) Each unmatched current dim must be consumed. Splits and Unfolds
+ *      consume two per step, other views one; only a Contraction removes
+ *      several at once, and only dims it can broadcast (outer dims). With e
+ *      unmatched broadcastable dims and u - e others, at least
+ *      min(ceil(u/2), 1 + ceil((u-e)/2)) steps remain when a Contraction is
+ *      still possible, else ceil(u/2).
+ *  (3) With no weight yet, a Contraction is still needed, and it consumes
+ *      no non-broadcastable dim: at least 1 + ceil((u-e)/2).
+ *  (4) Numel: Split, Merge, Shift and plain Shares keep the product of the
+ *      current sizes; an Unfold divides it by its window (at least 3), an
+ *      expansion by its size, a Stride multiplies it. With R = current
+ *      product / input numel under some binding: without Stride, R < 1 can
+ *      never be repaired; R != 1 needs at least one step; and when only
+ *      Unfolds can still divide, at least log(R) / log(max window) of them.
+ *  (5) When only Unfolds can still change the numel, R is a product of odd
+ *      windows: it must be an odd integer under every binding.
+ *  (6) A dim whose chain is used up must already be an input axis.
+ *  (7) The three-per-step bound on the symmetric difference (below).
+ *  (8) The reshape-group bound (further below).
+ * The bound is the largest of these; tests compare it with the true shortest
+ * completion on exhaustively enumerated small spaces. */
+/* Follows the Shares below d down to the first other dim and tells whether
+ * a Contraction could broadcast d (spec 3.9 types Merge and
+ * WeightsSharing) and whether that dim is a reduction. */
+static void share_base(const syno_graph_t *g, syno_dim_t d, bool *broadcastable, bool *base_reduce) {
+  bool discarding = syno_graph_color(g, d)->discarding;
+  int through = 0;
+  const syno_prim_t *p;
+  while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) {
+    d = p->out[0];
+    through++;
+  }
+  const syno_dimension_t *b = syno_graph_dim(g, d);
+  *base_reduce = b->kind == SYNO_DIM_REDUCE;
+  *broadcastable = !discarding && (b->kind == SYNO_DIM_ITERATOR ? true
+                                   : *base_reduce               ? through > 0
+                                                                : p && p->kind == SYNO_PRIM_MERGE);
+}
+
+int syno_node_distance(syno_space_t *s, uint32_t id) {
+  node_t *n = &s->nodes[id];
+  if (n->distance < 0)
+    n->distance = space_iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights, s->spec.opts.depth - n->depth);
+  return n->distance;
+}
+
+int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
+  if (d >= s->cap_dinfo) {
+    size_t cap = s->cap_dinfo;
+    if (space_grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
+    memset(s->dinfo + s->cap_dinfo, 0, (cap - s->cap_dinfo) * sizeof *s->dinfo);
+    s->cap_dinfo = cap;
+  }
+  dim_info_t *di = &s->dinfo[d];
+  if (!(di->flags & DI_KNOWN)) {
+    const syno_color_t *c = syno_graph_color(s->g, d);
+    const syno_dimension_t *dd = syno_graph_dim(s->g, d);
+    bool bcast, base_reduce;
+    share_base(s->g, d, &bcast, &base_reduce);
+    const syno_prim_t *p = syno_graph_below(s->g, d);
+    bool no_merge = (p && p->kind == SYNO_PRIM_SHARE && dd->slot == 0) ||
+                    (s->spec.opts.rule[SYNO_RULE_R0] && p && (p->kind == SYNO_PRIM_SPLIT || (p->kind == SYNO_PRIM_MERGE && dd->slot == 0))) ||
+                    (s->spec.opts.rule[SYNO_RULE_R4] && dd->kind == SYNO_DIM_REDUCE);
+    di->flags = DI_KNOWN | (space_weight_axis(s->g, d) ? DI_WEIGHT : 0) | (bcast ? DI_BCAST : 0) |
+                (c->discarding ? DI_DISCARD : 0) | (base_reduce ? DI_BASE_REDUCE : 0) | (no_merge ? DI_NO_MERGE : 0);
+    di->height = (int16_t)c->height;
+    di->size = dd->size;
+    di->want_eq = 0;
+    for (int w = 0; w < s->n_want; w++)
+      if (syno_size_eq(dd->size, s->want[w])) di->want_eq |= (uint16_t)(1u << w);
+  }
+  *out = *di;
+  return 0;
+}
+
+dim_info_t space_info_shared(dim_info_t d) {
+  dim_info_t x = d;
+  x.height = (int16_t)(d.height + 1);
+  x.flags |= DI_NO_MERGE; /* a share's data side is never reshaped in place */
+  if (!(d.flags & DI_DISCARD) && (d.flags & (DI_BCAST | DI_BASE_REDUCE))) x.flags |= DI_BCAST;
+  return x;
+}
+
+int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights,
+                         int budget) {
+  dim_info_t info[SPACE_MAX_IFACE];
+  for (int i = 0; i < n_dims; i++)
+    if (space_dim_info(s, dims[i], &info[i])) return 0; /* out of memory: 0 is a bound that prunes nothing */
+  return space_info_distance(s, stage, info, n_dims, n_weights, budget);
+}
+
+int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
+                        int budget) {
+  const syno_space_opts_t *o = &s->spec.opts;
+  /* (6) A dim whose chain is used up is never touched again (no primitive
+   *     and no Contraction sees it), so it must already be an input axis. */
+  for (int i = 0; i < n_dims; i++)
+    if (!(info[i].flags & DI_WEIGHT) && info[i].height >= o->max_chain &&
+        ((info[i].flags & DI_DISCARD) || !info[i].want_eq))
+      return 1000;
+  /* (4) the numel ratio, symbolically first. */
+  syno_size_t prod = syno_size_one();
+  for (int i = 0; i < n_dims; i++)
+    if (!(info[i].flags & DI_WEIGHT)) prod = syno_size_mul(prod, info[i].size);
+  syno_size_t ratio = syno_size_div(prod, s->want_numel);
+  /* (4') In the normal stage only a Stride can multiply the product by a
+   *      new factor; every other step keeps it or divides it by the size of
+   *      a dim it removes (an Unfold's window, an expanded or outer-shared
+   *      dim), and every dim's size has non-negative primary powers. So
+   *      without Stride a primary variable the input needs more of than the
+   *      interface holds can never appear (R = C_in^-1 ... may still
+   *      evaluate to an odd integer under one binding). */
+  if (stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE])
+    for (int v = 0; v < s->spec.vars.n[SYNO_PRIMARY]; v++)
+      if (ratio.p[v] < 0) return 1000;
+  bool can_contract = n_weights < o->max_tensors - 1;
+  /* Match dims a Contraction cannot broadcast first: the matching is then
+   * the best for every term of the bound at once. */
+  unsigned used = 0;
+  int cur = 0, matched = 0, exp_unmatched = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n_dims; i++) {
+      if (info[i].flags & DI_WEIGHT) continue;
+      bool broadcastable = (info[i].flags & DI_BCAST) != 0;
+      if (broadcastable != (pass == 1)) continue;
+      cur++;
+      unsigned free_eq = (info[i].flags & DI_DISCARD) ? 0 : info[i].want_eq & ~used;
+      if (free_eq) {
+        used |= free_eq & -free_eq; /* the first free wanted axis of that size */
+        matched++;
+      } else {
+        exp_unmatched += broadcastable;
+      }
+    }
+  int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
+  int b1 = (t + 1) / 2;
+  int b2 = (u + 1) / 2;
+  if (can_contract && e > 0) {
+    int alt = 1 + (u - e + 1) / 2;
+    if (alt < b2) b2 = alt;
+  }
+  int b3 = n_weights == 0 ? 1 + (u - e + 1) / 2 : 0;
+  if (n_weights == 0 && !can_contract) return 1000;
+  /* (7) D = t + u is the size of the symmetric difference between the
+   *     current and the wanted multisets of sizes. A primitive removes at
+   *     most two dims and adds at most one, or removes one and adds two
+   *     (Split, Unfold; Merge), so it lowers D by at most 3; a Contraction
+   *     lowers it only by its outer dims. Dims a step makes only to have a
+   *     Contraction remove them later cost that step 2 of its 3, so no play
+   *     beats removing the e unmatched broadcastable dims there are now:
+   *     at least ceil(D/3) steps without a Contraction, 1 + ceil((D-e)/3)
+   *     with one. */
+  int D = t + u;
+  int b4 = (D + 2) / 3;
+  if (n_weights == 0) b4 = 1 + (D - e + 2) / 3;
+  else if (can_contract && e > 0 && 1 + (D - e + 2) / 3 < b4) b4 = 1 + (D - e + 2) / 3;
+  int d = b1 > b2 ? b1 : b2;
+  if (b3 > d) d = b3;
+  if (b4 > d) d = b4;
+  double rmax = 1;
+  bool differs = false;
+  /* (5) When only Unfolds can still change the numel (no Contraction,
+   *     Stride or Expand left), R is the product of their windows, and every
+   *     window is odd under every binding: R must be an odd integer. */
+  bool odd_only = !can_contract && !o->enable[SYNO_PRIM_EXPAND] && !o->enable[SYNO_PRIM_STRIDE];
+  for (int b = 0; b < s->spec.vars.nbind; b++) {
+    double r = syno_size_value(&s->spec.vars, ratio, b);
+    if (r < 1 - 1e-9 && !o->enable[SYNO_PRIM_STRIDE]) return 1000;
+    if (r < 1 - 1e-9 || r > 1 + 1e-9) differs = true;
+    if (r > rmax) rmax = r;
+    if (odd_only) {
+      double q = floor(r + 0.5);
+      if (fabs(r - q) > 1e-9 * (q > 1 ? q : 1) || fmod(q, 2.0) == 0) return 1000;
+    }
+  }
+  if (differs && d < 1) d = 1;
+  if (rmax > 1 + 1e-9 && !can_contract && !o->enable[SYNO_PRIM_EXPAND]) {
+    int unfolds = (int)ceil(log(rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
+    if (unfolds > d) d = unfolds;
+  }
+  if (o->group_distance && d <= budget && stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE]) {
+    int g = group_bound(s, info, n_dims, n_weights, d, budget + 1);
+    if (g > d) d = g;
+  }
+  return d;
+}
+
+/* --- (8) the reshape-group bound ---
+ *
+ * Look at the steps still to come as a forward graph on the data side:
+ * nodes are the primitives, edges the dims. Every wanted input axis is a
+ * source edge and every current dim a sink edge. A Share is a node of
+ * degree 2 there (its weight input hangs off the data side); a dim a
+ * Contraction broadcasts (an outer dim) and an Expand start from a node of
+ * degree 1; Split, Merge and Unfold have degree 3, Shift degree 2. Cut the
+ * graph into its connected components, the groups. A group with d wanted
+ * axes, c current dims, x Expands, b broadcast dims and y nodes of degree 3
+ * is connected, so it has at least as many edges as nodes less one; the
+ * degrees add up to twice the edges:
+ *     y >= d + c + x + b - 2,  and  d + c + x + b + y  is even.
+ * Only Unfolds, Expands and broadcast dims change the product of sizes
+ * along a group (Stride is off here), each multiplying it by a size, so the
+ * group's ratio R = product(current) / product(wanted) is 1 unless one of
+ * them is present, and can never have a negative primary power or a value
+ * below 1. The group then needs at least, with n = d + c:
+ *   R = 1:                n - 2;
+ *   by Unfolds alone:     max(1, n - 2, U) rounded up to n's parity, when R
+ *                         is an odd integer under every binding, with
+ *                         U = log(R) / log(max window);
+ *   with a broadcast dim: n - 1 (and a Contraction, once for all groups);
+ *   with an Expand:       n;
+ * and a group with no wanted axis (d = 0) needs c - 1 with a broadcast dim,
+ * but 1 when it is a single dim that cannot be broadcast as it is, or c
+ * Expands. A dim whose chain is used up can only be a group on its own with
+ * an equal wanted axis. Two rules add to this:
+ *  - a group whose one current dim no Merge may make (a Split's input or a
+ *    Merge's left input under R0, a reduction under R4, a share's data
+ *    side) and that is not an input axis as it is gets that dim from a
+ *    Shift, one step more, or from a Share; a Share's Contraction cannot
+ *    also broadcast into the dim it shares, so with a broadcast dim the
+ *    step is due either way;
+ *  - under C3 every Contraction broadcasts a dim, so a total that uses one
+ *    must have a broadcast dim somewhere.
+ * The bound is the least total over all groupings, plus one Contraction
+ * when one is used or there is no weight yet. A branch and bound search,
+ * deepened one step at a time from the counting bound, finds it, stopping
+ * at `cap`; the result is remembered per multiset of dims. */
+#define GB_INF 1000
+
+typedef struct {
+  const syno_space_t *s;
+  int n; /* current dims, ordered: used-up chains first, then by primaries */
+  syno_size_t cur[SPACE_MAX_IFACE];
+  bool bcast[SPACE_MAX_IFACE];
+  bool used_up[SPACE_MAX_IFACE];
+  bool no_merge[SPACE_MAX_IFACE];
+  bool same_as_prev[SPACE_MAX_IFACE]; /* interchangeable with dim i - 1 */
+  int choice[SPACE_MAX_IFACE];
+  unsigned carries_after[SPACE_MAX_IFACE + 1]; /* primaries of cur[i..] */
+  int G;
+  int gd[SYNO_MAX_RANK], gc[SYNO_MAX_RANK], gwant[SYNO_MAX_RANK];
+  bool gsealed[SYNO_MAX_RANK];
+  bool gno_merge[SYNO_MAX_RANK]; /* of the group's first current dim */
+  syno_size_t gR[SYNO_MAX_RANK];
+  unsigned gneg[SYNO_MAX_RANK]; /* primaries with a negative power in gR */
+  int pool_b, pool_nb;
+  bool can_contract, must_contract, expand, unfold;
+  bool outer_needed; /* a Contraction broadcasts one dim at least (C3) */
+  double log_window;
+  int best; /* the search looks only for totals below it */
+} gb_t;
+
+static int group_search(gb_t *B, int floor, int cap);
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Unfolds alone: the least number of steps, or GB_INF. */
+static int unfold_steps(const gb_t *B, syno_size_t R, int n) {
+  const syno_vars_t *v = &B->s->spec.vars;
+  int u = 1;
+  for (int b = 0; b < v->nbind; b++) {
+    double r = syno_size_value(v, R, b), q = floor(r + 0.5);
+    if (!(q >= 1) || fabs(r - q) > 1e-9 * q || fmod(q, 2.0) == 0) return GB_INF;
+    if (q > 1) u = imax(u, (int)ceil(log(q) / B->log_window - 1e-9));
+  }
+  int y = imax(u, n - 2);
+  if ((y - n) & 1) y++;
+  return y;
+}
+
+/* The pool holds the dims of groups with no wanted axis. */
+static int pool_cost(const gb_t *B, int b, int nb, bool contract) {
+  if (contract) return nb == 0 ? 0 : imax(1, nb - 1);
+  return b + nb == 0 ? 0 : B->expand ? b + nb : GB_INF;
+}
+
+static void gb_leaf(gb_t *B) {
+  const syno_vars_t *v = &B->s->spec.vars;
+  /* With one Contraction used, and without; `force` is the least it costs
+   * to make some group take a broadcast dim when none does (C3). */
+  int with = 1, without = 0, force = GB_INF;
+  bool broadcasts = B->pool_b + B->pool_nb > 0;
+  for (int g = 0; g < B->G; g++) {
+    if (B->gc[g] == 0) return;
+    int n = B->gd[g] + B->gc[g];
+    syno_size_t R = B->gR[g];
+    bool one = syno_size_is_one(R);
+    /* A lone current dim that no Merge may make, unless it is an input
+     * axis as it is, comes from a Shift (one step more) or from a Share
+     * (the Contraction, which then cannot also broadcast into it). */
+    int nm = B->gc[g] == 1 && B->gno_merge[g] && !(B->gd[g] == 1 && one);
+    if (one) {
+      with += n - 2;
+      without += n - 2 + nm;
+      continue;
+    }
+    for (int k = 0; k < v->n[SYNO_PRIMARY]; k++)
+      if (R.p[k] < 0) return;
+    for (int b = 0; b < v->nbind; b++)
+      if (syno_size_value(v, R, b) < 1 - 1e-9) return;
+    int x = B->unfold ? unfold_steps(B, R, n) : GB_INF;
+    if (B->expand && n < x) x = n;
+    int bc = B->can_contract ? n - 1 + nm : GB_INF;
+    without += x + nm;
+    if (bc <= x) {
+      with += bc;
+      broadcasts = true;
+    } else {
+      with += x;
+      if (bc < GB_INF && bc - x < force) force = bc - x;
+    }
+  }
+  with += pool_cost(B, B->pool_b, B->pool_nb, true);
+  without += pool_cost(B, B->pool_b, B->pool_nb, false);
+  if (!broadcasts && B->outer_needed) with += force;
+  int t = B->must_contract ? with : B->can_contract && with < without ? with : without;
+  if (t < B->best) B->best = t;
+}
+
+static unsigned primaries(const syno_vars_t *v, syno_size_t x) {
+  unsigned m = 0;
+  for (int k = 0; k < v->n[SYNO_PRIMARY]; k++)
+    if (x.p[k] > 0) m |= 1u << k;
+  return m;
+}
+
+static unsigned negative_primaries(const syno_vars_t *v, syno_size_t x) {
+  unsigned m = 0;
+  for (int k = 0; k < v->n[SYNO_PRIMARY]; k++)
+    if (x.p[k] < 0) m |= 1u << k;
+  return m;
+}
+
+/* Places current dim i and the rest; lb is a lower bound on every total
+ * below. Choices are numbered (groups, then the pool) and equal dims take
+ * non-decreasing choices, so each grouping is met once. */
+static void gb_search(gb_t *B, int i, int lb) {
+  if (lb >= B->best) return;
+  /* A group short of a primary no later dim carries can never balance. */
+  for (int g = 0; g < B->G; g++)
+    if (B->gneg[g] & ~B->carries_after[i]) return;
+  if (i == B->n) {
+    gb_leaf(B);
+    return;
+  }
+  syno_size_t x = B->cur[i];
+  int first = i > 0 && B->same_as_prev[i] ? B->choice[i - 1] : 0;
+  for (int g = first; g < B->G; g++) {
+    if (B->gsealed[g]) continue;
+    if (B->used_up[i] && (B->gc[g] || B->gd[g] != 1 || !syno_size_eq(x, B->s->want[B->gwant[g]]))) continue;
+    syno_size_t R = B->gR[g];
+    unsigned neg = B->gneg[g];
+    B->gR[g] = syno_size_mul(R, x);
+    B->gneg[g] = neg ? negative_primaries(&B->s->spec.vars, B->gR[g]) : 0;
+    B->gsealed[g] = B->used_up[i];
+    if (!B->gc[g]) B->gno_merge[g] = B->no_merge[i];
+    B->gc[g]++;
+    B->choice[i] = g;
+    gb_search(B, i + 1, lb + (B->gc[g] > 1));
+    B->gc[g]--;
+    B->gsealed[g] = false;
+    B->gR[g] = R;
+    B->gneg[g] = neg;
+  }
+  if (B->used_up[i]) return;
+  int before = pool_cost(B, B->pool_b, B->pool_nb, B->can_contract);
+  if (B->bcast[i]) B->pool_b++;
+  else B->pool_nb++;
+  int after = pool_cost(B, B->pool_b, B->pool_nb, B->can_contract);
+  B->choice[i] = B->G;
+  if (after < GB_INF) gb_search(B, i + 1, lb + after - before);
+  if (B->bcast[i]) B->pool_b--;
+  else B->pool_nb--;
+}
+
+static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, int floor, int cap) {
+  const syno_space_opts_t *o = &s->spec.opts;
+  const syno_vars_t *v = &s->spec.vars;
+  gb_t B;
+  B.s = s;
+  B.n = 0;
+  B.can_contract = n_weights < o->max_tensors - 1;
+  B.must_contract = n_weights == 0;
+  B.expand = o->enable[SYNO_PRIM_EXPAND];
+  B.unfold = o->enable[SYNO_PRIM_UNFOLD];
+  B.outer_needed = o->rule[SYNO_RULE_C3];
+  B.log_window = log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3);
+  B.pool_b = B.pool_nb = 0;
+  /* Used-up chains first (they seal their group), then dims that carry
+   * primaries: both narrow the search early. */
+  for (int pass = 0; pass < 3; pass++)
+    for (int i = 0; i < n_dims; i++) {
+      if (info[i].flags & DI_WEIGHT) continue;
+      if (info[i].flags & DI_DISCARD) return 0; /* only with Stride, which this bound leaves out */
+      bool used_up = info[i].height >= o->max_chain;
+      int kind = used_up ? 0 : primaries(v, info[i].size) ? 1 : 2;
+      if (kind != pass) continue;
+      B.cur[B.n] = info[i].size;
+      B.used_up[B.n] = used_up;
+      B.no_merge[B.n] = (info[i].flags & DI_NO_MERGE) != 0;
+      B.bcast[B.n] = B.can_contract && (info[i].flags & DI_BCAST);
+      B.n++;
+    }
+  B.carries_after[B.n] = 0;
+  for (int i = B.n - 1; i >= 0; i--) B.carries_after[i] = B.carries_after[i + 1] | primaries(v, B.cur[i]);
+  for (int i = 0; i < B.n; i++)
+    B.same_as_prev[i] = i > 0 && syno_size_eq(B.cur[i], B.cur[i - 1]) && B.bcast[i] == B.bcast[i - 1] &&
+                        B.used_up[i] == B.used_up[i - 1] && B.no_merge[i] == B.no_merge[i - 1];
+  /* The bound depends only on the multiset of the dims' (size, facts) and
+   * on the weights: remembered under two independent 64-bit sums of
+   * per-dim hashes. */
+  uint64_t k1 = 0x51afd7ed558ccdull * (uint64_t)(n_weights + 1), k2 = (uint64_t)n_weights;
+  for (int i = 0; i < B.n; i++) {
+    uint64_t h = syno_size_hash(B.cur[i]) ^ ((uint64_t)(B.bcast[i] | B.used_up[i] << 1 | B.no_merge[i] << 2) << 59);
+    h ^= h >> 31;
+    h *= 0x9e3779b97f4a7c15ull;
+    k1 += h ^ (h >> 29);
+    h *= 0xc2b2ae3d27d4eb4full;
+    k2 += h ^ (h >> 32);
+  }
+  group_memo_t *memo = &s->group_memo[k1 & (SPACE_GROUP_MEMO - 1)];
+  if (memo->k1 == k1 && memo->k2 == k2) {
+    if (memo->hi <= floor) return memo->hi;
+    if (memo->lo >= cap) return cap;
+    if (memo->lo == memo->hi) return memo->lo;
+    if (memo->lo - 1 > floor) floor = memo->lo - 1;
+  } else {
+    *memo = (group_memo_t){.k1 = k1, .k2 = k2, .lo = 0, .hi = GB_INF};
+  }
+  int r = group_search(&B, floor, cap);
+  if (r <= floor) memo->hi = (int16_t)r;
+  else if (r < cap) memo->lo = memo->hi = (int16_t)r;
+  else memo->lo = (int16_t)cap;
+  return r;
+}
+
+/* The least total below cap, or cap; stops at the first total <= floor. */
+static int group_search(gb_t *Bp, int floor, int cap) {
+  gb_t B = *Bp;
+  const syno_space_t *s = B.s;
+  const syno_vars_t *v = &s->spec.vars;
+  /* Every partition of the wanted axes into groups, as restricted growth
+   * strings (axis w joins group a[w] <= 1 + max(a[0..w-1])), finest first:
+   * the finest is the usual best, and the search stops when it meets the
+   * floor. */
+  int m = s->n_want;
+  if (m == 0) return 0;
+  static _Thread_local int8_t parts[4140][SYNO_MAX_RANK]; /* Bell(8) */
+  int np = 0;
+  int8_t a[SYNO_MAX_RANK] = {0};
+  for (;;) {
+    memcpy(parts[np++], a, sizeof a);
+    int w = m - 1;
+    for (; w > 0; w--) {
+      int top = 0;
+      for (int j = 0; j < w; j++) top = imax(top, a[j]);
+      if (a[w] <= top) {
+        a[w]++;
+        break;
+      }
+      a[w] = 0;
+    }
+    if (w == 0) break;
+  }
+  /* Deepening: the pass with best = target finds a grouping below target
+   * if there is one, and prunes everything that cannot beat it; the
+   * passes before it found none below target - 1. */
+  for (int target = floor + 1; target <= cap; target++) {
+    B.best = target;
+    for (int q = np - 1; q >= 0 && B.best == target; q--) {
+      const int8_t *pa = parts[q];
+      B.G = 0;
+      for (int w = 0; w < m; w++) B.G = imax(B.G, pa[w] + 1);
+      int lb = B.must_contract;
+      for (int g = 0; g < B.G; g++) {
+        B.gd[g] = B.gc[g] = 0;
+        B.gsealed[g] = false;
+        B.gR[g] = syno_size_one();
+      }
+      for (int w = 0; w < m; w++) {
+        B.gd[pa[w]]++;
+        B.gwant[pa[w]] = w;
+        B.gR[pa[w]] = syno_size_div(B.gR[pa[w]], s->want[w]);
+      }
+      for (int g = 0; g < B.G; g++) {
+        lb += B.gd[g] - 1;
+        B.gneg[g] = negative_primaries(v, B.gR[g]);
+      }
+      gb_search(&B, 0, lb);
+    }
+    if (B.best < target) return B.best;
+  }
+  return cap;
+}
