@@ -41,6 +41,7 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
  *  (8) The reshape-group bound (further below).
  * The bound is the largest of these; tests compare it with the true shortest
  * completion on exhaustively enumerated small spaces. */
+
 /* Follows the Shares below d down to the first other dim and tells whether
  * a Contraction could broadcast d (spec 3.9 types Merge and
  * WeightsSharing) and whether that dim is a reduction. */
@@ -445,14 +446,18 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
     if (memo->hi <= floor) return memo->hi;
     if (memo->lo >= cap) return cap;
     if (memo->lo == memo->hi) return memo->lo;
-    if (memo->lo - 1 > floor) floor = memo->lo - 1;
+    if (memo->lo - 1 > floor) floor = memo->lo - 1; /* no total below lo: start the deepening there */
   } else {
     *memo = (group_memo_t){.k1 = k1, .k2 = k2, .lo = 0, .hi = GB_INF};
   }
   int r = group_search(&B, floor, cap);
-  if (r <= floor) memo->hi = (int16_t)r;
-  else if (r < cap) memo->lo = memo->hi = (int16_t)r;
-  else memo->lo = (int16_t)cap;
+  if (r <= floor) { /* some total is r: the least is at most that */
+    if (r < memo->hi) memo->hi = (int16_t)r;
+  } else if (r < cap) {
+    memo->lo = memo->hi = (int16_t)r;
+  } else if (cap > memo->lo) {
+    memo->lo = (int16_t)cap;
+  }
   return r;
 }
 
