@@ -42,7 +42,7 @@ void syno_exec_free(syno_exec_t *e);
 /* Element counts: t = -1 for the output, else the operator's tensor t. */
 int64_t syno_exec_numel(const syno_exec_t *e, int t);
 int syno_exec_num_tensors(const syno_exec_t *e);
-/* Forward FLOPs of this binding (multiply-add = 2), as syno_nest_flops. */
+/* Forward FLOPs of this binding (multiply-add = 2), as syno_forward_flops. */
 int64_t syno_exec_flops(const syno_exec_t *e);
 /* A short name of the strategy chosen ("interp" for the fallback). */
 const char *syno_exec_strategy(const syno_exec_t *e);

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 
 #include "syno/error.h"
+#include "syno/graph.h"
 
 #define SYNO_FLOPS_GAME_MAX 16
 
@@ -46,5 +47,24 @@ typedef struct {
  * message when the game breaks an invariant above, the memo table cannot be
  * allocated, or the cost overflows a double. */
 int syno_flops_game_solve(const syno_flops_game_t *g, double *cost, syno_error_t *err);
+
+/* Builds the game of the graph below an interface under binding b: `tops`
+ * are its dims (a partial operator's interface in the search space, or a
+ * finished operator's input and weight axes), `exps` its expanded dims,
+ * input_size the input's numel, which the game divides by every Stride
+ * below the tops. Increases: every Unfold below the tops
+ * (its window) and every expanded dim (its size); decreases: every Reduce
+ * below them. dep[d][i] when reduction d lies below increase i, and, for
+ * each weight, when d lies below one of the weight's Shares and i lies
+ * above that Share's data side (spec 8). Below a search-space interface the
+ * game holds a subset of the finished operator's increases and
+ * dependencies and the same decreases once the reductions are fixed, so
+ * its cost never exceeds the finished one's. Returns -1 when the graph has
+ * more increases or decreases than the game holds. */
+int syno_flops_game_build(const syno_graph_t *g, const syno_dim_t *tops, int n_tops, const syno_dim_t *exps,
+                          int n_exp, double input_size, int b, syno_flops_game_t *out, syno_error_t *err);
+
+/* The game of a finished operator under binding b, from its input numel. */
+int syno_operator_flops_game(const syno_operator_t *op, int b, syno_flops_game_t *out, syno_error_t *err);
 
 #endif

@@ -107,7 +107,14 @@ int64_t syno_index_mod(int64_t a, int64_t b);
 
 /* FLOPs of one nest under binding b (see the header comment). */
 int syno_nest_flops(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *flops, syno_error_t *err);
-/* FLOPs of the operator's forward pass, summed over all bindings. */
+/* FLOPs of forward nest fwd of op under binding b as the executor runs it:
+ * contracted one tensor at a time in the stage order of spec section 7
+ * (src/lower/stages.h), each stage costing as a nest of its own variables.
+ * A nest that cannot be staged (guards) costs syno_nest_flops, and so does
+ * one whose plan has a single stage. */
+int syno_forward_flops(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
+                       int64_t *flops, syno_error_t *err);
+/* syno_forward_flops of the operator's forward nest, summed over all bindings. */
 int syno_operator_flops(const syno_operator_t *op, int64_t *flops, syno_error_t *err);
 
 /* Prints the nest in the format of spec 6.3 (4-space indents, one

@@ -77,7 +77,7 @@ static cJSON *binding_json(const syno_cliop_t *c, const syno_lowered_t *low, con
   const syno_operator_t *op = &c->op;
   char buf[512];
   int64_t flops, params, back = 0;
-  if (syno_nest_flops(&low->forward, v, b, &flops, err) || syno_operator_params(op, b, &params, err)) return NULL;
+  if (syno_forward_flops(op, &low->forward, v, b, &flops, err) || syno_operator_params(op, b, &params, err)) return NULL;
   for (int t = 0; t < op->n_tensors; t++) {
     int64_t f = 0;
     if (syno_nest_flops(&low->backward[t], v, b, &f, err)) return NULL;
@@ -195,7 +195,7 @@ static int show_text(const syno_cliop_t *c, const syno_lowered_t *low, const cha
       printf(" (%lld parameters)\n", (long long)n);
     }
     int64_t flops, params;
-    if (syno_nest_flops(&low->forward, v, b, &flops, &err) || syno_operator_params(op, b, &params, &err)) {
+    if (syno_forward_flops(op, &low->forward, v, b, &flops, &err) || syno_operator_params(op, b, &params, &err)) {
       fprintf(stderr, "syno: %s\n", err.msg);
       return SYNO_EXIT_FAIL;
     }

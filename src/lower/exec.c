@@ -37,7 +37,7 @@ int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_e
   if (syno_nest_target_numel(&e->low.forward, &e->vars, b, &e->numel_out, err)) goto fail;
   for (int t = 0; t < op->n_tensors; t++)
     if (syno_nest_target_numel(&e->low.backward[t], &e->vars, b, &e->numel[t], err)) goto fail;
-  if (syno_nest_flops(&e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
+  if (syno_forward_flops(&e->op, &e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
   const char *reason = NULL;
   if (syno_chain_new(&e->op, &e->low.forward, &e->vars, b, false, &e->chain, &reason, err)) goto fail;
   if (e->chain) {

@@ -31,6 +31,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   const syno_flops_game_t *g;
@@ -144,4 +145,122 @@ int syno_flops_game_solve(const syno_flops_game_t *g, double *cost, syno_error_t
   if (!isfinite(total)) return syno_error_set(err, "flops game: the minimum cost overflows a double");
   *cost = total;
   return 0;
+}
+
+/* --- the game of a graph --- */
+
+typedef struct {
+  const syno_graph_t *g;
+  int n_red;
+  syno_dim_t red[SYNO_FLOPS_GAME_MAX + 1];
+  int n_unfold, n_share, n_stride;
+  uint32_t unfold[SYNO_FLOPS_GAME_MAX + 1], share[SYNO_MAX_OP_PRIMS], stride[SYNO_MAX_OP_PRIMS];
+} scan_t;
+
+static int index_of(const syno_dim_t *a, int n, syno_dim_t d) {
+  for (int i = 0; i < n; i++)
+    if (a[i] == d) return i;
+  return -1;
+}
+
+static bool add_prim(uint32_t *a, int *n, int max, uint32_t p) {
+  for (int i = 0; i < *n; i++)
+    if (a[i] == p) return true;
+  if (*n >= max) return false;
+  a[(*n)++] = p;
+  return true;
+}
+
+/* Collects the reductions, Unfolds, Shares and Strides below d. False when there
+ * are too many for the game. */
+static bool scan(scan_t *sc, syno_dim_t d) {
+  const syno_dimension_t *dim = syno_graph_dim(sc->g, d);
+  if (dim->kind == SYNO_DIM_REDUCE) {
+    if (index_of(sc->red, sc->n_red, d) < 0) {
+      if (sc->n_red >= SYNO_FLOPS_GAME_MAX) return false;
+      sc->red[sc->n_red++] = d;
+    }
+    return true;
+  }
+  if (dim->kind != SYNO_DIM_PRIM_INPUT) return true;
+  const syno_prim_t *p = syno_graph_prim(sc->g, dim->prim);
+  if (p->kind == SYNO_PRIM_UNFOLD && !add_prim(sc->unfold, &sc->n_unfold, SYNO_FLOPS_GAME_MAX, dim->prim))
+    return false;
+  if (p->kind == SYNO_PRIM_SHARE && !add_prim(sc->share, &sc->n_share, SYNO_MAX_OP_PRIMS, dim->prim))
+    return false;
+  if (p->kind == SYNO_PRIM_STRIDE && !add_prim(sc->stride, &sc->n_stride, SYNO_MAX_OP_PRIMS, dim->prim))
+    return false;
+  for (int o = 0; o < p->n_out; o++)
+    if (!scan(sc, p->out[o])) return false;
+  return true;
+}
+
+/* The reductions below d (bit: index in sc->red) and the weights whose
+ * Share has its data side at or below d. */
+static void below(const scan_t *sc, syno_dim_t d, uint32_t *reds, unsigned *weights) {
+  const syno_dimension_t *dim = syno_graph_dim(sc->g, d);
+  if (dim->kind == SYNO_DIM_REDUCE) {
+    *reds |= 1u << index_of(sc->red, sc->n_red, d);
+    return;
+  }
+  if (dim->kind != SYNO_DIM_PRIM_INPUT) return;
+  const syno_prim_t *p = syno_graph_prim(sc->g, dim->prim);
+  if (p->kind == SYNO_PRIM_SHARE && dim->slot == 0) *weights |= 1u << p->weight;
+  for (int o = 0; o < p->n_out; o++) below(sc, p->out[o], reds, weights);
+}
+
+int syno_flops_game_build(const syno_graph_t *g, const syno_dim_t *tops, int n_tops, const syno_dim_t *exps,
+                          int n_exp, double input_size, int b, syno_flops_game_t *out, syno_error_t *err) {
+  scan_t sc = {.g = g};
+  bool ok = true;
+  for (int i = 0; i < n_tops && ok; i++) ok = scan(&sc, tops[i]);
+  for (int i = 0; i < n_exp && ok; i++) ok = scan(&sc, exps[i]);
+  if (!ok || sc.n_unfold + n_exp > SYNO_FLOPS_GAME_MAX)
+    return syno_error_set(err, "flops game: more than %d increases or decreases", SYNO_FLOPS_GAME_MAX);
+  const syno_vars_t *v = syno_graph_vars(g);
+  memset(out, 0, sizeof *out);
+  out->input_size = input_size;
+  for (int k = 0; k < sc.n_stride; k++) out->input_size /= syno_size_value(v, syno_graph_prim(g, sc.stride[k])->param, b);
+  out->n_dec = sc.n_red;
+  for (int d = 0; d < sc.n_red; d++) out->dec[d] = syno_size_value(v, syno_graph_dim(g, sc.red[d])->size, b);
+  /* Each increase: the reductions below it and the weights whose data side it reaches. */
+  uint32_t inc_reds[SYNO_FLOPS_GAME_MAX] = {0};
+  unsigned inc_weights[SYNO_FLOPS_GAME_MAX] = {0};
+  for (int k = 0; k < sc.n_unfold; k++) {
+    const syno_prim_t *p = syno_graph_prim(g, sc.unfold[k]);
+    out->inc[out->n_inc] = syno_size_value(v, syno_graph_dim(g, p->out[1])->size, b);
+    for (int o = 0; o < p->n_out; o++) below(&sc, p->out[o], &inc_reds[out->n_inc], &inc_weights[out->n_inc]);
+    out->n_inc++;
+  }
+  for (int k = 0; k < n_exp; k++) {
+    out->inc[out->n_inc] = syno_size_value(v, syno_graph_dim(g, exps[k])->size, b);
+    below(&sc, exps[k], &inc_reds[out->n_inc], &inc_weights[out->n_inc]);
+    out->n_inc++;
+  }
+  /* Each weight: the reductions below any of its Shares. */
+  uint32_t weight_reds[SYNO_MAX_TENSORS] = {0};
+  for (int k = 0; k < sc.n_share; k++) {
+    const syno_prim_t *p = syno_graph_prim(g, sc.share[k]);
+    unsigned unused = 0;
+    if (p->weight > 0 && p->weight < SYNO_MAX_TENSORS) below(&sc, p->out[0], &weight_reds[p->weight], &unused);
+  }
+  for (int i = 0; i < out->n_inc; i++) {
+    uint32_t reds = inc_reds[i];
+    for (int w = 1; w < SYNO_MAX_TENSORS; w++)
+      if (inc_weights[i] >> w & 1) reds |= weight_reds[w];
+    for (int d = 0; d < out->n_dec; d++) out->dep[d][i] = reds >> d & 1;
+  }
+  return 0;
+}
+
+int syno_operator_flops_game(const syno_operator_t *op, int b, syno_flops_game_t *out, syno_error_t *err) {
+  syno_dim_t tops[SYNO_MAX_TENSORS * SYNO_MAX_RANK];
+  int n = 0;
+  for (int t = 0; t < op->n_tensors; t++)
+    for (int i = 0; i < op->rank[t]; i++) tops[n++] = op->axes[t][i];
+  const syno_vars_t *v = syno_graph_vars(op->g);
+  syno_shape_t in;
+  syno_operator_tensor_shape(op, 0, &in);
+  double input_size = syno_size_value(v, syno_shape_numel(&in), b);
+  return syno_flops_game_build(op->g, tops, n, op->exp, op->n_exp, input_size, b, out, err);
 }

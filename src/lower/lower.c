@@ -356,7 +356,7 @@ int syno_operator_flops(const syno_operator_t *op, int64_t *flops, syno_error_t 
   int64_t total = 0;
   for (int b = 0; b < v->nbind; b++) {
     int64_t f = 0;
-    if (syno_nest_flops(&fwd, v, b, &f, err)) return -1;
+    if (syno_forward_flops(op, &fwd, v, b, &f, err)) return -1;
     total += f;
   }
   *flops = total;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "space_internal.h"
+#include "syno/flopsgame.h"
 #include "syno/lower.h"
 #include "syno/train.h"
 
@@ -249,35 +250,41 @@ static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
 /* The reductions of a new node: a reduction step adds one to its parent's,
  * every other step keeps them (an interface determines the reductions
  * below it, so every parent gives the same answer). */
-static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_step_t step) {
-  node_t *p = &s->nodes[parent], *n = &s->nodes[id];
-  n->n_red = p->n_red;
-  n->red_numel = p->red_numel;
-  if (step.kind != SYNO_STEP_REDUCE) return;
-  n->n_red++;
-  n->red_numel = 0; /* every reduction is still in the interface during the reduction stage */
+/* The forward FLOPs of an operator are those of its stages (spec 7,
+ * syno_forward_flops). Every completion pays at least the output numel once
+ * it has a reduction or a weight (its last stage spans every output
+ * variable and multiplies or adds at each point). In the normal stage the
+ * reductions are fixed, and the FLOPs game of the graph below the
+ * interface (spec 8, syno_flops_game_build) holds the same decreases and a
+ * subset of the finished operator's increases and dependencies, so its cost
+ * bounds every completion's game from below, and that bounds the stages'
+ * FLOPs (tested on exhaustively enumerated spaces). Strides divide the
+ * game's starting numel, and those still to come are unknown, so with
+ * Stride on only the first bound is used. The game is played only when a
+ * FLOPs limit asks for it. */
+static void set_flops_bound(syno_space_t *s, uint32_t id) {
+  node_t *n = &s->nodes[id];
+  double out = 0, game = 0;
+  for (int b = 0; b < s->spec.vars.nbind; b++) out += s->output_numel[b];
+  n->flops_bound = n->n_red > 0 || n->n_weights > 0 ? out : 0;
+  if (n->stage != SYNO_STAGE_NORMAL || s->spec.opts.max_flops <= 0 || s->spec.opts.enable[SYNO_PRIM_STRIDE]) return;
   for (int b = 0; b < s->spec.vars.nbind; b++) {
-    double prod = s->output_numel[b];
-    const syno_dim_t *dims = node_dims(s, n);
-    for (int i = 0; i < n->n_dims; i++)
-      if (syno_graph_dim(s->g, dims[i])->kind == SYNO_DIM_REDUCE) prod *= syno_size_value(&s->spec.vars, syno_graph_dim(s->g, dims[i])->size, b);
-    n->red_numel += prod;
+    syno_flops_game_t fg;
+    double cost;
+    if (syno_flops_game_build(s->g, node_dims(s, n), n->n_dims, node_exps(s, n), n->n_exp, s->input_numel[b], b,
+                              &fg, NULL) ||
+        syno_flops_game_solve(&fg, &cost, NULL))
+      return;
+    game += cost;
   }
+  if (game > n->flops_bound) n->flops_bound = game;
 }
 
-/* The forward FLOPs of an operator are those of its fused loop nest (see
- * syno_nest_flops): output numel x product of the reduction domains x
- * (weights + 1 if there is a reduction), plus the output numel once more
- * when there is a divisor. The reductions are fixed once the normal stage
- * begins and only grow before it; the weights only grow, and a finished
- * operator has one at least. So this is a lower bound for every
- * completion, and the exact count but for the divisor at a finalization
- * with the node's weights. */
-double syno_node_flops_bound(const syno_space_t *s, uint32_t id) {
-  const node_t *n = &s->nodes[id];
-  int per_point = (n->n_weights > 1 ? n->n_weights : 1) + (n->n_red > 0);
-  return n->red_numel * per_point;
+static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_step_t step) {
+  s->nodes[id].n_red = s->nodes[parent].n_red + (step.kind == SYNO_STEP_REDUCE);
 }
+
+double syno_node_flops_bound(const syno_space_t *s, uint32_t id) { return s->nodes[id].flops_bound; }
 
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err) {
@@ -290,7 +297,10 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
     s->stats.prune[SYNO_PRUNE_DISTANCE]++;
     return 0;
   }
-  if (created) set_reductions(s, parent, id, step);
+  if (created) {
+    set_reductions(s, parent, id, step);
+    set_flops_bound(s, id);
+  }
   if (s->spec.opts.prune_flops && s->spec.opts.max_flops > 0 &&
       syno_node_flops_bound(s, id) > s->spec.opts.max_flops * (1 + 1e-12)) {
     s->stats.prune[SYNO_PRUNE_FLOPS]++;
@@ -352,7 +362,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
     syno_space_free(s);
     return -1;
   }
-  for (int b = 0; b < spec->vars.nbind; b++) s->nodes[id].red_numel += s->output_numel[b];
+  set_flops_bound(s, id);
   *out = s;
   return 0;
 }
@@ -471,7 +481,7 @@ static bool cost_final(syno_space_t *s, final_t *fin) {
   double flops = 0, params0 = 0;
   for (int b = 0; b < v->nbind; b++) {
     int64_t f, p;
-    if (syno_nest_flops(&nest, v, b, &f, NULL) || syno_operator_params(&op, b, &p, NULL)) return false;
+    if (syno_forward_flops(&op, &nest, v, b, &f, NULL) || syno_operator_params(&op, b, &p, NULL)) return false;
     flops += (double)f;
     if (b == 0) params0 = (double)p;
   }

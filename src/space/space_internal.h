@@ -19,7 +19,7 @@ typedef struct {
   bool dead;      /* known to lead to no operator */
   int8_t dead_at; /* known to lead to no operator within this depth budget (-1: none) */
   int8_t n_red;   /* reductions below the interface (fixed once the normal stage begins) */
-  double red_numel; /* sum over bindings of output numel x product of the reduction domains */
+  double flops_bound; /* syno_node_flops_bound */
   int n_children;
   uint32_t children; /* offset into the step array */
   int n_finals;

@@ -67,7 +67,44 @@ static void test_bad_binding(void **state) {
   st_op_free(&o);
 }
 
+/* An operator's FLOPs are those of its stages (spec 7), which the executor
+ * runs: one stage costs as its fused nest; a window the weight does not read
+ * is summed first, on the input, at a fraction of the fused cost. */
+static void test_staged_flops(void **state) {
+  (void)state;
+  st_op_t conv, pooled;
+  st_op_builtin(&conv, "conv2d", "N=2,C_in=4,C_out=8,H=6,W=6,k=3");
+  const char *bind[] = {"N=2, C_in=4, C_out=8, H=6, W=6, k=3", NULL};
+  st_op_make(&pooled, "N, C_in, C_out, H, W; k", "[N, C_in: unordered, H, W]", "[N, C_out: unordered, H, W]",
+             "r0=sum(k) r1=sum(C_in); in[i0, share(r1, 1), unfold(i2, r0), i3] expand[share(i1, 1)] w1[r1, i1]", bind);
+  syno_error_t err = {0};
+  syno_nest_t fwd;
+  int64_t staged, fused, ran;
+  syno_exec_t *e = NULL;
+
+  assert_int_equal(syno_lower_forward(&conv.op, &fwd, &err), 0);
+  assert_int_equal(syno_nest_flops(&fwd, syno_graph_vars(conv.g), 0, &fused, &err), 0);
+  assert_int_equal(syno_operator_flops(&conv.op, &staged, &err), 0);
+  assert_int_equal(fused, 2 * 2 * 8 * 6 * 6 * 4 * 3 * 3);
+  assert_int_equal(staged, fused);
+
+  assert_int_equal(syno_lower_forward(&pooled.op, &fwd, &err), 0);
+  assert_int_equal(syno_nest_flops(&fwd, syno_graph_vars(pooled.g), 0, &fused, &err), 0);
+  assert_int_equal(syno_operator_flops(&pooled.op, &staged, &err), 0);
+  assert_int_equal(fused, 2 * (2 * 8 * 6 * 6 * 4 * 3));
+  /* sum the window on the input (one add per point), then the 1x1 contraction */
+  assert_int_equal(staged, 2 * 4 * 6 * 6 * 3 + 2 * (2 * 8 * 6 * 6 * 4));
+  assert_int_equal(syno_exec_new(&pooled.op, syno_graph_vars(pooled.g), 0, &e, &err), 0);
+  assert_string_equal(syno_exec_strategy(e), "chain");
+  ran = syno_exec_flops(e);
+  assert_int_equal(ran, staged);
+  syno_exec_free(e);
+  st_op_free(&conv);
+  st_op_free(&pooled);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_standard_operators), cmocka_unit_test(test_bad_binding)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_standard_operators), cmocka_unit_test(test_bad_binding),
+                                     cmocka_unit_test(test_staged_flops)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
