@@ -251,22 +251,30 @@ static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
  * every other step keeps them (an interface determines the reductions
  * below it, so every parent gives the same answer). */
 /* The forward FLOPs of an operator are those of its stages (spec 7,
- * syno_forward_flops). Every completion pays at least the output numel once
- * it has a reduction or a weight (its last stage spans every output
- * variable and multiplies or adds at each point). In the normal stage the
- * reductions are fixed, and the FLOPs game of the graph below the
- * interface (spec 8, syno_flops_game_build) holds the same decreases and a
- * subset of the finished operator's increases and dependencies, so its cost
- * bounds every completion's game from below, and that bounds the stages'
- * FLOPs (tested on exhaustively enumerated spaces). Strides divide the
- * game's starting numel, and those still to come are unknown, so with
- * Stride on only the first bound is used. The game is played only when a
- * FLOPs limit asks for it. */
+ * syno_forward_flops). Three lower bounds for every completion of a node:
+ *  - Once it has a reduction or a weight, the output numel: the last stage
+ *    spans every output variable and multiplies or adds at each point.
+ *  - With one weight at most (max_tensors 2), output numel x W x 2, where W
+ *    is the product of the reduction domains the weight reads: the weight's
+ *    stage is the last and spans those too, multiplying and adding. A
+ *    finished operator's weightless reductions multiply to at most
+ *    max_pooling (cost_final), so W >= R / max_pooling for the product R of
+ *    all of them, which only grows while reductions are added
+ *    (set_reductions). Without a weight the one stage spans everything.
+ *  - In the normal stage the reductions are fixed, and the FLOPs game of the
+ *    graph below the interface (spec 8, syno_flops_game_build) holds the
+ *    same decreases and a subset of the finished operator's increases and
+ *    dependencies, so its cost bounds every completion's game from below,
+ *    and that bounds the stages' FLOPs (tested on exhaustively enumerated
+ *    spaces). Strides divide the game's starting numel, and those still to
+ *    come are unknown, so the game is not played with Stride on, nor when
+ *    no FLOPs limit asks for it. */
 static void set_flops_bound(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   double out = 0, game = 0;
   for (int b = 0; b < s->spec.vars.nbind; b++) out += s->output_numel[b];
   n->flops_bound = n->n_red > 0 || n->n_weights > 0 ? out : 0;
+  if (n->red_bound > n->flops_bound) n->flops_bound = n->red_bound;
   if (n->stage != SYNO_STAGE_NORMAL || s->spec.opts.max_flops <= 0 || s->spec.opts.enable[SYNO_PRIM_STRIDE]) return;
   for (int b = 0; b < s->spec.vars.nbind; b++) {
     syno_flops_game_t fg;
@@ -281,7 +289,22 @@ static void set_flops_bound(syno_space_t *s, uint32_t id) {
 }
 
 static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_step_t step) {
-  s->nodes[id].n_red = s->nodes[parent].n_red + (step.kind == SYNO_STEP_REDUCE);
+  node_t *p = &s->nodes[parent], *n = &s->nodes[id];
+  n->n_red = p->n_red;
+  n->red_bound = p->red_bound;
+  if (step.kind != SYNO_STEP_REDUCE) return;
+  n->n_red++;
+  const syno_space_opts_t *o = &s->spec.opts;
+  if (o->max_tensors != 2 || !(o->max_pooling >= 1)) return;
+  n->red_bound = 0; /* every reduction is still in the interface during the reduction stage */
+  for (int b = 0; b < s->spec.vars.nbind; b++) {
+    double r = 1;
+    const syno_dim_t *dims = node_dims(s, n);
+    for (int i = 0; i < n->n_dims; i++)
+      if (syno_graph_dim(s->g, dims[i])->kind == SYNO_DIM_REDUCE)
+        r *= syno_size_value(&s->spec.vars, syno_graph_dim(s->g, dims[i])->size, b);
+    n->red_bound += r > o->max_pooling ? 2 * s->output_numel[b] * (r / o->max_pooling) : 0;
+  }
 }
 
 double syno_node_flops_bound(const syno_space_t *s, uint32_t id) { return s->nodes[id].flops_bound; }

@@ -19,6 +19,7 @@ typedef struct {
   bool dead;      /* known to lead to no operator */
   int8_t dead_at; /* known to lead to no operator within this depth budget (-1: none) */
   int8_t n_red;   /* reductions below the interface (fixed once the normal stage begins) */
+  double red_bound;   /* the reductions' part of syno_node_flops_bound (set_reductions) */
   double flops_bound; /* syno_node_flops_bound */
   int n_children;
   uint32_t children; /* offset into the step array */
