@@ -2,8 +2,9 @@
  * estimate of an operator's FLOPs that the search space uses to prune
  * candidates before they are finished.
  *
- * The game knows nothing of operator graphs. It has a starting numel (the
- * input size divided by every Stride factor), a list of "increases" (factors
+ * The solver knows nothing of operator graphs (syno_flops_game_build reads
+ * a game off one). A game has a starting numel (the input size divided by
+ * every Stride factor), a list of "increases" (factors
  * that multiply the numel: Expand sizes, Unfold windows, weight-side
  * iterators), a list of "decreases" (Reduce domains that divide it) and
  * dep[d][i], true when decrease d can only happen after increase i. It plays
