@@ -29,7 +29,6 @@ demo: $(BUILD)/syno
 	@bash scripts/demo.sh $(BUILD)/syno
 
 bench: $(BUILD)/syno
-	@bash scripts/deps.sh bench
 	@bash scripts/bench.sh $(BUILD)
 
 clean:

@@ -4,17 +4,15 @@
 # otherwise it names what is missing and how to get it, and fails.
 set -euo pipefail
 
-# Usage: deps.sh [bench]. The core set builds, tests and runs the demo;
-# `bench` adds what the benchmarks compare against (PyTorch).
+# One set builds, tests (PyTorch checks the exported PyTorch code), runs
+# the demo and the benchmarks.
 PACKAGES=(
   gcc make cmake pkg-config libc6-dev
   libcmocka-dev libcjson-dev zlib1g-dev libsqlite3-dev
   libblas-dev libopenblas0-pthread libopenblas-pthread-dev
   libdnnl-dev gnuplot-nox graphviz dataset-fashion-mnist
+  python3 python3-torch python3-numpy
 )
-if [ "${1:-}" = bench ]; then
-  PACKAGES+=(python3 python3-torch python3-numpy)
-fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
