@@ -247,9 +247,6 @@ static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
   return 0;
 }
 
-/* The reductions of a new node: a reduction step adds one to its parent's,
- * every other step keeps them (an interface determines the reductions
- * below it, so every parent gives the same answer). */
 /* The forward FLOPs of an operator are those of its stages (spec 7,
  * syno_forward_flops). Three lower bounds for every completion of a node:
  *  - Once it has a reduction or a weight, the output numel: the last stage
@@ -260,7 +257,8 @@ static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
  *    finished operator's weightless reductions multiply to at most
  *    max_pooling (cost_final), so W >= R / max_pooling for the product R of
  *    all of them, which only grows while reductions are added
- *    (set_reductions). Without a weight the one stage spans everything.
+ *    (set_reductions). An operator without a weight pools every
+ *    reduction, so cost_final rejects it once R > max_pooling.
  *  - In the normal stage the reductions are fixed, and the FLOPs game of the
  *    graph below the interface (spec 8, syno_flops_game_build) holds the
  *    same decreases and a subset of the finished operator's increases and
@@ -288,6 +286,10 @@ static void set_flops_bound(syno_space_t *s, uint32_t id) {
   if (game > n->flops_bound) n->flops_bound = game;
 }
 
+/* The reductions of a new node, and the pooling term of its FLOPs bound: a
+ * reduction step adds one to its parent's, every other step keeps them (an
+ * interface determines the reductions below it, so every parent gives the
+ * same answer). */
 static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_step_t step) {
   node_t *p = &s->nodes[parent], *n = &s->nodes[id];
   n->n_red = p->n_red;
