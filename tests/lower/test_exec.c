@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "syno/exec.h"
+#include "syno/flopsgame.h"
 #include "synotest.h"
 
 static void check_builtin(const char *name, const char *bind) {
@@ -99,6 +100,22 @@ static void test_staged_flops(void **state) {
   ran = syno_exec_flops(e);
   assert_int_equal(ran, staged);
   syno_exec_free(e);
+
+  /* The FLOPs game (spec 8) of each: the convolution's three reductions all
+   * wait for both windows and C_out, so one round pays every multiply-add;
+   * the pooled window needs only its Unfold (288 x 3), and C_in waits for
+   * C_out (288 x 8). */
+  syno_flops_game_t g;
+  double cost;
+  assert_int_equal(syno_operator_flops_game(&conv.op, 0, &g, &err), 0);
+  assert_int_equal(g.n_inc, 3);
+  assert_int_equal(g.n_dec, 3);
+  assert_int_equal(syno_flops_game_solve(&g, &cost, &err), 0);
+  assert_true(cost == 2 * 8 * 6 * 6 * 4 * 3 * 3);
+  assert_int_equal(syno_operator_flops_game(&pooled.op, 0, &g, &err), 0);
+  assert_int_equal(syno_flops_game_solve(&g, &cost, &err), 0);
+  assert_true(cost == 288 * 3 + 288 * 8);
+  assert_true(cost <= (double)staged);
   st_op_free(&conv);
   st_op_free(&pooled);
 }
