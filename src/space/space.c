@@ -286,26 +286,29 @@ static void set_flops_bound(syno_space_t *s, uint32_t id) {
   if (game > n->flops_bound) n->flops_bound = game;
 }
 
-/* The reductions of a new node, and the pooling term of its FLOPs bound: a
- * reduction step adds one to its parent's, every other step keeps them (an
- * interface determines the reductions below it, so every parent gives the
- * same answer). */
+/* The reductions of a new node, with the pooling term of its FLOPs bound
+ * and the fused cost the walks look at (fused_over): a reduction step adds
+ * one to its parent's, every other step keeps them (an interface determines
+ * the reductions below it, so every parent gives the same answer). During
+ * the reduction stage every reduction is still in the interface. */
 static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_step_t step) {
   node_t *p = &s->nodes[parent], *n = &s->nodes[id];
   n->n_red = p->n_red;
   n->red_bound = p->red_bound;
+  n->red_numel = p->red_numel;
   if (step.kind != SYNO_STEP_REDUCE) return;
   n->n_red++;
   const syno_space_opts_t *o = &s->spec.opts;
-  if (o->max_tensors != 2 || !(o->max_pooling >= 1)) return;
-  n->red_bound = 0; /* every reduction is still in the interface during the reduction stage */
+  bool pooling_term = o->max_tensors == 2 && o->max_pooling >= 1;
+  const syno_dim_t *dims = node_dims(s, n);
+  n->red_numel = n->red_bound = 0;
   for (int b = 0; b < s->spec.vars.nbind; b++) {
     double r = 1;
-    const syno_dim_t *dims = node_dims(s, n);
     for (int i = 0; i < n->n_dims; i++)
       if (syno_graph_dim(s->g, dims[i])->kind == SYNO_DIM_REDUCE)
         r *= syno_size_value(&s->spec.vars, syno_graph_dim(s->g, dims[i])->size, b);
-    n->red_bound += r > o->max_pooling ? 2 * s->output_numel[b] * (r / o->max_pooling) : 0;
+    n->red_numel += r * s->output_numel[b];
+    if (pooling_term && r > o->max_pooling) n->red_bound += 2 * s->output_numel[b] * (r / o->max_pooling);
   }
 }
 
@@ -352,6 +355,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   s->group_memo = calloc(SPACE_GROUP_MEMO, sizeof *s->group_memo);
   s->n_nodes = 1; /* id 0 is "none" */
   s->walk_bias = 2.0;
+  s->walk_fused_penalty = 2.0;
   if (!s->g || !s->table || !s->group_memo || space_grow((void **)&s->nodes, &(size_t){0}, 1, sizeof *s->nodes)) {
     syno_space_free(s);
     return syno_error_set(err, "out of memory");
@@ -387,6 +391,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
     syno_space_free(s);
     return -1;
   }
+  for (int b = 0; b < spec->vars.nbind; b++) s->nodes[id].red_numel += s->output_numel[b];
   set_flops_bound(s, id);
   *out = s;
   return 0;
@@ -705,6 +710,18 @@ int syno_space_random_walk(syno_space_t *s, struct syno_rng *rng, int max_walks,
   return syno_space_walk(s, syno_space_root(s), rng, max_walks, distinct, NULL, 0, NULL, node, final, walks, err);
 }
 
+/* Whether the fused loop nest of every completion of node c would cost more
+ * than max_flops: output numel x the reduction domains x (weights + 1), the
+ * bound the space pruned by when it counted fused FLOPs. Such a node can
+ * finish only where the stages bring the cost under the limit (a window
+ * pooled first, a low-rank pair of weights), which few completions do, so
+ * walks lean away from it (walk_fused_penalty). In (b) of bench/space this
+ * cut the walks per distinct operator threefold. */
+static bool fused_over(const syno_space_t *s, const node_t *c) {
+  double per_point = (c->n_weights > 1 ? c->n_weights : 1) + (c->n_red > 0);
+  return s->spec.opts.max_flops > 0 && c->red_numel * per_point > s->spec.opts.max_flops;
+}
+
 int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int max_walks, bool distinct,
                     syno_step_t *taken, int max_taken, int *n_taken, uint32_t *node, uint32_t *final, int *walks,
                     syno_error_t *err) {
@@ -750,7 +767,8 @@ int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int m
       } else {
         int dist = syno_node_distance(s, steps[i].target);
         const node_t *c = &s->nodes[steps[i].target];
-        if (!c->dead && c->dead_at < budget && c->depth + dist <= budget) wgt[i] = exp(-s->walk_bias * dist);
+        if (!c->dead && c->dead_at < budget && c->depth + dist <= budget)
+          wgt[i] = exp(-s->walk_bias * (dist + (fused_over(s, c) ? s->walk_fused_penalty : 0)));
       }
       total += wgt[i];
     }

@@ -20,6 +20,7 @@ typedef struct {
   int8_t dead_at; /* known to lead to no operator within this depth budget (-1: none) */
   int8_t n_red;   /* reductions below the interface (fixed once the normal stage begins) */
   double red_bound;   /* the reductions' part of syno_node_flops_bound (set_reductions) */
+  double red_numel;   /* sum over bindings of output numel x product of the reduction domains (for walks) */
   double flops_bound; /* syno_node_flops_bound */
   int n_children;
   uint32_t children; /* offset into the step array */
@@ -84,6 +85,7 @@ struct syno_space {
   double output_numel[SYNO_MAX_BINDINGS];
   syno_space_stats_t stats;
   double walk_bias; /* random walks weight children by exp(-bias * distance) */
+  double walk_fused_penalty; /* ... counting this many more steps when the fused FLOPs bound is over max */
   int part, parts;  /* random walks return only operators with hash % parts == part */
 };
 
