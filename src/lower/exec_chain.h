@@ -3,14 +3,11 @@
  * time, in the stage order of spec section 7, each stage a GEMM
  * (exec_gemm.h) on the running tensor and one weight.
  *
- * The running tensor starts as the input. An optional leading stage with no
- * weight sums the reductions only the input reads (spec 7.2's "early
- * reduction"). Then each weight is contracted into the running tensor in
- * turn: the stage sums every variable that neither a later weight nor the
- * output reads, and materialises the rest as the next running tensor. The
- * weight order respects the Shares (a weight whose Share's data side
- * depends on tensor t comes after t) and, among the orders allowed, has the
- * fewest FLOPs; a tie goes to more stages (spec 7.2, step 5).
+ * The stages are those of the plan in stages.h (syno_stages_plan): the
+ * running tensor starts as the input, an optional leading stage without a
+ * weight sums the reductions only the input reads, then each weight is
+ * contracted into the running tensor in the planned order, and each stage
+ * materialises what later stages and the output still read.
  *
  * Backward runs the stages in reverse, by the chain rule: each stage's
  * backward takes the gradient of its result and gives its weight's gradient
