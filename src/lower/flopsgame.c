@@ -152,9 +152,9 @@ int syno_flops_game_solve(const syno_flops_game_t *g, double *cost, syno_error_t
 typedef struct {
   const syno_graph_t *g;
   int n_red;
-  syno_dim_t red[SYNO_FLOPS_GAME_MAX + 1];
+  syno_dim_t red[SYNO_FLOPS_GAME_MAX];
   int n_unfold, n_share, n_stride;
-  uint32_t unfold[SYNO_FLOPS_GAME_MAX + 1], share[SYNO_MAX_OP_PRIMS], stride[SYNO_MAX_OP_PRIMS];
+  uint32_t unfold[SYNO_FLOPS_GAME_MAX], share[SYNO_MAX_OP_PRIMS], stride[SYNO_MAX_OP_PRIMS];
 } scan_t;
 
 static int index_of(const syno_dim_t *a, int n, syno_dim_t d) {
