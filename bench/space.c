@@ -7,7 +7,9 @@
  *     5e6, C_in=3, C_out=8, H=W=64;
  * (c) sampling (b): distinct operators per second with 1 and 2 threads
  *     (syno_space_sample: walks without replacement, one space per thread,
- *     operators split among threads by structural hash as in syno sample).
+ *     operators split among threads by structural hash as in syno sample);
+ * (d) (a) under the per-kind caps of the published vision searches (at most
+ *     1 Merge, 3 Splits and 2 Shifts per operator, spec 4.1).
  *
  * Each exhaustive run happens in a forked child process, so its peak memory
  * (getrusage ru_maxrss, read by the child at its end) is its own. A run stops at a time cap
@@ -15,7 +17,7 @@
  * nodes and operators per number of primitives (the node's depth) are those
  * visited so far. The sampling rate is the median of --reps runs.
  *
- * usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R] [--only a|b|c]
+ * usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R] [--only a|b|c|d]
  *   defaults: cap 60 s per exhaustive run, 2000 samples, 3 repeats, all parts;
  *   --quick:  cap 5 s, 300 samples, 1 repeat. */
 #include <stdio.h>
@@ -34,6 +36,9 @@
 #define SPEC_B                                                                                                    \
   "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=3, C_out=8, H=64, W=64\", \"depth\": 12, \"max_tensors\": 3, " \
   "\"max_reductions\": 3, \"max_chain\": 5, \"max_flops\": 5e6}"
+#define SPEC_D                                                                                                     \
+  "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\", "                                        \
+  "\"max_count\": {\"merge\": 1, \"split\": 3, \"shift\": 2}}"
 #define NODE_CAP 30000000u
 
 static int load(const char *json, syno_space_spec_t *spec) {
@@ -174,7 +179,7 @@ int main(int argc, char **argv) {
   double cap = 60;
   long samples = 2000;
   int reps = 3;
-  const char *only = "abc";
+  const char *only = "abcd";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
       cap = 5;
@@ -186,10 +191,10 @@ int main(int argc, char **argv) {
       samples = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--only") && i + 1 < argc && strlen(argv[i + 1]) == 1 && strchr("abc", argv[i + 1][0])) {
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc && strlen(argv[i + 1]) == 1 && strchr("abcd", argv[i + 1][0])) {
       only = argv[++i];
     } else {
-      fprintf(stderr, "usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R] [--only a|b|c]\n");
+      fprintf(stderr, "usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R] [--only a|b|c|d]\n");
       return 2;
     }
   }
@@ -202,6 +207,10 @@ int main(int argc, char **argv) {
   if (strchr(only, 'b')) {
     printf("(b) exhaustive: %s\n", SPEC_B);
     if (exhaust_child("b", SPEC_B, cap)) return 1;
+  }
+  if (strchr(only, 'd')) {
+    printf("(d) exhaustive, (a) under the published caps: %s\n", SPEC_D);
+    if (exhaust_child("d", SPEC_D, cap)) return 1;
   }
   if (!strchr(only, 'c')) return 0;
   syno_space_spec_t spec;

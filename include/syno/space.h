@@ -83,6 +83,8 @@ typedef struct {
   double max_params;           /* on the first binding (the reported params), 0 = no bound */
   double max_pooling;          /* product of weightless reduction domains */
   bool enable[SYNO_PRIM_KINDS]; /* Share means Contraction; Stride and Expand off by default */
+  int max_count[SYNO_PRIM_KINDS]; /* primitives of each kind in one operator, -1 = any (spec 4.1); a
+                                   * Contraction counts one Share per shared dim */
   bool rule[SYNO_RULE_COUNT];
   int max_enumerations;     /* powers tried per variable when enumerating sizes */
   int max_vars_in_size, max_powers_in_size;

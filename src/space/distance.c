@@ -9,7 +9,12 @@
 
 #include "space_internal.h"
 
-static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, int floor, int cap);
+typedef struct {
+  int merges, splits_unfolds, unfolds; /* primitives the caps still allow (GB_INF: no cap) */
+} left_t;
+
+static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, left_t left, int floor,
+                       int cap);
 
 /* --- the counting bound ---
  *
@@ -63,7 +68,8 @@ static void share_base(const syno_graph_t *g, syno_dim_t d, bool *broadcastable,
 int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   if (n->distance < 0)
-    n->distance = space_iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights, s->spec.opts.depth - n->depth);
+    n->distance = space_iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights, n->count,
+                                       s->spec.opts.depth - n->depth);
   return n->distance;
 }
 
@@ -105,16 +111,39 @@ dim_info_t space_info_shared(dim_info_t d) {
 }
 
 int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights,
-                         int budget) {
+                         const int8_t *count, int budget) {
   dim_info_t info[SPACE_MAX_IFACE];
   for (int i = 0; i < n_dims; i++)
     if (space_dim_info(s, dims[i], &info[i])) return 0; /* out of memory: 0 is a bound that prunes nothing */
-  return space_info_distance(s, stage, info, n_dims, n_weights, budget);
+  return space_info_distance(s, stage, info, n_dims, n_weights, count, budget);
+}
+
+#define GB_INF 1000
+
+/* How many more primitives of a kind the caps allow: none when the kind is
+ * off, GB_INF when it has no cap. */
+static int kind_left(const syno_space_opts_t *o, const int8_t *count, syno_prim_kind_t k) {
+  if (!o->enable[k]) return 0;
+  if (o->max_count[k] < 0) return GB_INF;
+  int l = o->max_count[k] - count[k];
+  return l > 0 ? l : 0;
+}
+
+/* At least how many steps lower a quantity by q when each step lowers it by
+ * at most `small`, and only `few` of them by `big` (> small). */
+static int steps_for(int q, int small, int big, int few) {
+  if (q <= 0) return 0;
+  int s = (q + big - 1) / big;
+  if (few < s) s = few + (q - few * big + small - 1) / small;
+  return s;
 }
 
 int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
-                        int budget) {
+                        const int8_t *count, int budget) {
   const syno_space_opts_t *o = &s->spec.opts;
+  left_t left = {kind_left(o, count, SYNO_PRIM_MERGE),
+                 kind_left(o, count, SYNO_PRIM_SPLIT) + kind_left(o, count, SYNO_PRIM_UNFOLD),
+                 kind_left(o, count, SYNO_PRIM_UNFOLD)};
   /* (6) A dim whose chain is used up is never touched again (no primitive
    *     and no Contraction sees it), so it must already be an input axis. */
   for (int i = 0; i < n_dims; i++)
@@ -156,13 +185,17 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
       }
     }
   int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
-  int b1 = (t + 1) / 2;
-  int b2 = (u + 1) / 2;
+  /* Under the caps of max_count only the Merges left raise the matching by
+   * 2, only the Splits and Unfolds left consume two dims, and only these
+   * lower the symmetric difference of (7) by 3. */
+  int SU = left.splits_unfolds, K = left.merges + left.splits_unfolds;
+  int b1 = steps_for(t, 1, 2, left.merges);
+  int b2 = steps_for(u, 1, 2, SU);
   if (can_contract && e > 0) {
-    int alt = 1 + (u - e + 1) / 2;
+    int alt = 1 + steps_for(u - e, 1, 2, SU);
     if (alt < b2) b2 = alt;
   }
-  int b3 = n_weights == 0 ? 1 + (u - e + 1) / 2 : 0;
+  int b3 = n_weights == 0 ? 1 + steps_for(u - e, 1, 2, SU) : 0;
   if (n_weights == 0 && !can_contract) return 1000;
   /* (7) D = t + u is the size of the symmetric difference between the
    *     current and the wanted multisets of sizes. A primitive removes at
@@ -174,9 +207,9 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
    *     at least ceil(D/3) steps without a Contraction, 1 + ceil((D-e)/3)
    *     with one. */
   int D = t + u;
-  int b4 = (D + 2) / 3;
-  if (n_weights == 0) b4 = 1 + (D - e + 2) / 3;
-  else if (can_contract && e > 0 && 1 + (D - e + 2) / 3 < b4) b4 = 1 + (D - e + 2) / 3;
+  int b4 = steps_for(D, 2, 3, K), b4c = 1 + steps_for(D - e, 2, 3, K);
+  if (n_weights == 0) b4 = b4c;
+  else if (can_contract && e > 0 && b4c < b4) b4 = b4c;
   int d = b1 > b2 ? b1 : b2;
   if (b3 > d) d = b3;
   if (b4 > d) d = b4;
@@ -202,7 +235,7 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
     if (unfolds > d) d = unfolds;
   }
   if (o->group_distance && d <= budget && stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE]) {
-    int g = group_bound(s, info, n_dims, n_weights, d, budget + 1);
+    int g = group_bound(s, info, n_dims, n_weights, left, d, budget + 1);
     if (g > d) d = g;
   }
   return d;
@@ -244,12 +277,18 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
  *    step is due either way;
  *  - under C3 every Contraction broadcasts a dim, so a total that uses one
  *    must have a broadcast dim somewhere.
+ * The caps of max_count bound the groupings too. A group's forward graph
+ * has (y + c - d - x - b) / 2 Merges and the rest of its y nodes of degree
+ * 3 are Splits and Unfolds, so with y >= d + c + x + b - 2 it needs at
+ * least d - 1 Merges and c - 1 Splits or Unfolds: the wanted axes less the
+ * groups are at most the Merges left, and the current dims outside the
+ * pool less the groups at most the Splits and Unfolds left. A group whose
+ * ratio only Unfolds can make takes one at least, and Unfolds are counted
+ * against their cap where no Expand or broadcast dim could stand in.
  * The bound is the least total over all groupings, plus one Contraction
  * when one is used or there is no weight yet. A branch and bound search,
  * deepened one step at a time from the counting bound, finds it, stopping
  * at `cap`; the result is remembered per multiset of dims. */
-#define GB_INF 1000
-
 typedef struct {
   const syno_space_t *s;
   int n; /* current dims, ordered: used-up chains first, then by primaries */
@@ -269,6 +308,8 @@ typedef struct {
   int pool_b, pool_nb;
   bool can_contract, must_contract, expand, unfold;
   bool outer_needed; /* a Contraction broadcasts one dim at least (C3) */
+  left_t left;
+  int splits; /* current dims outside the pool less the groups, so far */
   double log_window;
   int best; /* the search looks only for totals below it */
 } gb_t;
@@ -277,15 +318,18 @@ static int group_search(gb_t *B, int floor, int cap);
 
 static int imax(int a, int b) { return a > b ? a : b; }
 
-/* Unfolds alone: the least number of steps, or GB_INF. */
-static int unfold_steps(const gb_t *B, syno_size_t R, int n) {
+/* Unfolds alone: the least number of steps, or GB_INF; *unfolds gets the
+ * least number of Unfolds among them. */
+static int unfold_steps(const gb_t *B, syno_size_t R, int n, int *unfolds) {
   const syno_vars_t *v = &B->s->spec.vars;
   int u = 1;
+  *unfolds = GB_INF;
   for (int b = 0; b < v->nbind; b++) {
     double r = syno_size_value(v, R, b), q = floor(r + 0.5);
     if (!(q >= 1) || fabs(r - q) > 1e-9 * q || fmod(q, 2.0) == 0) return GB_INF;
     if (q > 1) u = imax(u, (int)ceil(log(q) / B->log_window - 1e-9));
   }
+  *unfolds = u;
   int y = imax(u, n - 2);
   if ((y - n) & 1) y++;
   return y;
@@ -302,6 +346,7 @@ static void gb_leaf(gb_t *B) {
   /* With one Contraction used, and without; `force` is the least it costs
    * to make some group take a broadcast dim when none does (C3). */
   int with = 1, without = 0, force = GB_INF;
+  int unf_with = 0, unf_without = 0; /* Unfolds that nothing else could replace */
   bool broadcasts = B->pool_b + B->pool_nb > 0;
   for (int g = 0; g < B->G; g++) {
     if (B->gc[g] == 0) return;
@@ -321,9 +366,14 @@ static void gb_leaf(gb_t *B) {
       if (R.p[k] < 0) return;
     for (int b = 0; b < v->nbind; b++)
       if (syno_size_value(v, R, b) < 1 - 1e-9) return;
-    int x = B->unfold ? unfold_steps(B, R, n) : GB_INF;
+    int unfolds = GB_INF;
+    int x = B->unfold ? unfold_steps(B, R, n, &unfolds) : GB_INF;
     if (B->expand && n < x) x = n;
     int bc = B->can_contract ? n - 1 + nm : GB_INF;
+    if (!B->expand && x < GB_INF) {
+      unf_without += unfolds;
+      if (bc == GB_INF) unf_with += unfolds;
+    }
     without += x + nm;
     if (bc <= x) {
       with += bc;
@@ -335,6 +385,8 @@ static void gb_leaf(gb_t *B) {
   }
   with += pool_cost(B, B->pool_b, B->pool_nb, true);
   without += pool_cost(B, B->pool_b, B->pool_nb, false);
+  if (unf_with > B->left.unfolds) with = GB_INF;
+  if (unf_without > B->left.unfolds) without = GB_INF;
   if (!broadcasts && B->outer_needed) with += force;
   int t = B->must_contract ? with : B->can_contract && with < without ? with : without;
   if (t < B->best) B->best = t;
@@ -379,7 +431,9 @@ static void gb_search(gb_t *B, int i, int lb) {
     if (!B->gc[g]) B->gno_merge[g] = B->no_merge[i];
     B->gc[g]++;
     B->choice[i] = g;
-    gb_search(B, i + 1, lb + (B->gc[g] > 1));
+    B->splits += B->gc[g] > 1;
+    if (B->splits <= B->left.splits_unfolds) gb_search(B, i + 1, lb + (B->gc[g] > 1));
+    B->splits -= B->gc[g] > 1;
     B->gc[g]--;
     B->gsealed[g] = false;
     B->gR[g] = R;
@@ -396,16 +450,18 @@ static void gb_search(gb_t *B, int i, int lb) {
   else B->pool_nb--;
 }
 
-static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, int floor, int cap) {
+static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, left_t left, int floor,
+                       int cap) {
   const syno_space_opts_t *o = &s->spec.opts;
   const syno_vars_t *v = &s->spec.vars;
   gb_t B;
   B.s = s;
   B.n = 0;
+  B.splits = 0;
   B.can_contract = n_weights < o->max_tensors - 1;
   B.must_contract = n_weights == 0;
   B.expand = o->enable[SYNO_PRIM_EXPAND];
-  B.unfold = o->enable[SYNO_PRIM_UNFOLD];
+  B.unfold = left.unfolds > 0;
   B.outer_needed = o->rule[SYNO_RULE_C3];
   B.log_window = log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3);
   B.pool_b = B.pool_nb = 0;
@@ -424,15 +480,21 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
       B.bcast[B.n] = B.can_contract && (info[i].flags & DI_BCAST);
       B.n++;
     }
+  /* Budgets above what the grouping could use are all the same to it. */
+  B.left.merges = left.merges < s->n_want ? left.merges : s->n_want;
+  B.left.splits_unfolds = left.splits_unfolds < B.n ? left.splits_unfolds : B.n;
+  B.left.unfolds = left.unfolds < GB_INF ? left.unfolds : GB_INF;
   B.carries_after[B.n] = 0;
   for (int i = B.n - 1; i >= 0; i--) B.carries_after[i] = B.carries_after[i + 1] | primaries(v, B.cur[i]);
   for (int i = 0; i < B.n; i++)
     B.same_as_prev[i] = i > 0 && syno_size_eq(B.cur[i], B.cur[i - 1]) && B.bcast[i] == B.bcast[i - 1] &&
                         B.used_up[i] == B.used_up[i - 1] && B.no_merge[i] == B.no_merge[i - 1];
   /* The bound depends only on the multiset of the dims' (size, facts) and
-   * on the weights: remembered under two independent 64-bit sums of
+   * on the weights and the caps left: remembered under two independent 64-bit sums of
    * per-dim hashes. */
-  uint64_t k1 = 0x51afd7ed558ccdull * (uint64_t)(n_weights + 1), k2 = (uint64_t)n_weights;
+  uint64_t kb = (uint64_t)n_weights | (uint64_t)B.left.merges << 8 | (uint64_t)B.left.splits_unfolds << 16 |
+                (uint64_t)B.left.unfolds << 24;
+  uint64_t k1 = 0x51afd7ed558ccdull * (kb + 1), k2 = kb;
   for (int i = 0; i < B.n; i++) {
     uint64_t h = syno_size_hash(B.cur[i]) ^ ((uint64_t)(B.bcast[i] | B.used_up[i] << 1 | B.no_merge[i] << 2) << 59);
     h ^= h >> 31;
@@ -498,6 +560,7 @@ static int group_search(gb_t *Bp, int floor, int cap) {
       const int8_t *pa = parts[q];
       B.G = 0;
       for (int w = 0; w < m; w++) B.G = imax(B.G, pa[w] + 1);
+      if (m - B.G > B.left.merges) continue;
       int lb = B.must_contract;
       for (int g = 0; g < B.G; g++) {
         B.gd[g] = B.gc[g] = 0;

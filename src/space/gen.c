@@ -28,6 +28,14 @@ static bool reject(gen_t *G, syno_rule_t r, bool hit) {
   return true;
 }
 
+/* Whether `more` primitives of this kind stay within the space's cap. */
+static bool below_cap(gen_t *G, syno_prim_kind_t kind, int more) {
+  int cap = G->s->spec.opts.max_count[kind];
+  if (cap < 0 || G->n.count[kind] + more <= cap) return true;
+  G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
+  return false;
+}
+
 static const syno_prim_t *below(const gen_t *G, syno_dim_t d) { return syno_graph_below(G->g, d); }
 static bool below_is(const gen_t *G, syno_dim_t d, syno_prim_kind_t k) {
   const syno_prim_t *p = below(G, d);
@@ -54,6 +62,7 @@ static int emit(gen_t *G, const syno_dim_t *gone, int n_gone, const syno_dim_t *
     }
   iface_t f;
   iface_from(G->s, &G->n, &f);
+  f.count[kind]++;
   for (int i = 0; i < n_gone; i++) iface_remove(&f, gone[i]);
   for (int i = 0; i < n_made; i++)
     if (!iface_add(&f, made[i])) return 0;
@@ -297,6 +306,7 @@ static int gen_expand(gen_t *G) {
     if (syno_graph_expand(G->g, d, &prim, NULL)) continue;
     iface_t f;
     iface_from(G->s, &G->n, &f);
+    f.count[SYNO_PRIM_EXPAND]++;
     iface_remove(&f, d);
     iface_add_exp(&f, d);
     syno_step_t st = {.kind = SYNO_STEP_PRIM, .prim = SYNO_PRIM_EXPAND, .prim_id = prim};
@@ -361,6 +371,7 @@ static int finish_contraction(contract_t *C) {
     tags |= color(G, C->cand[i])->weights_below;
   }
   if (shares == 0) return 0;
+  if (!below_cap(G, SYNO_PRIM_SHARE, shares)) return 0;
   if (reject(G, SYNO_RULE_C3, shares < 2 || outer < 1 || inner < 1)) return 0;
   /* The weight's numel, least over the bindings (sizes are integers, so
    * the products are exact). */
@@ -395,7 +406,10 @@ static int finish_contraction(contract_t *C) {
     for (int j = 0; j < G->n.n_dims; j++)
       if (choice_at[j] == 0) v[nv++] = C->info[j];
       else if (choice_at[j] == 1) v[nv++] = space_info_shared(C->info[j]);
-    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w, opts(G)->depth - G->n.depth - 1) >
+    int8_t count[SYNO_PRIM_KINDS];
+    memcpy(count, G->n.count, sizeof count);
+    count[SYNO_PRIM_SHARE] = (int8_t)(count[SYNO_PRIM_SHARE] + shares);
+    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w, count, opts(G)->depth - G->n.depth - 1) >
         opts(G)->depth) {
       G->s->stats.prune[SYNO_PRUNE_DISTANCE]++;
       return 0;
@@ -405,6 +419,7 @@ static int finish_contraction(contract_t *C) {
   iface_from(G->s, &G->n, &f);
   memcpy(f.usage, C->usage, sizeof f.usage);
   f.n_weights = C->w;
+  f.count[SYNO_PRIM_SHARE] = (int8_t)(f.count[SYNO_PRIM_SHARE] + shares);
   for (int i = 0; i < C->n; i++) {
     if (!C->choice[i]) continue;
     syno_dim_t data, wdim;
@@ -521,12 +536,13 @@ int space_gen_normal(syno_space_t *s, uint32_t id, syno_error_t *err) {
     G.full[G.n_full++] = d;
   }
   const syno_space_opts_t *o = &s->spec.opts;
-  if (o->enable[SYNO_PRIM_SHARE] && gen_contraction(&G)) return -1;
-  if (o->enable[SYNO_PRIM_SPLIT] && gen_split(&G)) return -1;
-  if (o->enable[SYNO_PRIM_MERGE] && gen_merge(&G)) return -1;
-  if (o->enable[SYNO_PRIM_SHIFT] && gen_shift(&G)) return -1;
-  if (o->enable[SYNO_PRIM_STRIDE] && gen_stride(&G)) return -1;
-  if (o->enable[SYNO_PRIM_UNFOLD] && gen_unfold(&G)) return -1;
-  if (o->enable[SYNO_PRIM_EXPAND] && gen_expand(&G)) return -1;
+  /* A kind at its cap is not generated at all; a Contraction checks its
+   * number of Shares when it knows it. */
+#define GEN(kind, fn) (o->enable[kind] && (o->max_count[kind] < 0 || G.n.count[kind] < o->max_count[kind]) && fn(&G))
+  if (GEN(SYNO_PRIM_SHARE, gen_contraction) || GEN(SYNO_PRIM_SPLIT, gen_split) || GEN(SYNO_PRIM_MERGE, gen_merge) ||
+      GEN(SYNO_PRIM_SHIFT, gen_shift) || GEN(SYNO_PRIM_STRIDE, gen_stride) || GEN(SYNO_PRIM_UNFOLD, gen_unfold) ||
+      GEN(SYNO_PRIM_EXPAND, gen_expand))
+    return -1;
+#undef GEN
   return 0;
 }

@@ -27,6 +27,7 @@ void iface_from(const syno_space_t *s, const node_t *n, iface_t *f) {
   memcpy(f->exp, node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
   f->n_weights = n->n_weights;
   memcpy(f->usage, n->usage, sizeof f->usage);
+  memcpy(f->count, n->count, sizeof f->count);
 }
 
 bool iface_remove(iface_t *f, syno_dim_t d) {
@@ -182,7 +183,7 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   sort_dims(f->exp, f->n_exp);
   int distance = -1;
   if (prune) {
-    distance = space_iface_distance(s, stage, f->dims, f->n_dims, f->n_weights, s->spec.opts.depth - depth);
+    distance = space_iface_distance(s, stage, f->dims, f->n_dims, f->n_weights, f->count, s->spec.opts.depth - depth);
     if (depth + distance > s->spec.opts.depth) {
       *id = 0;
       *created = false;
@@ -233,6 +234,7 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   s->n_pool += (size_t)f->n_dims + (size_t)f->n_exp;
   n->n_weights = f->n_weights;
   memcpy(n->usage, f->usage, sizeof n->usage);
+  memcpy(n->count, f->count, sizeof n->count);
   n->distance = distance;
   n->dead_at = -1;
   n->hash = h;

@@ -14,6 +14,7 @@ typedef struct {
   uint32_t off;   /* dims then expansions, in the pool */
   int n_weights;  /* the largest weight id so far */
   int8_t usage[2][SYNO_MAX_VARS]; /* occurrence of each variable (spec 1.5) */
+  int8_t count[SYNO_PRIM_KINDS];  /* primitives of each kind below the interface */
   int distance;   /* -1 until computed */
   bool expanded;
   bool dead;      /* known to lead to no operator */
@@ -96,6 +97,7 @@ typedef struct {
   syno_dim_t exp[SPACE_MAX_IFACE];
   int n_weights;
   int8_t usage[2][SYNO_MAX_VARS];
+  int8_t count[SYNO_PRIM_KINDS];
 } iface_t;
 
 /* Whether d is a weight's axis: the weight-side input of a Share. */
@@ -132,13 +134,15 @@ int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out);
 dim_info_t space_info_shared(dim_info_t d);
 /* The shape distance (syno_node_distance) of an interface given by the
  * infos of its dims; lets a generator test a child before building it.
- * `budget` is the number of steps the space still allows: a bound above it
- * may be reported as budget + 1, which prunes the same. */
+ * `count` holds the primitives of each kind below the interface (for the
+ * caps of max_count). `budget` is the number of steps the space still
+ * allows: a bound above it may be reported as budget + 1, which prunes the
+ * same. */
 int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
-                        int budget);
+                        const int8_t *count, int budget);
 /* The same from the dims themselves. */
 int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights,
-                         int budget);
+                         const int8_t *count, int budget);
 
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);

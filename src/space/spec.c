@@ -35,6 +35,7 @@ void syno_space_opts_default(syno_space_opts_t *o) {
   for (int k = 0; k < SYNO_PRIM_KINDS; k++) o->enable[k] = true;
   o->enable[SYNO_PRIM_STRIDE] = false;
   o->enable[SYNO_PRIM_EXPAND] = false;
+  for (int k = 0; k < SYNO_PRIM_KINDS; k++) o->max_count[k] = -1;
   for (int r = 0; r < SYNO_RULE_COUNT; r++) o->rule[r] = true;
   o->max_enumerations = 5;
   o->max_vars_in_size = 3;
@@ -108,6 +109,12 @@ int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err) {
   if (o->max_params < 0) return syno_error_set(err, "max_params must not be negative");
   if (o->max_enumerations < 1 || o->max_enumerations > 9) return syno_error_set(err, "max_enumerations out of range 1..9");
   if (o->max_finalizations < 1) return syno_error_set(err, "max_finalizations must be at least 1");
+  for (int k = 0; k < SYNO_PRIM_KINDS; k++)
+    if (o->max_count[k] < -1 || o->max_count[k] > 100)
+      return syno_error_set(err, "max_count of %s is %d: use 0..100, or -1 for no cap", syno_prim_name((syno_prim_kind_t)k),
+                            o->max_count[k]);
+  if (o->enable[SYNO_PRIM_SHARE] && o->max_count[SYNO_PRIM_SHARE] == 0)
+    return syno_error_set(err, "max_count of share is 0: every operator needs a weight");
   if (!o->enable[SYNO_PRIM_SHARE]) return syno_error_set(err, "contractions cannot be disabled: every operator needs a weight");
   if (spec->input.rank < 1 || spec->output.rank < 1) return syno_error_set(err, "input and output shapes need at least one axis");
   for (int i = 0; i < spec->n_fixed; i++) {
@@ -158,7 +165,7 @@ static const char *get_string(const cJSON *obj, const char *key, syno_error_t *e
 
 static const char *known_fields[] = {
     "preset", "vars", "input", "output", "bind", "fixed", "depth", "max_chain", "max_tensors", "max_reductions",
-    "min_flops", "max_flops", "max_params", "max_pooling", "primitives", "rules", "max_finalizations",
+    "min_flops", "max_flops", "max_params", "max_pooling", "primitives", "max_count", "rules", "max_finalizations",
     "min_weight_params", "max_rdom_multiplier", "max_unfold_kernel", "min_unfold_ratio", "max_shift_pattern", NULL};
 
 int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_error_t *err) {
@@ -275,6 +282,21 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
       goto done;
     }
     o->enable[k] = cJSON_IsTrue(p);
+  }
+  /* "max_count": {"merge": 1, "split": 3, ...}; -1 lifts a cap */
+  const cJSON *caps = cJSON_GetObjectItemCaseSensitive(root, "max_count");
+  if (caps && !cJSON_IsObject(caps)) {
+    rc = syno_error_set(err, "field 'max_count' must be an object of primitive names and counts");
+    goto done;
+  }
+  for (const cJSON *p = caps ? caps->child : NULL; p; p = p->next) {
+    int k = 0;
+    while (k < SYNO_PRIM_KINDS && strcmp(syno_prim_name((syno_prim_kind_t)k), p->string) != 0) k++;
+    if (k == SYNO_PRIM_KINDS || !cJSON_IsNumber(p) || p->valuedouble != (double)(int)p->valuedouble) {
+      rc = syno_error_set(err, "field 'max_count': '%s' is not a primitive with an integer count", p->string);
+      goto done;
+    }
+    o->max_count[k] = p->valueint;
   }
   const cJSON *rl = cJSON_GetObjectItemCaseSensitive(root, "rules");
   for (const cJSON *r = rl ? rl->child : NULL; r; r = r->next) {

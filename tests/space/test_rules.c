@@ -432,7 +432,7 @@ static void test_c1(void **state) {
   const syno_prim_kind_t views[] = {SYNO_PRIM_SHIFT, SYNO_PRIM_MERGE, SYNO_PRIM_EXPAND};
   check_c1("{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, H]\", "
            "\"vars\": \"C_in=2: 2, C_out=4: 2, H=4: 2; s=2: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
-           "\"max_reductions\": 1, \"primitives\": {\"unfold\": false, \"split\": false, \"expand\": true}, \"depth\": 4}",
+           "\"max_reductions\": 1, \"primitives\": {\"unfold\": false, \"expand\": true}, \"depth\": 4}",
            views, 3);
   /* ... and so do splits and strides of the dims it does not touch. */
   const syno_prim_kind_t split_stride[] = {SYNO_PRIM_SPLIT, SYNO_PRIM_STRIDE};

@@ -53,6 +53,15 @@ static void test_specs(void **state) {
   expect_spec_error("{\"input\": \"[H]\", \"output\": \"[H]\", \"bind\": \"H=3\", \"fixed\": [[0, 4]]}", "outside the shapes");
   expect_spec_error("{\"preset\": \"conv2d\"", "not valid JSON");
   expect_spec_error("{\"preset\": \"conv2d\", \"bind\": \"H=9\", \"max_tensors\": 7}", "max_tensors");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merg\": 1}}", "'merg' is not a primitive");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"split\": 1.5}}", "'split' is not a primitive with an integer count");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"share\": 0}}", "max_count of share is 0");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"shift\": -2}}", "max_count of shift is -2");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": 3}", "field 'max_count' must be an object");
+  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1, \"shift\": 2}}", &spec, &err), 0);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_MERGE], 1);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_SHIFT], 2);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_SPLIT], -1);
   assert_int_not_equal(syno_space_spec_load("/nonexistent/spec.json", &spec, &err), 0);
   assert_non_null(strstr(err.msg, "/nonexistent/spec.json"));
 }
@@ -228,6 +237,9 @@ static void test_distance_is_a_lower_bound(void **state) {
       "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}",
       /* one step deeper */
       "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, \"min_weight_params\": 8}",
+      /* under caps, which the distance counts against */
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 2, "
+      "\"min_weight_params\": 8, \"max_count\": {\"merge\": 1, \"split\": 1, \"unfold\": 1, \"shift\": 1}}",
   };
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
     syno_space_spec_t spec;
@@ -303,6 +315,95 @@ static void test_group_bound_keeps_every_operator(void **state) {
   free(lb);
   free(with);
   free(without);
+}
+
+/* The per-kind caps (spec 4.1): a capped space yields exactly the operators
+ * of the uncapped space that have no more primitives of each kind than the
+ * caps allow. Generation stops at a cap and the distance counts with the
+ * caps left, so this checks both: a cap that the generators miss adds an
+ * operator, a distance term that is unsound under the caps loses one. */
+typedef struct {
+  FILE *f;
+  const int *cap; /* NULL: keep all */
+  int kept, dropped;
+} caps_ctx_t;
+
+static int collect_capped(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
+  (void)node;
+  caps_ctx_t *c = ctx;
+  syno_operator_t op;
+  syno_error_t err;
+  if (syno_node_final(s, node, index, &op, &err)) return -1;
+  int count[SYNO_PRIM_KINDS] = {0};
+  for (int i = 0; i < op.n_prims; i++) count[syno_graph_prim(op.g, op.prims[i])->kind]++;
+  for (int k = 0; k < SYNO_PRIM_KINDS && c->cap; k++)
+    if (c->cap[k] >= 0 && count[k] > c->cap[k]) {
+      c->dropped++;
+      return 0;
+    }
+  char buf[4096];
+  syno_operator_print(&op, buf, sizeof buf);
+  fprintf(c->f, "%s\n", buf);
+  c->kept++;
+  return 0;
+}
+
+static char *enumerate_capped(const syno_space_spec_t *spec, const int *filter, caps_ctx_t *c, uint64_t *nodes) {
+  syno_space_t *s;
+  syno_error_t err;
+  assert_int_equal(syno_space_new(spec, &s, &err), 0);
+  char *buf = NULL;
+  size_t len = 0;
+  *c = (caps_ctx_t){open_memstream(&buf, &len), filter, 0, 0};
+  if (syno_space_exhaust(s, collect_capped, c, NULL, NULL, &err)) fail_msg("%s", err.msg);
+  fclose(c->f);
+  *nodes = syno_space_stats(s)->nodes;
+  syno_space_free(s);
+  return buf;
+}
+
+static void test_caps_keep_exactly_the_capped_operators(void **state) {
+  (void)state;
+  const char *json = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 5, "
+                     "\"max_reductions\": 2, \"min_weight_params\": 8}";
+  const int caps[][SYNO_PRIM_KINDS] = {
+      /* split merge shift stride unfold share expand */
+      {1, 1, 1, -1, -1, -1, -1}, /* the published vision caps, tightened to bind at depth 5 */
+      {0, 0, -1, -1, 1, 2, -1},
+      {-1, -1, 0, -1, 0, -1, -1},
+  };
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  caps_ctx_t all;
+  uint64_t all_nodes;
+  char *full = enumerate_capped(&spec, NULL, &all, &all_nodes);
+  free(full);
+  for (size_t k = 0; k < sizeof caps / sizeof *caps; k++) {
+    caps_ctx_t filtered, capped;
+    uint64_t n1, n2;
+    char *want = enumerate_capped(&spec, caps[k], &filtered, &n1);
+    syno_space_spec_t cs = spec;
+    memcpy(cs.opts.max_count, caps[k], sizeof cs.opts.max_count);
+    char *got = enumerate_capped(&cs, NULL, &capped, &n2);
+    char **lw, **lg;
+    int nw = st_sorted_lines(want, &lw), ng = st_sorted_lines(got, &lg);
+    for (int i = 0, j = 0; i < nw || j < ng;) {
+      int c = i == nw ? 1 : j == ng ? -1 : strcmp(lw[i], lg[j]);
+      if (c < 0) fail_msg("caps %zu: lost '%s'", k, lw[i]);
+      if (c > 0) fail_msg("caps %zu: '%s' is over a cap", k, lg[j]);
+      i++, j++;
+    }
+    print_message("caps %zu: %d of %d operators within the caps, %llu nodes (%llu uncapped)\n", k, ng,
+                  all.kept, (unsigned long long)n2, (unsigned long long)all_nodes);
+    assert_true(filtered.dropped > 0); /* the caps bind */
+    assert_true(ng > 10);
+    assert_true(n2 < all_nodes);
+    free(lw);
+    free(lg);
+    free(want);
+    free(got);
+  }
 }
 
 /* FLOPs pruning only removes nodes whose every operator is over max FLOPs:
@@ -554,6 +655,7 @@ int main(void) {
       cmocka_unit_test(test_distance_is_a_lower_bound),
       cmocka_unit_test(test_pruning_keeps_every_operator),
       cmocka_unit_test(test_group_bound_keeps_every_operator),
+      cmocka_unit_test(test_caps_keep_exactly_the_capped_operators),
       cmocka_unit_test(test_flops_pruning_keeps_every_operator),
       cmocka_unit_test(test_walk_from_a_node),
       cmocka_unit_test(test_rules),
