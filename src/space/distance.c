@@ -277,14 +277,18 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
  *    step is due either way;
  *  - under C3 every Contraction broadcasts a dim, so a total that uses one
  *    must have a broadcast dim somewhere.
- * The caps of max_count bound the groupings too. A group's forward graph
- * has (y + c - d - x - b) / 2 Merges and the rest of its y nodes of degree
- * 3 are Splits and Unfolds, so with y >= d + c + x + b - 2 it needs at
- * least d - 1 Merges and c - 1 Splits or Unfolds: the wanted axes less the
- * groups are at most the Merges left, and the current dims outside the
- * pool less the groups at most the Splits and Unfolds left. A group whose
- * ratio only Unfolds can make takes one at least, and Unfolds are counted
- * against their cap where no Expand or broadcast dim could stand in.
+ * The caps of max_count bound the groupings too. In a group's forward
+ * graph a Merge joins two edges and a Split or an Unfold parts one, so
+ * counting edges from the sources (d + x + b) to the sinks (c) gives
+ * (d + x + b + y - c) / 2 Merges and (y + c - d - x - b) / 2 Splits and
+ * Unfolds; with y >= d + c + x + b - 2 that is at least d + x + b - 1
+ * Merges and c - 1 Splits or Unfolds. So the wanted axes less the groups,
+ * plus one for each group that needs an Expand or a broadcast dim (its
+ * ratio is not one Unfolds alone can make), are at most the Merges left;
+ * the current dims outside the pool less the groups are at most the Splits
+ * and Unfolds left. A group whose ratio only Unfolds can make takes one at
+ * least, and Unfolds are counted against their cap where no Expand or
+ * broadcast dim could stand in.
  * The bound is the least total over all groupings, plus one Contraction
  * when one is used or there is no weight yet. A branch and bound search,
  * deepened one step at a time from the counting bound, finds it, stopping
@@ -305,11 +309,13 @@ typedef struct {
   bool gno_merge[SYNO_MAX_RANK]; /* of the group's first current dim */
   syno_size_t gR[SYNO_MAX_RANK];
   unsigned gneg[SYNO_MAX_RANK]; /* primaries with a negative power in gR */
-  int pool_b, pool_nb;
+  int pool_b, pool_nb, pool_nm;
+  int contractions; /* Contractions left */
   bool can_contract, must_contract, expand, unfold;
   bool outer_needed; /* a Contraction broadcasts one dim at least (C3) */
   left_t left;
   int splits; /* current dims outside the pool less the groups, so far */
+  int merges; /* wanted axes less the groups, of the grouping searched */
   double log_window;
   int best; /* the search looks only for totals below it */
 } gb_t;
@@ -335,9 +341,21 @@ static int unfold_steps(const gb_t *B, syno_size_t R, int n, int *unfolds) {
   return y;
 }
 
-/* The pool holds the dims of groups with no wanted axis. */
-static int pool_cost(const gb_t *B, int b, int nb, bool contract) {
-  if (contract) return nb == 0 ? 0 : imax(1, nb - 1);
+/* The pool holds the dims of groups with no wanted axis: b that a
+ * Contraction can broadcast as they are, nb others, nm of which no Merge may
+ * make. With one Contraction left, an other dim needs a view above it that
+ * only dims to broadcast come from: its own Merge, or a Shift then a Merge
+ * when no Merge may make it, or a Split that joins it with another pool dim
+ * (their product then no Merge may make either). So k joined dims cost
+ * k - 1 Splits and at least one step more, two with a Shift: nb steps at
+ * least, nb + 1 when some dim no Merge may make, and one Merge. A second
+ * Contraction could instead share the dims and broadcast their data sides. */
+static int pool_cost(const gb_t *B, int b, int nb, int nm, bool contract) {
+  if (contract) {
+    if (nb == 0) return 0;
+    if (B->contractions > 1) return imax(1, nb - 1);
+    return B->expand ? nb : nb + (nm > 0);
+  }
   return b + nb == 0 ? 0 : B->expand ? b + nb : GB_INF;
 }
 
@@ -347,6 +365,7 @@ static void gb_leaf(gb_t *B) {
    * to make some group take a broadcast dim when none does (C3). */
   int with = 1, without = 0, force = GB_INF;
   int unf_with = 0, unf_without = 0; /* Unfolds that nothing else could replace */
+  int mrg_with = 0, mrg_without = 0;  /* groups that need d Merges, not d - 1 */
   bool broadcasts = B->pool_b + B->pool_nb > 0;
   for (int g = 0; g < B->G; g++) {
     if (B->gc[g] == 0) return;
@@ -374,6 +393,10 @@ static void gb_leaf(gb_t *B) {
       unf_without += unfolds;
       if (bc == GB_INF) unf_with += unfolds;
     }
+    if (unfolds == GB_INF) { /* an Expand or a broadcast dim is one more source */
+      mrg_without++;
+      mrg_with++;
+    }
     without += x + nm;
     if (bc <= x) {
       with += bc;
@@ -383,10 +406,11 @@ static void gb_leaf(gb_t *B) {
       if (bc < GB_INF && bc - x < force) force = bc - x;
     }
   }
-  with += pool_cost(B, B->pool_b, B->pool_nb, true);
-  without += pool_cost(B, B->pool_b, B->pool_nb, false);
-  if (unf_with > B->left.unfolds) with = GB_INF;
-  if (unf_without > B->left.unfolds) without = GB_INF;
+  with += pool_cost(B, B->pool_b, B->pool_nb, B->pool_nm, true);
+  without += pool_cost(B, B->pool_b, B->pool_nb, B->pool_nm, false);
+  if (B->pool_nb > 0 && B->contractions == 1 && !B->expand) mrg_with++;
+  if (unf_with > B->left.unfolds || B->merges + mrg_with > B->left.merges) with = GB_INF;
+  if (unf_without > B->left.unfolds || B->merges + mrg_without > B->left.merges) without = GB_INF;
   if (!broadcasts && B->outer_needed) with += force;
   int t = B->must_contract ? with : B->can_contract && with < without ? with : without;
   if (t < B->best) B->best = t;
@@ -440,14 +464,14 @@ static void gb_search(gb_t *B, int i, int lb) {
     B->gneg[g] = neg;
   }
   if (B->used_up[i]) return;
-  int before = pool_cost(B, B->pool_b, B->pool_nb, B->can_contract);
+  int before = pool_cost(B, B->pool_b, B->pool_nb, B->pool_nm, B->can_contract);
   if (B->bcast[i]) B->pool_b++;
-  else B->pool_nb++;
-  int after = pool_cost(B, B->pool_b, B->pool_nb, B->can_contract);
+  else B->pool_nb++, B->pool_nm += B->no_merge[i];
+  int after = pool_cost(B, B->pool_b, B->pool_nb, B->pool_nm, B->can_contract);
   B->choice[i] = B->G;
   if (after < GB_INF) gb_search(B, i + 1, lb + after - before);
   if (B->bcast[i]) B->pool_b--;
-  else B->pool_nb--;
+  else B->pool_nb--, B->pool_nm -= B->no_merge[i];
 }
 
 static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, left_t left, int floor,
@@ -464,7 +488,8 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
   B.unfold = left.unfolds > 0;
   B.outer_needed = o->rule[SYNO_RULE_C3];
   B.log_window = log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3);
-  B.pool_b = B.pool_nb = 0;
+  B.pool_b = B.pool_nb = B.pool_nm = 0;
+  B.contractions = o->max_tensors - 1 - n_weights;
   /* Used-up chains first (they seal their group), then dims that carry
    * primaries: both narrow the search early. */
   for (int pass = 0; pass < 3; pass++)
@@ -481,7 +506,7 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
       B.n++;
     }
   /* Budgets above what the grouping could use are all the same to it. */
-  B.left.merges = left.merges < s->n_want ? left.merges : s->n_want;
+  B.left.merges = left.merges < s->n_want + 1 ? left.merges : s->n_want + 1;
   B.left.splits_unfolds = left.splits_unfolds < B.n ? left.splits_unfolds : B.n;
   B.left.unfolds = left.unfolds < GB_INF ? left.unfolds : GB_INF;
   B.carries_after[B.n] = 0;
@@ -560,7 +585,8 @@ static int group_search(gb_t *Bp, int floor, int cap) {
       const int8_t *pa = parts[q];
       B.G = 0;
       for (int w = 0; w < m; w++) B.G = imax(B.G, pa[w] + 1);
-      if (m - B.G > B.left.merges) continue;
+      B.merges = m - B.G;
+      if (B.merges > B.left.merges) continue;
       int lb = B.must_contract;
       for (int g = 0; g < B.G; g++) {
         B.gd[g] = B.gc[g] = 0;
