@@ -345,16 +345,16 @@ static int unfold_steps(const gb_t *B, syno_size_t R, int n, int *unfolds) {
  * Contraction can broadcast as they are, nb others, nm of which no Merge may
  * make. With one Contraction left, an other dim needs a view above it that
  * only dims to broadcast come from: its own Merge, or a Shift then a Merge
- * when no Merge may make it, or a Split that joins it with another pool dim
- * (their product then no Merge may make either). So k joined dims cost
- * k - 1 Splits and at least one step more, two with a Shift: nb steps at
- * least, nb + 1 when some dim no Merge may make, and one Merge. A second
+ * when no Merge may make it, or a Split or an Unfold that joins it with
+ * another pool dim (a Split's product then no Merge may make either). So k
+ * joined dims cost k - 1 joins and at least one step more: nb steps at
+ * least, and one Merge; a lone dim no Merge may make costs two. A second
  * Contraction could instead share the dims and broadcast their data sides. */
 static int pool_cost(const gb_t *B, int b, int nb, int nm, bool contract) {
   if (contract) {
     if (nb == 0) return 0;
     if (B->contractions > 1) return imax(1, nb - 1);
-    return B->expand ? nb : nb + (nm > 0);
+    return B->expand ? nb : nb + (nb == 1 && nm == 1);
   }
   return b + nb == 0 ? 0 : B->expand ? b + nb : GB_INF;
 }
