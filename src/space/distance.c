@@ -44,6 +44,7 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
  *  (6) A dim whose chain is used up must already be an input axis.
  *  (7) The three-per-step bound on the symmetric difference (below).
  *  (8) The reshape-group bound (further below).
+ *  (9) The factors 2 of R that one Contraction can broadcast (below).
  * The bound is the largest of these; tests compare it with the true shortest
  * completion on exhaustively enumerated small spaces. */
 
@@ -230,6 +231,26 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
     }
   }
   if (differs && d < 1) d = 1;
+  /* (9) Without Stride and Expand, R is the product of the dims the
+   *     Contractions broadcast and of the Unfold windows. The windows are
+   *     odd, so the broadcast dims carry every factor 2 of R. With one
+   *     Contraction left, those of type Merge multiply to at most
+   *     max_expansion_merge, and each of type WeightsSharing (a dim over a
+   *     reduction that an earlier weight shares: one of the current dims)
+   *     is at most max_shared_weight_dim. Later reductions only multiply
+   *     R by integers. */
+  if (!o->enable[SYNO_PRIM_STRIDE] && !o->enable[SYNO_PRIM_EXPAND] && n_weights == o->max_tensors - 2) {
+    double cap = o->max_expansion_merge;
+    for (int i = 0; i < n_dims; i++)
+      if ((info[i].flags & (DI_WEIGHT | DI_BCAST | DI_BASE_REDUCE)) == (DI_BCAST | DI_BASE_REDUCE))
+        cap *= o->max_shared_weight_dim;
+    for (int b = 0; b < s->spec.vars.nbind; b++) {
+      double r = syno_size_value(&s->spec.vars, ratio, b), q = floor(r + 0.5);
+      if (q < 1 || q >= 0x1p53 || fabs(r - q) > 1e-9 * q) continue;
+      uint64_t n = (uint64_t)q;
+      if ((double)(n & (~n + 1)) > cap * (1 + 1e-9)) return 1000;
+    }
+  }
   if (rmax > 1 + 1e-9 && !can_contract && !o->enable[SYNO_PRIM_EXPAND]) {
     int unfolds = (int)ceil(log(rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
     if (unfolds > d) d = unfolds;

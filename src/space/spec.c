@@ -166,7 +166,7 @@ static const char *get_string(const cJSON *obj, const char *key, syno_error_t *e
 static const char *known_fields[] = {
     "preset", "vars", "input", "output", "bind", "fixed", "depth", "max_chain", "max_tensors", "max_reductions",
     "min_flops", "max_flops", "max_params", "max_pooling", "primitives", "max_count", "rules", "max_finalizations",
-    "min_weight_params", "max_rdom_multiplier", "max_unfold_kernel", "min_unfold_ratio", "max_shift_pattern", NULL};
+    "min_weight_params", "max_rdom_multiplier", "max_unfold_kernel", "min_unfold_ratio", "max_shift_pattern", "max_expansion_merge", NULL};
 
 int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_error_t *err) {
   cJSON *root = cJSON_Parse(json);
@@ -270,7 +270,8 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
       (rc = get_number(root, "max_rdom_multiplier", &o->max_rdom_multiplier, false, err)) ||
       (rc = get_number(root, "max_unfold_kernel", &o->max_unfold_kernel, false, err)) ||
       (rc = get_number(root, "min_unfold_ratio", &o->min_unfold_ratio, false, err)) ||
-      (rc = get_number(root, "max_shift_pattern", &o->max_shift_pattern, false, err)))
+      (rc = get_number(root, "max_shift_pattern", &o->max_shift_pattern, false, err)) ||
+      (rc = get_number(root, "max_expansion_merge", &o->max_expansion_merge, false, err)))
     goto done;
   /* "primitives": {"stride": true, "expand": false, ...}; "rules": {"R1": false, ...} */
   const cJSON *prims = cJSON_GetObjectItemCaseSensitive(root, "primitives");
