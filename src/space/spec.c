@@ -2,6 +2,7 @@
  * JSON, and checking a spec for contradictions. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,8 @@ int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err) {
                             o->max_count[k]);
   if (o->enable[SYNO_PRIM_SHARE] && o->max_count[SYNO_PRIM_SHARE] == 0)
     return syno_error_set(err, "max_count of share is 0: every operator needs a weight");
+  if (o->rule[SYNO_RULE_C3] && o->max_count[SYNO_PRIM_SHARE] == 1)
+    return syno_error_set(err, "max_count of share is 1: under rule C3 a contraction shares two dims at least");
   if (!o->enable[SYNO_PRIM_SHARE]) return syno_error_set(err, "contractions cannot be disabled: every operator needs a weight");
   if (spec->input.rank < 1 || spec->output.rank < 1) return syno_error_set(err, "input and output shapes need at least one axis");
   for (int i = 0; i < spec->n_fixed; i++) {
@@ -293,7 +296,7 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   for (const cJSON *p = caps ? caps->child : NULL; p; p = p->next) {
     int k = 0;
     while (k < SYNO_PRIM_KINDS && strcmp(syno_prim_name((syno_prim_kind_t)k), p->string) != 0) k++;
-    if (k == SYNO_PRIM_KINDS || !cJSON_IsNumber(p) || p->valuedouble != (double)(int)p->valuedouble) {
+    if (k == SYNO_PRIM_KINDS || !cJSON_IsNumber(p) || fabs(p->valuedouble) > 1e6 || p->valuedouble != floor(p->valuedouble)) {
       rc = syno_error_set(err, "field 'max_count': '%s' is not a primitive with an integer count", p->string);
       goto done;
     }

@@ -56,6 +56,8 @@ static void test_specs(void **state) {
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merg\": 1}}", "'merg' is not a primitive");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"split\": 1.5}}", "'split' is not a primitive with an integer count");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"share\": 0}}", "max_count of share is 0");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"share\": 1}}", "max_count of share is 1");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1e20}}", "'merge' is not a primitive with an integer count");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"shift\": -2}}", "max_count of shift is -2");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": 3}", "field 'max_count' must be an object");
   assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1, \"shift\": 2}}", &spec, &err), 0);
