@@ -44,6 +44,7 @@ typedef struct {
   double max_flops_ratio, min_flops_ratio; /* vs the standard operator in the slots */
   double max_params_ratio; /* vs the standard operator in the first slot; 0 = no limit */
   int max_tensors;         /* input + weights; 0 = the preset's (2) */
+  const char *max_count;   /* per-kind caps, "merge=1,split=3,shift=2"; NULL = none */
   /* The search. */
   int random;              /* random search instead of MCTS */
   int budget;              /* recorded candidates wanted; 0 = no limit */

@@ -119,6 +119,9 @@ int syno_space_preset(const char *name, const char *bind, syno_space_spec_t *spe
 /* Reads a spec from a JSON file (see README); errors name the field. */
 int syno_space_spec_load(const char *path, syno_space_spec_t *spec, syno_error_t *err);
 int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_error_t *err);
+/* Reads per-kind caps from text such as "merge=1,split=3,shift=2" into
+ * max_count (kinds not named are left as they are; -1 lifts a cap). */
+int syno_space_caps_parse(const char *text, int max_count[SYNO_PRIM_KINDS], syno_error_t *err);
 /* Checks the spec for contradictions (min FLOPs above max, depth < 1 ...). */
 int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err);
 

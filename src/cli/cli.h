@@ -73,9 +73,10 @@ typedef struct {
   int n_bind;
   const char *bind[SYNO_MAX_BINDINGS];
   long depth; /* 0: the spec's own */
+  const char *caps; /* --max-count KIND=N,...; NULL: the spec's own */
 } syno_cli_spec_t;
 
-/* --preset, --spec, --bind, --depth, then a command's own `extra` entries
+/* --preset, --spec, --bind, --depth, --max-count, then a command's own `extra` entries
  * (zero-terminated), into out (SYNO_CLI_MAX_OPTS entries). */
 void syno_cli_spec_longopts(struct option *out, const struct option *extra);
 /* Handles one of those options: 1 if it was one, 0 if not, -1 on a bad
@@ -83,7 +84,8 @@ void syno_cli_spec_longopts(struct option *out, const struct option *extra);
 int syno_cli_spec_option(syno_cli_spec_t *cs, int opt, const char *arg);
 
 /* Builds the spec from a preset (with its bindings) or a JSON file, and
- * applies --depth; prints the error and returns 2 on bad input. */
+ * applies --depth and --max-count; prints the error and returns 2 on bad
+ * input. */
 int syno_cli_spec_resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec);
 
 /* Monotonic seconds, for timing summaries. */

@@ -30,6 +30,8 @@ static const char *help =
     "                      hash, so threads never find the same one; what is\n"
     "                      found depends on T and the seed, not on timing\n"
     "  --depth D           override the spec's depth\n"
+    "  --max-count CAPS    primitives of each kind in one operator, e.g.\n"
+    "                      merge=1,split=3,shift=2 (the published vision caps)\n"
     "  --repeat            sample with replacement (by default a space returns\n"
     "                      each operator once, so all are distinct per thread)\n"
     "  --json              one JSON object per line\n"

@@ -46,6 +46,8 @@ static const char *help =
     "  --max-params R        max parameters vs the standard operator in the first slot\n"
     "                        (default: no limit)\n"
     "  --max-tensors T       input + weights of an operator (default 2: one weight)\n"
+    "  --max-count CAPS      primitives of each kind in one operator, e.g.\n"
+    "                        merge=1,split=3,shift=2 (the published vision caps)\n"
     "  --reward-lb A, --reward-ub A   accuracy bounds of the reward (default:\n"
     "                        baseline accuracy - 0.3 and the baseline accuracy)\n"
     "  --log FILE            append one line per evaluation started\n"
@@ -68,7 +70,7 @@ int syno_cmd_search(int argc, char **argv) {
       {"min-flops", required_argument, 0, 'm'}, {"max-params", required_argument, 0, 'x'},
       {"max-tensors", required_argument, 0, 't'}, {"reward-lb", required_argument, 0, 'a'},
       {"reward-ub", required_argument, 0, 'A'}, {"log", required_argument, 0, 'L'},
-      {"pad", required_argument, 0, 'P'},
+      {"pad", required_argument, 0, 'P'},       {"max-count", required_argument, 0, 'C'},
       {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -100,6 +102,7 @@ int syno_cmd_search(int argc, char **argv) {
     case 'a': c.reward_lb = strtod(optarg, &end); break;
     case 'A': c.reward_ub = strtod(optarg, &end); break;
     case 'L': c.log_path = optarg; break;
+    case 'C': c.max_count = optarg; break;
     case 'q': c.quiet = 1; break;
     case 'h': fputs(help, stdout); return 0;
     default: return SYNO_EXIT_USAGE;
@@ -114,6 +117,10 @@ int syno_cmd_search(int argc, char **argv) {
   if (c.epochs < 1) return syno_cli_usage_error("--epochs must be at least 1");
   if (c.max_params_ratio < 0) return syno_cli_usage_error("--max-params must not be negative");
   if (c.max_tensors < 0 || c.max_tensors == 1) return syno_cli_usage_error("--max-tensors must be at least 2");
+  int caps[SYNO_PRIM_KINDS];
+  syno_error_t cerr;
+  if (c.max_count && syno_space_caps_parse(c.max_count, caps, &cerr))
+    return syno_cli_usage_error("--max-count '%s': %s", c.max_count, cerr.msg);
   static char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return syno_cli_usage_error("cannot find the syno binary for the workers");

@@ -23,6 +23,8 @@ static const char *help =
     "  --spec FILE         a search spec in JSON (see README)\n"
     "  --bind V=X,...      a binding for the preset (repeat for several)\n"
     "  --depth D           override the spec's depth\n"
+    "  --max-count CAPS    primitives of each kind in one operator, e.g.\n"
+    "                      merge=1,split=3,shift=2 (the published vision caps)\n"
     "  --exhaustive        enumerate every node (exact counts); otherwise the counts\n"
     "                      are estimated from random walks (Knuth's estimator, which\n"
     "                      counts a node once per path to it)\n"

@@ -8,13 +8,14 @@
 
 static int resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec);
 
-enum { OPT_PRESET = 3000, OPT_SPEC, OPT_BIND, OPT_DEPTH };
+enum { OPT_PRESET = 3000, OPT_SPEC, OPT_BIND, OPT_DEPTH, OPT_MAX_COUNT };
 
 static const struct option spec_longopts[] = {
     {"preset", required_argument, NULL, OPT_PRESET},
     {"spec", required_argument, NULL, OPT_SPEC},
     {"bind", required_argument, NULL, OPT_BIND},
     {"depth", required_argument, NULL, OPT_DEPTH},
+    {"max-count", required_argument, NULL, OPT_MAX_COUNT},
     {NULL, 0, NULL, 0},
 };
 
@@ -42,6 +43,7 @@ int syno_cli_spec_option(syno_cli_spec_t *cs, int opt, const char *arg) {
         return -1;
       }
       return 1;
+    case OPT_MAX_COUNT: cs->caps = arg; return 1;
     default: return 0;
   }
 }
@@ -54,8 +56,12 @@ double syno_cli_now(void) {
 
 int syno_cli_spec_resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec) {
   int rc = resolve(cs, spec);
-  if (!rc && cs->depth) spec->opts.depth = (int)cs->depth;
-  return rc;
+  if (rc) return rc;
+  if (cs->depth) spec->opts.depth = (int)cs->depth;
+  syno_error_t err;
+  if (cs->caps && (syno_space_caps_parse(cs->caps, spec->opts.max_count, &err) || syno_space_spec_check(spec, &err)))
+    return syno_cli_usage_error("--max-count '%s': %s", cs->caps, err.msg);
+  return 0;
 }
 
 static int resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec) {

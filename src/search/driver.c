@@ -65,6 +65,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
   cJSON_AddNumberToObject(o, "max_params_ratio", c->max_params_ratio);
   cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
+  if (c->max_count) cJSON_AddStringToObject(o, "max_count", c->max_count);
   cJSON_AddStringToObject(o, "algorithm", c->random ? "random" : "mcts");
   cJSON_AddNumberToObject(o, "reward_lb", c->reward_lb);
   cJSON_AddNumberToObject(o, "reward_ub", c->reward_ub);
@@ -76,7 +77,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
 
 /* Strings read back from the database live as long as the run. */
 typedef struct {
-  char backbone[64], dataset[256];
+  char backbone[64], dataset[256], max_count[256];
 } owned_t;
 
 static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, syno_error_t *err) {
@@ -104,6 +105,10 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "backbone"))) {
     snprintf(own->backbone, sizeof own->backbone, "%s", x->valuestring);
     c->backbone = own->backbone;
+  }
+  if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "max_count"))) {
+    snprintf(own->max_count, sizeof own->max_count, "%s", x->valuestring);
+    c->max_count = own->max_count;
   }
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "dataset"))) {
     snprintf(own->dataset, sizeof own->dataset, "%s", x->valuestring);
@@ -237,6 +242,14 @@ static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
   if (c->max_params_ratio > 0)
     cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p->c_in[0] * (double)p->c_out[0]);
   if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
+  int caps[SYNO_PRIM_KINDS];
+  for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -1;
+  syno_error_t cerr; /* checked by syno_driver_run */
+  if (c->max_count && syno_space_caps_parse(c->max_count, caps, &cerr) == 0) {
+    cJSON *m = cJSON_AddObjectToObject(o, "max_count");
+    for (int k = 0; k < SYNO_PRIM_KINDS; k++)
+      if (caps[k] >= 0) cJSON_AddNumberToObject(m, syno_prim_name((syno_prim_kind_t)k), caps[k]);
+  }
   /* An Unfold needs its dim to be min_unfold_ratio (2) times the window by
    * default. The standard 3x3 convolution the operators replace runs on
    * every slot, so the smallest slot side (4 in the last ResNet stage) must
@@ -349,6 +362,8 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
   if (!c->worker_exe) return syno_error_set(err, "no worker program");
   if (c->workers < 1) return syno_error_set(err, "--workers must be at least 1 (got %d)", c->workers);
   if (c->pad < 0 || c->pad > 64) return syno_error_set(err, "--pad must be in 0..64 (got %d)", c->pad);
+  int caps[SYNO_PRIM_KINDS];
+  if (c->max_count && syno_space_caps_parse(c->max_count, caps, err)) return syno_error_prefix(err, "--max-count");
   if (!c->resume && access(c->db_path, F_OK) == 0)
     return syno_error_set(err, "%s already exists; continue it with --resume, or choose another --db", c->db_path);
   if (syno_db_open(c->db_path, !c->resume, &db, err)) return -1;

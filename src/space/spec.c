@@ -57,6 +57,31 @@ void syno_space_opts_default(syno_space_opts_t *o) {
   o->prune_flops = true;
 }
 
+/* The primitive kind of that name, or SYNO_PRIM_KINDS. */
+static int prim_find(const char *name) {
+  int k = 0;
+  while (k < SYNO_PRIM_KINDS && strcmp(syno_prim_name((syno_prim_kind_t)k), name) != 0) k++;
+  return k;
+}
+
+int syno_space_caps_parse(const char *text, int max_count[SYNO_PRIM_KINDS], syno_error_t *err) {
+  char buf[256];
+  if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) return syno_error_set(err, "caps '%.40s...' are too long", text);
+  for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    while (*item == ' ') item++;
+    char *eq = strchr(item, '='), *end;
+    if (!eq) return syno_error_set(err, "cap '%s' is not KIND=COUNT", item);
+    *eq = 0;
+    int k = prim_find(item);
+    if (k == SYNO_PRIM_KINDS) return syno_error_set(err, "'%s' is not a primitive (split, merge, shift, stride, unfold, share, expand)", item);
+    errno = 0;
+    long v = strtol(eq + 1, &end, 10);
+    if (!eq[1] || *end || errno || v < -1 || v > 100) return syno_error_set(err, "the cap of %s, '%s', is not -1..100", item, eq + 1);
+    max_count[k] = (int)v;
+  }
+  return 0;
+}
+
 typedef struct {
   const char *name, *vars, *input, *output;
   int n_fixed;
@@ -279,8 +304,7 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   /* "primitives": {"stride": true, "expand": false, ...}; "rules": {"R1": false, ...} */
   const cJSON *prims = cJSON_GetObjectItemCaseSensitive(root, "primitives");
   for (const cJSON *p = prims ? prims->child : NULL; p; p = p->next) {
-    int k = 0;
-    while (k < SYNO_PRIM_KINDS && strcmp(syno_prim_name((syno_prim_kind_t)k), p->string) != 0) k++;
+    int k = prim_find(p->string);
     if (k == SYNO_PRIM_KINDS || !cJSON_IsBool(p)) {
       rc = syno_error_set(err, "field 'primitives': '%s' is not a primitive with a true/false value", p->string);
       goto done;
@@ -294,8 +318,7 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     goto done;
   }
   for (const cJSON *p = caps ? caps->child : NULL; p; p = p->next) {
-    int k = 0;
-    while (k < SYNO_PRIM_KINDS && strcmp(syno_prim_name((syno_prim_kind_t)k), p->string) != 0) k++;
+    int k = prim_find(p->string);
     if (k == SYNO_PRIM_KINDS || !cJSON_IsNumber(p) || fabs(p->valuedouble) > 1e6 || p->valuedouble != floor(p->valuedouble)) {
       rc = syno_error_set(err, "field 'max_count': '%s' is not a primitive with an integer count", p->string);
       goto done;

@@ -117,5 +117,16 @@ expect_usage_error "unknown variable 'Q'" "$SYNO" sample --preset conv2d --bind 
 expect_usage_error "cannot open spec file" "$SYNO" sample --spec /nonexistent.json
 expect_usage_error "needs --exhaustive" "$SYNO" space --preset conv2d --duplicates
 
+# --max-count: the caps hold in every operator, fewer than without, and bad caps are usage errors.
+expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --json --max-count merge=0,split=0
+capped=$(sed -n 's/.*"operators":\([0-9]*\).*/\1/p' "$tmp/out")
+[ -n "$capped" ] && [ "$capped" -gt 0 ] && [ "$capped" -lt 176 ] && ok || bad "space --max-count: '$capped' operators"
+expect_status 0 "$SYNO" sample $SMALL -n 30 --seed 1 --json --max-count merge=0,split=0
+grep -q '^{"op"' "$tmp/out" && ok || bad "sample --max-count printed no operator"
+grep '^{"op"' "$tmp/out" | grep -q 'split(\|div(\|mod(' && bad "sample --max-count merge=0,split=0 printed a split or merge" || ok
+expect_usage_error "'merg' is not a primitive" "$SYNO" sample --preset conv2d --max-count merg=1
+expect_usage_error "the cap of split, 'x', is not -1..100" "$SYNO" space --preset conv2d --max-count split=x
+expect_usage_error "max_count of share is 1" "$SYNO" sample --preset conv2d --max-count share=1
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
