@@ -30,9 +30,14 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
  *      several at once, and only dims it can broadcast (outer dims). With e
  *      unmatched broadcastable dims and u - e others, at least
  *      min(ceil(u/2), 1 + ceil((u-e)/2)) steps remain when a Contraction is
- *      still possible, else ceil(u/2).
- *  (3) With no weight yet, a Contraction is still needed, and it consumes
- *      no non-broadcastable dim: at least 1 + ceil((u-e)/2).
+ *      still possible, else ceil(u/2). With two Contractions left, the
+ *      first can share a reduction's dim that the second then broadcasts
+ *      (within the WeightsSharing size limits): with e2 such dims and
+ *      broadcastable ones, 2 + ceil((u-e2)/2) too.
+ *  (3) With no weight yet, or a reduction that must still be read by a
+ *      weight (10), a Contraction is still needed, and it consumes no
+ *      non-broadcastable dim: at least 1 + ceil((u-e)/2), or the
+ *      two-Contraction count of (2).
  *  (4) Numel: Split, Merge, Shift and plain Shares keep the product of the
  *      current sizes; an Unfold divides it by its window (at least 3), an
  *      expansion by its size, a Stride multiplies it. With R = current
@@ -45,6 +50,7 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
  *  (7) The three-per-step bound on the symmetric difference (below).
  *  (8) The reshape-group bound (further below).
  *  (9) The factors 2 of R that one Contraction can broadcast (below).
+ * (10) The pooling limit (below).
  * The bound is the largest of these; tests compare it with the true shortest
  * completion on exhaustively enumerated small spaces. */
 
@@ -66,6 +72,14 @@ static void share_base(const syno_graph_t *g, syno_dim_t d, bool *broadcastable,
                                                                 : p && p->kind == SYNO_PRIM_MERGE);
 }
 
+/* Adds a reduction to a pooled list unless it is there or the list is full. */
+static int pooled_add(syno_dim_t *list, int n, syno_dim_t r) {
+  for (int i = 0; i < n; i++)
+    if (list[i] == r) return n;
+  if (n < DI_MAX_POOLED) list[n++] = r;
+  return n;
+}
+
 int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   if (n->distance < 0)
@@ -81,8 +95,20 @@ int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
     memset(s->dinfo + s->cap_dinfo, 0, (cap - s->cap_dinfo) * sizeof *s->dinfo);
     s->cap_dinfo = cap;
   }
-  dim_info_t *di = &s->dinfo[d];
-  if (!(di->flags & DI_KNOWN)) {
+  if (!(s->dinfo[d].flags & DI_KNOWN)) {
+    /* The pooled reductions of the dims below first (the array may move). */
+    syno_dim_t pooled[DI_MAX_POOLED] = {0};
+    int n_pooled = 0;
+    const syno_prim_t *q = syno_graph_dim(s->g, d)->kind == SYNO_DIM_PRIM_INPUT ? syno_graph_below(s->g, d) : NULL;
+    for (int j = 0; q && j < q->n_out; j++) {
+      dim_info_t bi;
+      if (space_dim_info(s, q->out[j], &bi)) return -1;
+      for (int k = 0; k < bi.n_pooled; k++) n_pooled = pooled_add(pooled, n_pooled, bi.pooled[k]);
+      if ((bi.flags & DI_REDUCE) && q->kind != SYNO_PRIM_SHARE) n_pooled = pooled_add(pooled, n_pooled, q->out[j]);
+    }
+    dim_info_t *di = &s->dinfo[d];
+    di->n_pooled = (uint8_t)n_pooled;
+    memcpy(di->pooled, pooled, sizeof pooled);
     const syno_color_t *c = syno_graph_color(s->g, d);
     const syno_dimension_t *dd = syno_graph_dim(s->g, d);
     bool bcast, base_reduce;
@@ -92,19 +118,21 @@ int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
                     (s->spec.opts.rule[SYNO_RULE_R0] && p && (p->kind == SYNO_PRIM_SPLIT || (p->kind == SYNO_PRIM_MERGE && dd->slot == 0))) ||
                     (s->spec.opts.rule[SYNO_RULE_R4] && dd->kind == SYNO_DIM_REDUCE);
     di->flags = DI_KNOWN | (space_weight_axis(s->g, d) ? DI_WEIGHT : 0) | (bcast ? DI_BCAST : 0) |
-                (c->discarding ? DI_DISCARD : 0) | (base_reduce ? DI_BASE_REDUCE : 0) | (no_merge ? DI_NO_MERGE : 0);
+                (c->discarding ? DI_DISCARD : 0) | (base_reduce ? DI_BASE_REDUCE : 0) | (no_merge ? DI_NO_MERGE : 0) |
+                (dd->kind == SYNO_DIM_REDUCE ? DI_REDUCE : 0);
     di->height = (int16_t)c->height;
     di->size = dd->size;
     di->want_eq = 0;
     for (int w = 0; w < s->n_want; w++)
       if (syno_size_eq(dd->size, s->want[w])) di->want_eq |= (uint16_t)(1u << w);
   }
-  *out = *di;
+  *out = s->dinfo[d];
   return 0;
 }
 
 dim_info_t space_info_shared(dim_info_t d) {
   dim_info_t x = d;
+  x.flags &= (uint8_t)~DI_REDUCE; /* the weight reads it */
   x.height = (int16_t)(d.height + 1);
   x.flags |= DI_NO_MERGE; /* a share's data side is never reshaped in place */
   if (!(d.flags & DI_DISCARD) && (d.flags & (DI_BCAST | DI_BASE_REDUCE))) x.flags |= DI_BCAST;
@@ -170,7 +198,8 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
   /* Match dims a Contraction cannot broadcast first: the matching is then
    * the best for every term of the bound at once. */
   unsigned used = 0;
-  int cur = 0, matched = 0, exp_unmatched = 0;
+  int cur = 0, matched = 0, exp_unmatched = 0, shareable = 0;
+  bool two = o->max_tensors - 1 - n_weights >= 2;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n_dims; i++) {
       if (info[i].flags & DI_WEIGHT) continue;
@@ -183,21 +212,52 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
         matched++;
       } else {
         exp_unmatched += broadcastable;
+        if (two && !broadcastable && (info[i].flags & (DI_BASE_REDUCE | DI_DISCARD)) == DI_BASE_REDUCE &&
+            syno_size_lower_bound(&s->spec.vars, info[i].size) >= o->min_shared_weight_dim &&
+            syno_size_upper_bound(&s->spec.vars, info[i].size) <= o->max_shared_weight_dim)
+          shareable++;
       }
     }
   int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
+  /* With two Contractions left, the first can share a reduction's dim and
+   * the second broadcast its data side (a WeightsSharing dim, spec 3.9):
+   * those dims count as broadcastable for two Contractions (e2). */
+  int e2 = e + shareable;
   /* Under the caps of max_count only the Merges left raise the matching by
    * 2, only the Splits and Unfolds left consume two dims, and only these
    * lower the symmetric difference of (7) by 3. */
   int SU = left.splits_unfolds, K = left.merges + left.splits_unfolds;
   int b1 = steps_for(t, 1, 2, left.merges);
   int b2 = steps_for(u, 1, 2, SU);
-  if (can_contract && e > 0) {
-    int alt = 1 + steps_for(u - e, 1, 2, SU);
-    if (alt < b2) b2 = alt;
+  /* The least steps when Contractions consume what they can. */
+  int by_contract = 1 + steps_for(u - e, 1, 2, SU);
+  if (two && 2 + steps_for(u - e2, 1, 2, SU) < by_contract) by_contract = 2 + steps_for(u - e2, 1, 2, SU);
+  if (can_contract && (e > 0 || (two && e2 > 0)) && by_contract < b2) b2 = by_contract;
+  /* (10) Pooling (spec 5.7): the reductions no weight reads directly are a
+   *      box sum whose domains multiply to at most max_pooling. A weight
+   *      reads a reduction only through Shares of its own dim, so one that
+   *      another primitive consumed first pools for good; one whose dim is
+   *      still in the interface needs a Contraction to read it. */
+  bool must_contract = n_weights == 0;
+  {
+    syno_dim_t pooled[SPACE_MAX_IFACE * DI_MAX_POOLED];
+    int n_pooled = 0;
+    double pool = 1, open = 1;
+    for (int i = 0; i < n_dims; i++) {
+      for (int k = 0; k < info[i].n_pooled; k++) {
+        int j = 0;
+        while (j < n_pooled && pooled[j] != info[i].pooled[k]) j++;
+        if (j < n_pooled) continue;
+        pooled[n_pooled++] = info[i].pooled[k];
+        pool *= syno_size_upper_bound(&s->spec.vars, syno_graph_dim(s->g, info[i].pooled[k])->size);
+      }
+      if (info[i].flags & DI_REDUCE) open *= syno_size_upper_bound(&s->spec.vars, info[i].size);
+    }
+    if (pool > o->max_pooling * (1 + 1e-9)) return 1000;
+    if (pool * open > o->max_pooling * (1 + 1e-9)) must_contract = true;
   }
-  int b3 = n_weights == 0 ? 1 + steps_for(u - e, 1, 2, SU) : 0;
-  if (n_weights == 0 && !can_contract) return 1000;
+  int b3 = must_contract ? by_contract : 0;
+  if (must_contract && !can_contract) return 1000;
   /* (7) D = t + u is the size of the symmetric difference between the
    *     current and the wanted multisets of sizes. A primitive removes at
    *     most two dims and adds at most one, or removes one and adds two
@@ -209,8 +269,9 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
    *     with one. */
   int D = t + u;
   int b4 = steps_for(D, 2, 3, K), b4c = 1 + steps_for(D - e, 2, 3, K);
-  if (n_weights == 0) b4 = b4c;
-  else if (can_contract && e > 0 && b4c < b4) b4 = b4c;
+  if (two && 2 + steps_for(D - e2, 2, 3, K) < b4c) b4c = 2 + steps_for(D - e2, 2, 3, K);
+  if (must_contract) b4 = b4c;
+  else if (can_contract && b4c < b4) b4 = b4c;
   int d = b1 > b2 ? b1 : b2;
   if (b3 > d) d = b3;
   if (b4 > d) d = b4;

@@ -44,13 +44,20 @@ typedef struct {
 
 /* What the shape distance needs of a dim: a pure function of the dim (dims
  * are hash-consed), computed once per dim (space_dim_info). */
-enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16, DI_NO_MERGE = 32 };
+enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16, DI_NO_MERGE = 32, DI_REDUCE = 64 };
+#define DI_MAX_POOLED 4
 typedef struct {
   uint8_t flags;    /* DI_*: weight axis, broadcastable by a Contraction, data-discarding, shares down to a
-                     * Reduce, never the output of a Merge (spec 5.1 R0, R4; a share's data side) */
+                     * Reduce, never the output of a Merge (spec 5.1 R0, R4; a share's data side), a
+                     * Reduce dim itself (no weight reads it yet) */
+  uint8_t n_pooled;
   int16_t height;
   uint16_t want_eq; /* bit w: the dim's size equals wanted input size w */
   syno_size_t size;
+  /* Reductions below the dim that a primitive other than a Share consumed
+   * before any Share: no weight can ever read them directly, so they pool
+   * (spec 5.7). Up to DI_MAX_POOLED of them; fewer only weakens the bound. */
+  syno_dim_t pooled[DI_MAX_POOLED];
 } dim_info_t;
 
 /* A remembered reshape-group bound (distance.c): what is known of the
