@@ -51,6 +51,7 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
  *  (8) The reshape-group bound (further below).
  *  (9) The factors 2 of R that one Contraction can broadcast (below).
  * (10) The pooling limit (below).
+ * (11) The allowance (below).
  * The bound is the largest of these; tests compare it with the true shortest
  * completion on exhaustively enumerated small spaces. */
 
@@ -84,6 +85,7 @@ int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   if (n->distance < 0)
     n->distance = space_iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights, n->count,
+                                       n->usage[SYNO_PRIMARY],
                                        s->spec.opts.depth - n->depth);
   return n->distance;
 }
@@ -140,11 +142,11 @@ dim_info_t space_info_shared(dim_info_t d) {
 }
 
 int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights,
-                         const int8_t *count, int budget) {
+                         const int8_t *count, const int8_t *usage, int budget) {
   dim_info_t info[SPACE_MAX_IFACE];
   for (int i = 0; i < n_dims; i++)
     if (space_dim_info(s, dims[i], &info[i])) return 0; /* out of memory: 0 is a bound that prunes nothing */
-  return space_info_distance(s, stage, info, n_dims, n_weights, count, budget);
+  return space_info_distance(s, stage, info, n_dims, n_weights, count, usage, budget);
 }
 
 #define GB_INF 1000
@@ -168,7 +170,7 @@ static int steps_for(int q, int small, int big, int few) {
 }
 
 int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
-                        const int8_t *count, int budget) {
+                        const int8_t *count, const int8_t *usage, int budget) {
   const syno_space_opts_t *o = &s->spec.opts;
   left_t left = {kind_left(o, count, SYNO_PRIM_MERGE),
                  kind_left(o, count, SYNO_PRIM_SPLIT) + kind_left(o, count, SYNO_PRIM_UNFOLD),
@@ -239,6 +241,7 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
    *      another primitive consumed first pools for good; one whose dim is
    *      still in the interface needs a Contraction to read it. */
   bool must_contract = n_weights == 0;
+  int need_unfold = 0;
   {
     syno_dim_t pooled[SPACE_MAX_IFACE * DI_MAX_POOLED];
     int n_pooled = 0;
@@ -255,8 +258,27 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
     }
     if (pool > o->max_pooling * (1 + 1e-9)) return 1000;
     if (pool * open > o->max_pooling * (1 + 1e-9)) must_contract = true;
+    /* (11) The allowance (spec 1.5): every Share uses the primary powers of
+     *      its size. Without Stride and Expand, the primary powers R holds
+     *      beyond the input's leave through the dims the Contractions
+     *      broadcast, which use as many, or through Unfold windows. A
+     *      reduction that alone would pool too much must be shared, and
+     *      uses its powers first. What the allowance left cannot carry
+     *      takes an Unfold. */
+    if (!o->enable[SYNO_PRIM_STRIDE] && !o->enable[SYNO_PRIM_EXPAND]) {
+      const syno_vars_t *v = &s->spec.vars;
+      int allow[SYNO_MAX_VARS];
+      for (int k = 0; k < v->n[SYNO_PRIMARY]; k++) allow[k] = v->var[SYNO_PRIMARY][k].max_occurrence - usage[k];
+      for (int i = 0; i < n_dims; i++)
+        if ((info[i].flags & DI_REDUCE) && pool * syno_size_upper_bound(v, info[i].size) > o->max_pooling * (1 + 1e-9))
+          for (int k = 0; k < v->n[SYNO_PRIMARY]; k++) allow[k] -= info[i].size.p[k];
+      for (int k = 0; k < v->n[SYNO_PRIMARY]; k++)
+        if (ratio.p[k] > allow[k]) need_unfold = 1;
+      if (need_unfold && left.unfolds == 0) return 1000;
+    }
   }
   int b3 = must_contract ? by_contract : 0;
+  if (need_unfold + must_contract > b3) b3 = need_unfold + must_contract;
   if (must_contract && !can_contract) return 1000;
   /* (7) D = t + u is the size of the symmetric difference between the
    *     current and the wanted multisets of sizes. A primitive removes at

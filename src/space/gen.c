@@ -409,7 +409,8 @@ static int finish_contraction(contract_t *C) {
     int8_t count[SYNO_PRIM_KINDS];
     memcpy(count, G->n.count, sizeof count);
     count[SYNO_PRIM_SHARE] = (int8_t)(count[SYNO_PRIM_SHARE] + shares);
-    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w, count, opts(G)->depth - G->n.depth - 1) >
+    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w, count, C->usage[SYNO_PRIMARY],
+                                                 opts(G)->depth - G->n.depth - 1) >
         opts(G)->depth) {
       G->s->stats.prune[SYNO_PRUNE_DISTANCE]++;
       return 0;

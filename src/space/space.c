@@ -183,7 +183,8 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   sort_dims(f->exp, f->n_exp);
   int distance = -1;
   if (prune) {
-    distance = space_iface_distance(s, stage, f->dims, f->n_dims, f->n_weights, f->count, s->spec.opts.depth - depth);
+    distance = space_iface_distance(s, stage, f->dims, f->n_dims, f->n_weights, f->count, f->usage[SYNO_PRIMARY],
+                                   s->spec.opts.depth - depth);
     if (depth + distance > s->spec.opts.depth) {
       *id = 0;
       *created = false;

@@ -142,14 +142,14 @@ dim_info_t space_info_shared(dim_info_t d);
 /* The shape distance (syno_node_distance) of an interface given by the
  * infos of its dims; lets a generator test a child before building it.
  * `count` holds the primitives of each kind below the interface (for the
- * caps of max_count). `budget` is the number of steps the space still
- * allows: a bound above it may be reported as budget + 1, which prunes the
- * same. */
+ * caps of max_count), `usage` the occurrences of each primary variable so
+ * far (spec 1.5). `budget` is the number of steps the space still allows:
+ * a bound above it may be reported as budget + 1, which prunes the same. */
 int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
-                        const int8_t *count, int budget);
+                        const int8_t *count, const int8_t *usage, int budget);
 /* The same from the dims themselves. */
 int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights,
-                         const int8_t *count, int budget);
+                         const int8_t *count, const int8_t *usage, int budget);
 
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);

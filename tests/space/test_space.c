@@ -242,9 +242,10 @@ static void test_distance_is_a_lower_bound(void **state) {
       /* under caps, which the distance counts against */
       "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, "
       "\"min_weight_params\": 8, \"max_count\": {\"merge\": 1, \"split\": 1, \"unfold\": 1, \"shift\": 1}}",
-      /* two weights, and a pooling limit that binds (term 10) */
+      /* two weights, a pooling limit that binds (term 10), and a window s^-1*H = 3 that carries what the
+       * allowance cannot (term 11) */
       "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=4: 2, "
-      "H=8: 2; k=3: 2, s=2: 2\", \"depth\": 5, \"max_tensors\": 3, \"max_reductions\": 3, \"min_weight_params\": 4, "
+      "H=6: 2; k=3: 2, s=2: 2\", \"depth\": 4, \"max_tensors\": 3, \"max_reductions\": 2, \"min_weight_params\": 4, "
       "\"max_finalizations\": 4, \"max_pooling\": 2}",
   };
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
