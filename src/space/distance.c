@@ -124,6 +124,7 @@ int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
                 (dd->kind == SYNO_DIM_REDUCE ? DI_REDUCE : 0);
     di->height = (int16_t)c->height;
     di->size = dd->size;
+    di->id = d;
     di->want_eq = 0;
     for (int w = 0; w < s->n_want; w++)
       if (syno_size_eq(dd->size, s->want[w])) di->want_eq |= (uint16_t)(1u << w);
@@ -135,6 +136,7 @@ int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
 dim_info_t space_info_shared(dim_info_t d) {
   dim_info_t x = d;
   x.flags &= (uint8_t)~DI_REDUCE; /* the weight reads it */
+  x.id = 0;
   x.height = (int16_t)(d.height + 1);
   x.flags |= DI_NO_MERGE; /* a share's data side is never reshaped in place */
   if (!(d.flags & DI_DISCARD) && (d.flags & (DI_BCAST | DI_BASE_REDUCE))) x.flags |= DI_BCAST;
@@ -200,14 +202,16 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
   /* Match dims a Contraction cannot broadcast first: the matching is then
    * the best for every term of the bound at once. */
   unsigned used = 0;
-  int cur = 0, matched = 0, exp_unmatched = 0, shareable = 0;
+  int cur = 0, matched = 0, exp_unmatched = 0, shareable = 0, n_bc = 0;
   bool two = o->max_tensors - 1 - n_weights >= 2;
+  syno_dim_t bc[SPACE_MAX_IFACE]; /* the broadcastable dims */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n_dims; i++) {
       if (info[i].flags & DI_WEIGHT) continue;
       bool broadcastable = (info[i].flags & DI_BCAST) != 0;
       if (broadcastable != (pass == 1)) continue;
       cur++;
+      if (broadcastable && info[i].id) bc[n_bc++] = info[i].id;
       unsigned free_eq = (info[i].flags & DI_DISCARD) ? 0 : info[i].want_eq & ~used;
       if (free_eq) {
         used |= free_eq & -free_eq; /* the first free wanted axis of that size */
@@ -221,6 +225,22 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
       }
     }
   int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
+  /* R2: one Contraction broadcasts no two adjacent dims (the halves of a
+   *     Merge). Those it broadcasts are independent in the adjacency graph
+   *     of the broadcastable dims, so they are at most as many as these
+   *     less the edges of any matching in that graph. */
+  if (!two && !o->enable[SYNO_PRIM_EXPAND] && o->rule[SYNO_RULE_R2] && n_bc > 1) {
+    int edges = 0;
+    unsigned taken = 0;
+    for (int a = 0; a < n_bc; a++)
+      for (int b = 0; b < n_bc && !(taken >> a & 1); b++)
+        if (b != a && !(taken >> b & 1) &&
+            (syno_graph_adjacent(s->g, bc[a], bc[b]) || syno_graph_adjacent(s->g, bc[b], bc[a]))) {
+          taken |= 1u << a | 1u << b;
+          edges++;
+        }
+    if (n_bc - edges < e) e = n_bc - edges;
+  }
   /* With two Contractions left, the first can share a reduction's dim and
    * the second broadcast its data side (a WeightsSharing dim, spec 3.9):
    * those dims count as broadcastable for two Contractions (e2). */

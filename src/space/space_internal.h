@@ -54,6 +54,7 @@ typedef struct {
   int16_t height;
   uint16_t want_eq; /* bit w: the dim's size equals wanted input size w */
   syno_size_t size;
+  syno_dim_t id;    /* the dim, for rule R2's adjacency; 0 for a Share's data side not built yet */
   /* Reductions below the dim that a primitive other than a Share consumed
    * before any Share: no weight can ever read them directly, so they pool
    * (spec 5.7). Up to DI_MAX_POOLED of them; fewer only weakens the bound. */
