@@ -449,8 +449,9 @@ static int group_search(gb_t *B, int floor, int cap);
 static int imax(int a, int b) { return a > b ? a : b; }
 
 /* Unfolds alone: the least number of steps, or GB_INF; *unfolds gets the
- * least number of Unfolds among them. */
-static int unfold_steps(const gb_t *B, syno_size_t R, int n, int *unfolds) {
+ * least number of Unfolds among them. `tree` tells whether the group can be
+ * a tree (n - 2 nodes); see tree_possible. */
+static int unfold_steps(const gb_t *B, syno_size_t R, int n, bool tree, int *unfolds) {
   const syno_vars_t *v = &B->s->spec.vars;
   int u = 1;
   *unfolds = GB_INF;
@@ -460,7 +461,7 @@ static int unfold_steps(const gb_t *B, syno_size_t R, int n, int *unfolds) {
     if (q > 1) u = imax(u, (int)ceil(log(q) / B->log_window - 1e-9));
   }
   *unfolds = u;
-  int y = imax(u, n - 2);
+  int y = imax(u, tree ? n - 2 : n);
   if ((y - n) & 1) y++;
   return y;
 }
@@ -481,6 +482,27 @@ static int pool_cost(const gb_t *B, int b, int nb, int nm, bool contract) {
     return B->expand ? nb : nb + (nb == 1 && nm == 1);
   }
   return b + nb == 0 ? 0 : B->expand ? b + nb : GB_INF;
+}
+
+/* A group with one wanted axis S that is a tree and has no broadcast dim or
+ * Expand has one source, so no Merge: from S down, Splits keep the product
+ * and an Unfold keeps its spatial side's size, so the current dims that do
+ * not descend from a window multiply to S. Without such a subset the group
+ * has a cycle, and n nodes at least. (Too many dims to try: assume one.) */
+static bool tree_possible(const gb_t *B, int g) {
+  syno_dim_t idx[SPACE_MAX_IFACE];
+  int c = 0;
+  for (int i = 0; i < B->n; i++)
+    if (B->choice[i] == g) idx[c++] = (syno_dim_t)i;
+  if (c > 10) return true;
+  syno_size_t want = B->s->want[B->gwant[g]];
+  for (unsigned m = 1; m < 1u << c; m++) {
+    syno_size_t p = syno_size_one();
+    for (int k = 0; k < c; k++)
+      if (m >> k & 1) p = syno_size_mul(p, B->cur[idx[k]]);
+    if (syno_size_eq(p, want)) return true;
+  }
+  return false;
 }
 
 static void gb_leaf(gb_t *B) {
@@ -510,7 +532,7 @@ static void gb_leaf(gb_t *B) {
     for (int b = 0; b < v->nbind; b++)
       if (syno_size_value(v, R, b) < 1 - 1e-9) return;
     int unfolds = GB_INF;
-    int x = B->unfold ? unfold_steps(B, R, n, &unfolds) : GB_INF;
+    int x = B->unfold ? unfold_steps(B, R, n, B->gd[g] != 1 || tree_possible(B, g), &unfolds) : GB_INF;
     if (B->expand && n < x) x = n;
     int bc = B->can_contract ? n - 1 + nm : GB_INF;
     if (!B->expand && x < GB_INF) {
