@@ -331,7 +331,17 @@ typedef struct {
   int at[SPACE_MAX_IFACE];     /* cand[i] is the node's dim at[i] */
   double lo[SPACE_MAX_IFACE], hi[SPACE_MAX_IFACE]; /* cand[i]'s size, lower and upper bound over bindings */
   double *val;                 /* cand[i]'s size under binding b: val[i * nbind + b] */
-  dim_info_t info[SPACE_MAX_IFACE]; /* of the node's dims */
+  dim_info_t info[SPACE_MAX_IFACE];   /* of the node's dims */
+  dim_info_t shared[SPACE_MAX_IFACE]; /* the same, as a share's data side */
+  /* The last Contraction without Stride or Expand: only odd Unfold windows
+   * change the numel after it, so the dims it broadcasts must carry every
+   * factor 2 of the numel ratio R under each binding (distance term (5)).
+   * two[i][b]: the power of 2 in cand[i] under binding b; need[b]: in R;
+   * rest[i][b]: in cand[i..] that can be broadcast; have[b]: in those
+   * chosen so far. */
+  bool odd_after;
+  int16_t two[SPACE_MAX_IFACE][SYNO_MAX_BINDINGS], rest[SPACE_MAX_IFACE + 1][SYNO_MAX_BINDINGS];
+  int need[SYNO_MAX_BINDINGS], have[SYNO_MAX_BINDINGS];
 } contract_t;
 
 static ctype_t contraction_type(const gen_t *G, syno_dim_t d) {
@@ -387,11 +397,6 @@ static int finish_contraction(contract_t *C) {
     G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
     return 0;
   }
-  /* R2: the outer dims' reshape blocks must not be adjacent. */
-  for (int i = 0; i < C->n; i++)
-    for (int j = 0; j < C->n; j++)
-      if (i != j && C->choice[i] == 2 && C->choice[j] == 2 && reject(G, SYNO_RULE_R2, syno_graph_adjacent(G->g, C->cand[i], C->cand[j])))
-        return 0;
   /* C2: a contraction not stacked on the previous weight comes in leader order. */
   int last = 0;
   for (int w = 1; w < SYNO_MAX_TENSORS; w++)
@@ -405,7 +410,7 @@ static int finish_contraction(contract_t *C) {
     dim_info_t v[SPACE_MAX_IFACE];
     for (int j = 0; j < G->n.n_dims; j++)
       if (choice_at[j] == 0) v[nv++] = C->info[j];
-      else if (choice_at[j] == 1) v[nv++] = space_info_shared(C->info[j]);
+      else if (choice_at[j] == 1) v[nv++] = C->shared[j];
     int8_t count[SYNO_PRIM_KINDS];
     memcpy(count, G->n.count, sizeof count);
     count[SYNO_PRIM_SHARE] = (int8_t)(count[SYNO_PRIM_SHARE] + shares);
@@ -444,9 +449,34 @@ static int finish_contraction(contract_t *C) {
   return space_add_child(G->s, G->id, SYNO_STAGE_NORMAL, &f, st, G->err);
 }
 
+/* Whether the broadcast dims chosen so far and those left can still carry
+ * exactly the factors 2 of R (see odd_after); at the end, whether they do. */
+static bool twos_reachable(const contract_t *C, int i) {
+  for (int b = 0; b < vars(C->G)->nbind; b++)
+    if (C->have[b] > C->need[b] || C->have[b] + C->rest[i][b] < C->need[b]) return false;
+  return true;
+}
+
+/* The power of 2 in a positive integer (a size under a binding). */
+static int twos(double x) {
+  if (!(x >= 1 && x < 0x1p63)) return 0;
+  uint64_t n = (uint64_t)x;
+  int t = 0;
+  while (!(n & 1)) n >>= 1, t++;
+  return t;
+}
+
+/* Chooses 0 (skip), 1 (share) or 2 (share and broadcast) for cand[i..].
+ * Families of children that cannot be kept are cut where they are known:
+ * two broadcast dims that are adjacent (R2), broadcast dims that cannot
+ * carry the factors 2 (distance term (5)); each cut counts once. */
 static int enum_contraction(contract_t *C, int i, double outer_numel) {
-  if (i == C->n) return finish_contraction(C);
   gen_t *G = C->G;
+  if (C->odd_after && !twos_reachable(C, i)) {
+    G->s->stats.prune[SYNO_PRUNE_DISTANCE]++;
+    return 0;
+  }
+  if (i == C->n) return finish_contraction(C);
   C->choice[i] = 0;
   if (enum_contraction(C, i + 1, outer_numel)) return -1;
   syno_size_t sz = dsize(G, C->cand[i]);
@@ -466,9 +496,17 @@ static int enum_contraction(contract_t *C, int i, double outer_numel) {
     bool can_expand = C->type[i] == CT_MERGE ? outer_numel * hi <= opts(G)->max_expansion_merge
                       : C->type[i] == CT_SHARED ? lo >= opts(G)->min_shared_weight_dim && hi <= opts(G)->max_shared_weight_dim
                                                 : false;
+    /* R2: the outer dims' reshape blocks must not be adjacent. */
+    for (int j = 0; j < i && can_expand; j++)
+      if (C->choice[j] == 2 && reject(G, SYNO_RULE_R2, syno_graph_adjacent(G->g, C->cand[i], C->cand[j]) ||
+                                                          syno_graph_adjacent(G->g, C->cand[j], C->cand[i])))
+        can_expand = false;
     if (can_expand) {
       C->choice[i] = 2;
-      if (enum_contraction(C, i + 1, C->type[i] == CT_MERGE ? outer_numel * hi : outer_numel)) return -1;
+      for (int b = 0; b < vars(G)->nbind; b++) C->have[b] += C->two[i][b];
+      int rc = enum_contraction(C, i + 1, C->type[i] == CT_MERGE ? outer_numel * hi : outer_numel);
+      for (int b = 0; b < vars(G)->nbind; b++) C->have[b] -= C->two[i][b];
+      if (rc) return -1;
     }
   } else {
     G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
@@ -485,8 +523,10 @@ static int gen_contraction(gen_t *G) {
   C.G = G;
   C.w = G->n.n_weights + 1;
   memcpy(C.usage, G->n.usage, sizeof C.usage);
-  for (int j = 0; j < G->n.n_dims; j++)
+  for (int j = 0; j < G->n.n_dims; j++) {
     if (space_dim_info(G->s, G->dims[j], &C.info[j])) return syno_error_set(G->err, "out of memory");
+    C.shared[j] = space_info_shared(C.info[j]);
+  }
   for (int a = 0; a < G->n_full; a++) {
     syno_dim_t d = G->full[a];
     if (color(G, d)->discarding) continue;
@@ -504,6 +544,20 @@ static int gen_contraction(gen_t *G) {
       if (b == 0 || x < C.lo[i]) C.lo[i] = x;
       if (b == 0 || x > C.hi[i]) C.hi[i] = x;
     }
+  const syno_space_opts_t *o = opts(G);
+  C.odd_after = o->prune_distance && G->n.depth + 1 <= o->depth && C.w == o->max_tensors - 1 &&
+                !o->enable[SYNO_PRIM_EXPAND] && !o->enable[SYNO_PRIM_STRIDE];
+  if (C.odd_after) {
+    for (int b = 0; b < nb; b++) C.need[b] = -twos(syno_size_value(vars(G), G->s->want_numel, b));
+    for (int j = 0; j < G->n.n_dims; j++)
+      if (!is_weight_axis(G, G->dims[j]))
+        for (int b = 0; b < nb; b++) C.need[b] += twos(syno_size_value(vars(G), dsize(G, G->dims[j]), b));
+    for (int i = C.n - 1; i >= 0; i--)
+      for (int b = 0; b < nb; b++) {
+        C.two[i][b] = (int16_t)twos(val[i * nb + b]);
+        C.rest[i][b] = (int16_t)(C.rest[i + 1][b] + (C.type[i] != CT_NORMAL ? C.two[i][b] : 0));
+      }
+  }
   /* The previous weight's leader: the least of its shares' outputs. */
   for (int i = 0; i < G->n.n_dims; i++) {
     syno_dim_t d = G->dims[i];
