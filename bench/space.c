@@ -118,12 +118,27 @@ static int exhaust_capped(const char *name, const char *json, double cap) {
   double t = bench_now() - t0;
   uint64_t tn = 0, tf = 0;
   for (int d = 0; d <= D; d++) tn += nodes[d], tf += finals[d];
-  if (stopped)
+  if (stopped) {
     printf("(%s) STOPPED at the %s after %.2f s: the counts below are only the part visited so far "
            "(%llu nodes created, %llu visited, %llu operators)\n",
            name, stopped, t, (unsigned long long)syno_space_stats(s)->nodes, (unsigned long long)tn,
            (unsigned long long)tf);
-  else
+    /* Where the depth-first search stands: the share of the tree of
+     * children behind it if every child's subtree were as large as its
+     * siblings' (a rough guide: subtrees differ by orders of magnitude). */
+    double done = 0, w = 1;
+    for (size_t i = 0; i < top; i++) {
+      const syno_step_t *st;
+      int n = syno_node_children(s, stack[i].node, &st, &err);
+      if (n <= 0) break;
+      done += w * (stack[i].next - 1) / n;
+      w /= n;
+    }
+    int n0 = syno_node_children(s, stack[0].node, &(const syno_step_t *){NULL}, &err);
+    printf("    depth-first position: child %d of the root's %d; %.2g%% of the space if sibling subtrees were "
+           "equal\n",
+           stack[0].next, n0, 100 * done);
+  } else
     printf("(%s) complete in %.3f s: %llu nodes, %llu operators\n", name, t, (unsigned long long)tn,
            (unsigned long long)tf);
   printf("    primitives          nodes      operators\n");
