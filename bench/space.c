@@ -131,7 +131,7 @@ static int exhaust_capped(const char *name, const char *json, double cap) {
       const syno_step_t *st;
       int n = syno_node_children(s, stack[i].node, &st, &err);
       if (n <= 0) break;
-      done += w * (stack[i].next - 1) / n;
+      done += w * (stack[i].next > 0 ? stack[i].next - 1 : 0) / n;
       w /= n;
     }
     int n0 = syno_node_children(s, stack[0].node, &(const syno_step_t *){NULL}, &err);
