@@ -127,14 +127,15 @@ static int exhaust_capped(const char *name, const char *json, double cap) {
      * children behind it if every child's subtree were as large as its
      * siblings' (a rough guide: subtrees differ by orders of magnitude). */
     double done = 0, w = 1;
+    int n0 = 0;
     for (size_t i = 0; i < top; i++) {
       const syno_step_t *st;
       int n = syno_node_children(s, stack[i].node, &st, &err);
       if (n <= 0) break;
+      if (i == 0) n0 = n;
       done += w * (stack[i].next > 0 ? stack[i].next - 1 : 0) / n;
       w /= n;
     }
-    int n0 = syno_node_children(s, stack[0].node, &(const syno_step_t *){NULL}, &err);
     printf("    depth-first position: child %d of the root's %d; %.2g%% of the space if sibling subtrees were "
            "equal\n",
            stack[0].next, n0, 100 * done);

@@ -490,10 +490,9 @@ static int pool_cost(const gb_t *B, int b, int nb, int nm, bool contract) {
  * not descend from a window multiply to S. Without such a subset the group
  * has a cycle, and n nodes at least. (Too many dims to try: assume one.) */
 static bool tree_possible(const gb_t *B, int g) {
-  syno_dim_t idx[SPACE_MAX_IFACE];
-  int c = 0;
+  int idx[SPACE_MAX_IFACE], c = 0;
   for (int i = 0; i < B->n; i++)
-    if (B->choice[i] == g) idx[c++] = (syno_dim_t)i;
+    if (B->choice[i] == g) idx[c++] = i;
   if (c > 10) return true;
   syno_size_t want = B->s->want[B->gwant[g]];
   for (unsigned m = 1; m < 1u << c; m++) {
