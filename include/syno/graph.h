@@ -142,6 +142,15 @@ int syno_graph_expand(syno_graph_t *g, syno_dim_t out, uint32_t *prim, syno_erro
 int syno_graph_contract(syno_graph_t *g, int weight, int n, const syno_dim_t *dims, const bool *expand,
                         syno_dim_t *data, syno_error_t *err);
 
+/* The dim the same primitives build over renamed leaves: d with each leaf
+ * from[i] replaced by to[i] (n pairs), e.g. two equal-domain reductions
+ * swapped. *out receives it (created if new) and *hash its structural hash;
+ * with out NULL nothing is created and only the hash is computed. The
+ * renaming must keep every size, so the new primitives are as legal as the
+ * old ones and are not checked again. */
+int syno_graph_relabel(syno_graph_t *g, syno_dim_t d, int n, const syno_dim_t *from, const syno_dim_t *to,
+                       syno_dim_t *out, uint64_t *hash, syno_error_t *err);
+
 /* --- finished operators --- */
 
 typedef struct {

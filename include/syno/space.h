@@ -50,7 +50,8 @@
   X(C3, "C3", "a contraction is matmul-like: one outer and one inner share at least")   \
   X(U1, "U1", "factors of an unordered dim in sorted order")                            \
   X(U2, "U2", "no shift of an unordered dim")                                           \
-  X(U3, "U3", "no split-then-merge or double reduction within one unordered source")
+  X(U3, "U3", "no split-then-merge or double reduction within one unordered source") \
+  X(U4, "U4", "equal-domain reductions are interchangeable: one renaming per interface")
 
 typedef enum {
 #define SYNO_RULE_ENUM(id, name, what) SYNO_RULE_##id,

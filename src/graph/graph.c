@@ -431,6 +431,57 @@ int syno_graph_expand(syno_graph_t *g, syno_dim_t out, uint32_t *prim, syno_erro
   return 0;
 }
 
+/* One step of syno_graph_relabel: *changed tells whether d contains a
+ * renamed leaf. */
+static int relabel(syno_graph_t *g, syno_dim_t d, int n, const syno_dim_t *from, const syno_dim_t *to, bool build,
+                   syno_dim_t *out, uint64_t *hash, bool *changed, syno_error_t *err) {
+  const syno_dimension_t *dim = &g->dims[d];
+  *out = d;
+  *hash = dim->hash;
+  *changed = false;
+  if (dim->kind != SYNO_DIM_PRIM_INPUT) {
+    for (int i = 0; i < n; i++)
+      if (from[i] == d) {
+        *out = to[i];
+        *hash = g->dims[to[i]].hash;
+        *changed = to[i] != d;
+      }
+    return 0;
+  }
+  syno_prim_t key = g->prims[dim->prim]; /* a copy: interning may move the array */
+  int slot = dim->slot;
+  syno_size_t in_sizes[2] = {g->dims[key.in[0]].size, key.n_in > 1 ? g->dims[key.in[1]].size : syno_size_one()};
+  uint64_t h = mix(mix(0xabcdef12u + key.kind, syno_size_hash(key.param)), (uint64_t)key.weight);
+  bool any = false;
+  for (int i = 0; i < key.n_out; i++) {
+    uint64_t ho;
+    bool c;
+    if (relabel(g, key.out[i], n, from, to, build, &key.out[i], &ho, &c, err)) return -1;
+    h = mix(h, ho ^ ((uint64_t)i << 40));
+    any = any || c;
+  }
+  if (!any) return 0;
+  *changed = true;
+  *hash = mix(h, (uint64_t)slot + 1);
+  if (!build) return 0;
+  uint32_t id;
+  if (intern_prim(g, &key, in_sizes, &id, err)) return -1;
+  *out = g->prims[id].in[slot];
+  return 0;
+}
+
+int syno_graph_relabel(syno_graph_t *g, syno_dim_t d, int n, const syno_dim_t *from, const syno_dim_t *to,
+                       syno_dim_t *out, uint64_t *hash, syno_error_t *err) {
+  if (check_dim(g, d, "relabel", err)) return -1;
+  syno_dim_t o;
+  uint64_t h;
+  bool changed;
+  if (relabel(g, d, n, from, to, out != NULL, &o, &h, &changed, err)) return -1;
+  if (out) *out = o;
+  if (hash) *hash = h;
+  return 0;
+}
+
 int syno_graph_contract(syno_graph_t *g, int weight, int n, const syno_dim_t *dims, const bool *expand,
                         syno_dim_t *data, syno_error_t *err) {
   if (n < 1) return syno_error_set(err, "contraction needs at least one dim");

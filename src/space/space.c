@@ -303,8 +303,10 @@ static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_s
   n->n_red = p->n_red;
   n->red_bound = p->red_bound;
   n->red_numel = p->red_numel;
+  n->twins = p->twins;
   if (step.kind != SYNO_STEP_REDUCE) return;
   n->n_red++;
+  n->twins = n->twins || syno_graph_dim(s->g, step.prim_id)->index > 0;
   const syno_space_opts_t *o = &s->spec.opts;
   bool pooling_term = o->max_tensors == 2 && o->max_pooling >= 1;
   const syno_dim_t *dims = node_dims(s, n);
@@ -325,6 +327,12 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
                     syno_error_t *err) {
   int depth = s->nodes[parent].depth + (step.kind == SYNO_STEP_BEGIN ? 0 : 1);
   if (depth > s->spec.opts.depth) return 0;
+  /* U4: one renaming of equal-domain reductions per interface. Two steps
+   * whose children are renamings of each other then reach one node, and
+   * the second is dropped. */
+  bool twins = stage == SYNO_STAGE_NORMAL && step.kind != SYNO_STEP_BEGIN && s->nodes[parent].twins &&
+               rule_on(s, SYNO_RULE_U4);
+  if (twins && space_canon_twins(s, f, err)) return -1;
   uint32_t id;
   bool created;
   if (intern_node(s, stage, f, depth, s->spec.opts.prune_distance, &id, &created, err)) return -1;
@@ -332,6 +340,12 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
     s->stats.prune[SYNO_PRUNE_DISTANCE]++;
     return 0;
   }
+  if (twins && !created)
+    for (size_t i = s->gen_start; i < s->n_steps; i++)
+      if (s->steps[i].target == id) {
+        count_rule(s, SYNO_RULE_U4);
+        return 0;
+      }
   if (created) {
     set_reductions(s, parent, id, step);
     set_flops_bound(s, id);
@@ -656,6 +670,7 @@ int syno_node_children(syno_space_t *s, uint32_t id, const syno_step_t **steps, 
   if (id == 0 || id >= s->n_nodes) return syno_error_set(err, "no node %u", id);
   if (!s->nodes[id].expanded) {
     size_t start = s->n_steps;
+    s->gen_start = start;
     int rc = s->nodes[id].stage == SYNO_STAGE_REDUCTION ? gen_reductions(s, id, err) : space_gen_normal(s, id, err);
     if (!rc && s->nodes[id].stage == SYNO_STAGE_NORMAL) rc = gen_finals(s, id, err);
     if (rc) {

@@ -20,6 +20,7 @@ typedef struct {
   bool dead;      /* known to lead to no operator */
   int8_t dead_at; /* known to lead to no operator within this depth budget (-1: none) */
   int8_t n_red;   /* reductions below the interface (fixed once the normal stage begins) */
+  bool twins;     /* two of them have the same type and domain (rule U4) */
   double red_bound;   /* the reductions' part of syno_node_flops_bound (set_reductions) */
   double red_numel;   /* sum over bindings of output numel x product of the reduction domains (for walks) */
   double flops_bound; /* syno_node_flops_bound */
@@ -96,6 +97,7 @@ struct syno_space {
   double walk_bias; /* random walks weight children by exp(-bias * distance) */
   double walk_fused_penalty; /* ... counting this many more steps when the fused FLOPs bound is over max */
   int part, parts;  /* random walks return only operators with hash % parts == part */
+  size_t gen_start; /* the first step of the node being expanded */
 };
 
 /* A candidate child interface under construction. */
@@ -132,6 +134,10 @@ bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary
  * cannot finish. Returns -1 on error. */
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err);
+
+/* Rule U4 (twins.c): replaces the interface f by its canonical renaming of
+ * equal-domain reductions. */
+int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err);
 
 /* Grows *p (an array of elem-sized items, *cap of them) to hold need. */
 int space_grow(void **p, size_t *cap, size_t need, size_t elem);

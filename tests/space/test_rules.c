@@ -142,8 +142,9 @@ static void test_t1(void **state) {
 static void test_t3(void **state) {
   (void)state;
   /* x[k*(3*a + b)] = x[9*a + k*b]: a stride above a split is the split with
-   * the stride on its minor side. */
-  const char *unc = "r0=sum(k) r1=sum(k); in[unfold(i1, stride(split(share(r0, 1), r1), k))] expand[share(i0, 1)] w1[i0, r0]",
+   * the stride on its minor side. (The two windows sum(k) are
+   * interchangeable, so each form is written with the renaming U4 keeps.) */
+  const char *unc = "r0=sum(k) r1=sum(k); in[unfold(i1, stride(split(share(r1, 1), r0), k))] expand[share(i0, 1)] w1[i0, r1]",
              *twin = "r0=sum(k) r1=sum(k); in[unfold(i1, split(share(r0, 1), stride(r1, k)))] expand[share(i0, 1)] w1[i0, r0]";
   st_check_rule(SYNO_RULE_T3, STRIDE_SPACE, 0, unc, twin);
   check_same_function(STRIDE_VARS, "[H]", "[C_out: unordered, H]", unc, twin);
@@ -179,7 +180,7 @@ static void test_t2(void **state) {
       "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "
       "\"primitives\": {\"stride\": true, \"split\": false, \"merge\": false, \"shift\": false}, \"depth\": 6}";
   const char *removed =
-      "r0=sum(k) r1=sum(k); in[unfold(stride(unfold(i1, share(r0, 1)), s), share(r1, 1))] expand[share(i0, 1)] w1[i0, r1, r0]";
+      "r0=sum(k) r1=sum(k); in[unfold(stride(unfold(i1, share(r1, 1)), s), share(r0, 1))] expand[share(i0, 1)] w1[i0, r1, r0]";
   syno_space_stats_t st;
   char *on = st_space_ops(json, true, 0, &st, NULL), *off = st_space_ops(json, true, ST_RULE(SYNO_RULE_T2), NULL, NULL);
   if (st_lines_have(on, removed)) fail_msg("T2 on: '%s' was generated", removed);
@@ -455,12 +456,88 @@ static void test_u3(void **state) {
                 "r0=sum(H); in[share(i0, 1), r0] expand[share(i1, 1)] w1[i1, i0]");
 }
 
+/* U4: equal-domain reductions are interchangeable. Compares the operators'
+ * normal forms (which rename reduction loops canonically, so the two
+ * spellings of one operator share a form) with U4 on and off:
+ *  - the same set of forms, so U4 loses no function;
+ *  - with `renamings` (every pair in the space is two spellings of one
+ *    operator with equal reductions renamed), exactly one spelling of each
+ *    pair with U4 off is generated with U4 on;
+ *  - with U4 on, the space counted removals under U4.
+ * Returns the number of pairs of operators with one form (U4 on, U4 off). */
+static void check_u4(const char *json, bool renamings, int *pairs_on, int *pairs_off) {
+  syno_space_stats_t st;
+  char *on = st_space_forms(json, 0, &st), *off = st_space_forms(json, ST_RULE(SYNO_RULE_U4), NULL);
+  if (st.rule[SYNO_RULE_U4] == 0) fail_msg("U4 on: the space counted no removal by U4");
+  char **a, **b;
+  int na = st_sorted_lines(on, &a), nb = st_sorted_lines(off, &b);
+  /* The distinct forms of each side, in order. */
+  int *pairs[2] = {pairs_on, pairs_off};
+  char **lines[2] = {a, b};
+  int n[2] = {na, nb}, nf[2] = {0, 0};
+  char **forms[2] = {malloc(sizeof(char *) * (size_t)(na + 1)), malloc(sizeof(char *) * (size_t)(nb + 1))};
+  for (int k = 0; k < 2; k++) {
+    *pairs[k] = 0;
+    for (int i = 0; i < n[k]; i++) {
+      char *tab = strchr(lines[k][i], '\t');
+      assert_non_null(tab);
+      *tab = 0;
+      if (nf[k] && !strcmp(forms[k][nf[k] - 1], lines[k][i])) {
+        ++*pairs[k];
+        if (k == 1 && renamings) {
+          const char *x = lines[k][i - 1] + strlen(lines[k][i - 1]) + 1, *y = tab + 1;
+          bool hx = false, hy = false;
+          for (int j = 0; j < na; j++) {
+            const char *t = a[j] + strlen(a[j]) + 1;
+            hx = hx || !strcmp(t, x);
+            hy = hy || !strcmp(t, y);
+          }
+          if (hx == hy) fail_msg("U4 on: %s of the spellings '%s' and '%s' was generated", hx ? "each" : "neither", x, y);
+        }
+        continue;
+      }
+      forms[k][nf[k]++] = lines[k][i];
+    }
+  }
+  assert_int_equal(nf[0], nf[1]);
+  for (int i = 0; i < nf[0]; i++)
+    if (strcmp(forms[0][i], forms[1][i])) fail_msg("U4 changed the functions of the space: '%s' vs '%s'", forms[0][i], forms[1][i]);
+  print_message("U4: %d operators on (%d pairs with one form), %d off (%d pairs), %d functions, %llu removals counted\n",
+                na, *pairs_on, nb, *pairs_off, nf[0], (unsigned long long)st.rule[SYNO_RULE_U4]);
+  free(forms[0]);
+  free(forms[1]);
+  free(a);
+  free(b);
+  free(on);
+  free(off);
+}
+
+#define TWINS_SPACE(extra)                                                                                          \
+  "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", "                                 \
+  "\"vars\": \"C_in=4: 2, C_out=4: 2, H=8: 2; k=3: 4, s=2: 2\", \"min_weight_params\": 8, \"depth\": 6" extra "}"
+
+static void test_u4(void **state) {
+  (void)state;
+  /* One weight: two windows sum(k) unfolded in either order, shared into
+   * the weight, are one operator; U4 leaves no such pair. */
+  int on, off;
+  check_u4(TWINS_SPACE(""), true, &on, &off);
+  assert_int_equal(on, 0);
+  assert_true(off > 0);
+  /* Two weights: rule C2 orders independent contractions by their leaders'
+   * hashes, which a renaming changes; the set of functions must not. (Pairs
+   * remain here: two stacked weights that trade their broadcast dims, which
+   * no rule covers.) */
+  check_u4(TWINS_SPACE(", \"max_tensors\": 3"), false, &on, &off);
+  assert_true(on < off);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_s1), cmocka_unit_test(test_u2), cmocka_unit_test(test_s3), cmocka_unit_test(test_s4),
       cmocka_unit_test(test_t1), cmocka_unit_test(test_t2), cmocka_unit_test(test_t3), cmocka_unit_test(test_t4),
       cmocka_unit_test(test_o1), cmocka_unit_test(test_o2), cmocka_unit_test(test_o3), cmocka_unit_test(test_c1),
-      cmocka_unit_test(test_c2), cmocka_unit_test(test_u3),
+      cmocka_unit_test(test_c2), cmocka_unit_test(test_u3), cmocka_unit_test(test_u4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,35 +1,61 @@
 #include "spacetest.h"
 
+#include "syno/normal.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+typedef struct {
+  FILE *f;
+  bool forms; /* each line starts with the operator's normal form and a tab */
+} collect_t;
+
 static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
+  collect_t *c = ctx;
   syno_operator_t op;
   syno_error_t err;
   if (syno_node_final(s, node, index, &op, &err)) return -1;
   char buf[4096];
   syno_operator_print(&op, buf, sizeof buf);
-  fprintf((FILE *)ctx, "%s\n", buf);
+  if (c->forms) {
+    char form[8192];
+    if (syno_operator_normal_form(&op, form, sizeof form, &err) < 0) fail_msg("normal form of '%s': %s", buf, err.msg);
+    fprintf(c->f, "%s\t", form);
+  }
+  fprintf(c->f, "%s\n", buf);
   return 0;
 }
 
-char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint64_t *count) {
+static char *spec_lines(const syno_space_spec_t *spec, bool forms, syno_space_stats_t *stats, uint64_t *count) {
   syno_error_t err;
   syno_space_t *s;
   assert_int_equal(syno_space_new(spec, &s, &err), 0);
   char *buf = NULL;
   size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
+  collect_t c = {open_memstream(&buf, &len), forms};
   uint64_t finals[64] = {0};
-  if (syno_space_exhaust(s, collect, f, NULL, finals, &err)) fail_msg("%s", err.msg);
-  fclose(f);
+  if (syno_space_exhaust(s, collect, &c, NULL, finals, &err)) fail_msg("%s", err.msg);
+  fclose(c.f);
   if (count) *count = 0;
   for (int i = 0; i < 64 && count; i++) *count += finals[i];
   if (stats) *stats = *syno_space_stats(s);
   syno_space_free(s);
   return buf;
+}
+
+char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint64_t *count) {
+  return spec_lines(spec, false, stats, count);
+}
+
+char *st_space_forms(const char *json, uint32_t off, syno_space_stats_t *stats) {
+  syno_space_spec_t spec;
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  for (int r = 0; r < SYNO_RULE_COUNT; r++)
+    if (off & ST_RULE(r)) spec.opts.rule[r] = false;
+  return spec_lines(&spec, true, stats, NULL);
 }
 
 char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_t *stats, uint64_t *count) {

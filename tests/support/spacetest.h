@@ -22,6 +22,10 @@ char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_
 /* The same for a spec as it is. */
 char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint64_t *count);
 
+/* Every operator of the space `json` (rules in `off` switched off), one
+ * per line as "normal form<TAB>text" (syno_operator_normal_form). */
+char *st_space_forms(const char *json, uint32_t off, syno_space_stats_t *stats);
+
 /* Whether one line of `buf` is exactly `text`. */
 bool st_lines_have(const char *buf, const char *text);
 
