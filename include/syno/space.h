@@ -48,9 +48,10 @@
   X(C1, "C1", "views commute with contractions they do not touch")                      \
   X(C2, "C2", "independent contractions in canonical order")                            \
   X(C3, "C3", "a contraction is matmul-like: one outer and one inner share at least")   \
+  X(C4, "C4", "weights commute: one spelling per function at finalization")           \
   X(U1, "U1", "factors of an unordered dim in sorted order")                            \
   X(U2, "U2", "no shift of an unordered dim")                                           \
-  X(U3, "U3", "no split-then-merge or double reduction within one unordered source") \
+  X(U3, "U3", "no split-then-merge or double reduction within one unordered source")    \
   X(U4, "U4", "equal-domain reductions are interchangeable: one renaming per interface")
 
 typedef enum {

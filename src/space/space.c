@@ -425,6 +425,7 @@ void syno_space_free(syno_space_t *s) {
   free(s->pool);
   free(s->steps);
   free(s->finals);
+  free(s->fkeys);
   free(s->table);
   free(s->dinfo);
   free(s->group_memo);
@@ -603,18 +604,6 @@ static void sort_by_hash(const syno_graph_t *g, syno_dim_t *d, int n) {
     }
 }
 
-static uint64_t final_hash(const syno_space_t *s, const final_t *f) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (int t = 0; t < f->n_tensors; t++) {
-    for (int i = 0; i < f->rank[t]; i++) h = (h ^ syno_graph_dim(s->g, f->axes[t][i])->hash) * 0x100000001b3ull;
-    h = (h ^ 0x5bd1e995ull) * 0x100000001b3ull;
-  }
-  for (int i = 0; i < f->n_exp; i++) h = (h ^ syno_graph_dim(s->g, f->exp[i])->hash) * 0x100000001b3ull;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  return h ^ (h >> 33);
-}
-
 static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   node_t *n = &s->nodes[id];
   if (n->n_weights == 0) return 0;
@@ -655,14 +644,23 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   if (space_grow((void **)&s->finals, &s->cap_finals, s->n_finals + (size_t)n_best, sizeof *s->finals))
     return syno_error_set(err, "out of memory");
   n->finals = (uint32_t)s->n_finals;
-  n->n_finals = n_best;
+  int kept = 0;
   for (int i = 0; i < n_best; i++) {
-    best[i].hash = final_hash(s, &best[i]);
+    best[i].hash = space_final_key(s, &best[i]);
+    if (rule_on(s, SYNO_RULE_C4)) {
+      bool seen;
+      if (space_final_seen(s, &best[i], &seen, err)) return -1;
+      if (seen) {
+        count_rule(s, SYNO_RULE_C4);
+        continue;
+      }
+    }
     s->finals[s->n_finals++] = best[i];
-    syno_step_t st = {.kind = SYNO_STEP_FINALIZE, .target = (uint32_t)i};
+    syno_step_t st = {.kind = SYNO_STEP_FINALIZE, .target = (uint32_t)kept++};
     if (push_step(s, st, err)) return -1;
   }
-  s->stats.finals += (uint64_t)n_best;
+  s->nodes[id].n_finals = kept;
+  s->stats.finals += (uint64_t)kept;
   return 0;
 }
 

@@ -40,8 +40,15 @@ typedef struct {
   syno_dim_t exp[SYNO_MAX_RANK];
   double flops, params;
   bool taken; /* already returned by a walk that samples without replacement */
-  uint64_t hash; /* structural: the same operator hashes the same in every space */
+  uint64_t hash; /* its function key (space_final_key): the same in every space, and for every spelling of one function */
 } final_t;
+
+/* A function met at finalization (rule C4, fkey.c): its key and 1 + its
+ * index in the space's finals (0: an empty slot). */
+typedef struct {
+  uint64_t key;
+  uint32_t final;
+} fkey_t;
 
 /* What the shape distance needs of a dim: a pure function of the dim (dims
  * are hash-consed), computed once per dim (space_dim_info). */
@@ -98,6 +105,8 @@ struct syno_space {
   double walk_fused_penalty; /* ... counting this many more steps when the fused FLOPs bound is over max */
   int part, parts;  /* random walks return only operators with hash % parts == part */
   size_t gen_start; /* the first step of the node being expanded */
+  fkey_t *fkeys;    /* the functions finalized so far, open addressing (rule C4) */
+  uint32_t fkey_cap, n_fkeys;
 };
 
 /* A candidate child interface under construction. */
@@ -138,6 +147,14 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
 /* Rule U4 (twins.c): replaces the interface f by its canonical renaming of
  * equal-domain reductions. */
 int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err);
+
+/* Rule C4 (fkey.c): the function key of a finalization, a hash of its
+ * tensors' axis expressions with Shares dropped and the weights unordered;
+ * equal for every spelling of one function. */
+uint64_t space_final_key(const syno_space_t *s, const final_t *f);
+/* Whether a function with f's key (in f->hash) and f's expressions was
+ * finalized before; if not, records f as the next of the space's finals. */
+int space_final_seen(syno_space_t *s, const final_t *f, bool *seen, syno_error_t *err);
 
 /* Grows *p (an array of elem-sized items, *cap of them) to hold need. */
 int space_grow(void **p, size_t *cap, size_t need, size_t elem);

@@ -1,0 +1,161 @@
+/* Rule C4: the weights of an operator commute.
+ *
+ * A finished operator computes
+ *
+ *   out[i] = sum over the reductions r of  in[e_0(i, r)] * w1[e_1(i, r)] * w2[...] ...
+ *
+ * where each axis expression e is the dim's expression with its Shares
+ * dropped: a Share only says that its data side, its weight axis and its
+ * output carry one index. So the input's axis expressions, in order, and the
+ * weights as a multiset of sets of axis expressions determine the function
+ * (up to the layout and numbering of the learned weights). Two contractions
+ * in a row that trade their dims (`w1[r0, D1, u] w2[D2, u]` and `w1[D2, u]
+ * w2[r0, D1, u]`), or that stack on one dim in either order, are two paths
+ * to one such function, and path rules cannot tell them apart without
+ * breaking others (R3 judges a Split by the nearest Share, which the order
+ * changes). So the space keeps the first spelling it finalizes of each
+ * function: a finalization whose function key (below) was met before, and
+ * whose tensors match that one's expression by expression, is dropped.
+ *
+ * The key doubles as the final's hash (final_t.hash), so the walks'
+ * partition between threads (hash % parts) sends every spelling of a
+ * function to the same thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "space_internal.h"
+
+static uint64_t mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+
+/* The dim below any Shares stacked under d: the same index. */
+static syno_dim_t unshared(const syno_graph_t *g, syno_dim_t d) {
+  const syno_prim_t *p;
+  while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) d = p->out[0];
+  return d;
+}
+
+/* The structural hash of d's expression with every Share dropped. */
+static uint64_t expr_hash(const syno_graph_t *g, syno_dim_t d) {
+  d = unshared(g, d);
+  const syno_prim_t *p = syno_graph_below(g, d);
+  if (!p) return syno_graph_dim(g, d)->hash;
+  uint64_t h = mix(0x7f4a7c15u + p->kind, syno_size_hash(p->param));
+  for (int i = 0; i < p->n_out; i++) h = mix(h, expr_hash(g, p->out[i]) ^ ((uint64_t)i << 40));
+  return mix(h, (uint64_t)syno_graph_dim(g, d)->slot + 1);
+}
+
+/* Whether a and b have the same expression with Shares dropped. */
+static bool expr_eq(const syno_graph_t *g, syno_dim_t a, syno_dim_t b) {
+  a = unshared(g, a);
+  b = unshared(g, b);
+  if (a == b) return true;
+  const syno_prim_t *p = syno_graph_below(g, a), *q = syno_graph_below(g, b);
+  if (!p || !q || p->kind != q->kind || !syno_size_eq(p->param, q->param) || p->n_out != q->n_out ||
+      syno_graph_dim(g, a)->slot != syno_graph_dim(g, b)->slot)
+    return false;
+  for (int i = 0; i < p->n_out; i++)
+    if (!expr_eq(g, p->out[i], q->out[i])) return false;
+  return true;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A weight's axes in expression-hash order, with the hashes. */
+typedef struct {
+  int rank;
+  uint64_t key;
+  uint64_t h[SYNO_MAX_RANK];
+  syno_dim_t axis[SYNO_MAX_RANK];
+} weight_t;
+
+static int cmp_weight(const void *a, const void *b) {
+  const weight_t *x = a, *y = b;
+  return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The weights of f in key order, each with its axes in hash order. */
+static void weights_of(const syno_space_t *s, const final_t *f, weight_t *w) {
+  for (int t = 1; t < f->n_tensors; t++) {
+    weight_t *x = &w[t - 1];
+    x->rank = f->rank[t];
+    for (int i = 0; i < x->rank; i++) {
+      x->axis[i] = f->axes[t][i];
+      x->h[i] = expr_hash(s->g, x->axis[i]);
+    }
+    for (int i = 1; i < x->rank; i++)
+      for (int j = i; j > 0 && x->h[j - 1] > x->h[j]; j--) {
+        uint64_t th = x->h[j];
+        syno_dim_t ta = x->axis[j];
+        x->h[j] = x->h[j - 1], x->axis[j] = x->axis[j - 1];
+        x->h[j - 1] = th, x->axis[j - 1] = ta;
+      }
+    x->key = 0x243f6a8885a308d3ull + (uint64_t)x->rank;
+    for (int i = 0; i < x->rank; i++) x->key = mix(x->key, x->h[i]);
+  }
+  qsort(w, (size_t)(f->n_tensors - 1), sizeof *w, cmp_weight);
+}
+
+uint64_t space_final_key(const syno_space_t *s, const final_t *f) {
+  uint64_t h = 0xcbf29ce484222325ull + (uint64_t)f->n_tensors;
+  for (int i = 0; i < f->rank[0]; i++) h = mix(h, expr_hash(s->g, f->axes[0][i]));
+  weight_t w[SYNO_MAX_TENSORS - 1];
+  weights_of(s, f, w);
+  uint64_t keys[SYNO_MAX_TENSORS - 1];
+  for (int t = 0; t + 1 < f->n_tensors; t++) keys[t] = w[t].key;
+  qsort(keys, (size_t)(f->n_tensors - 1), sizeof *keys, cmp_u64);
+  for (int t = 0; t + 1 < f->n_tensors; t++) h = mix(h, keys[t]);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+/* Whether a and b compute one function: the same input expressions in order,
+ * and weights that pair up axis by axis. Weights or axes whose hashes tie are
+ * paired in one order only, so a tie can only make this answer false (both
+ * are kept), never wrongly true. */
+static bool same_function(const syno_space_t *s, const final_t *a, const final_t *b) {
+  if (a->n_tensors != b->n_tensors || a->rank[0] != b->rank[0]) return false;
+  for (int i = 0; i < a->rank[0]; i++)
+    if (!expr_eq(s->g, a->axes[0][i], b->axes[0][i])) return false;
+  weight_t wa[SYNO_MAX_TENSORS - 1], wb[SYNO_MAX_TENSORS - 1];
+  weights_of(s, a, wa);
+  weights_of(s, b, wb);
+  for (int t = 0; t + 1 < a->n_tensors; t++) {
+    if (wa[t].rank != wb[t].rank) return false;
+    for (int i = 0; i < wa[t].rank; i++)
+      if (!expr_eq(s->g, wa[t].axis[i], wb[t].axis[i])) return false;
+  }
+  return true;
+}
+
+int space_final_seen(syno_space_t *s, const final_t *f, bool *seen, syno_error_t *err) {
+  *seen = false;
+  if (2 * (s->n_fkeys + 1) > s->fkey_cap) {
+    uint32_t ncap = s->fkey_cap ? 2 * s->fkey_cap : 1024;
+    fkey_t *nt = calloc(ncap, sizeof *nt);
+    if (!nt) return syno_error_set(err, "out of memory");
+    for (uint32_t i = 0; i < s->fkey_cap; i++) {
+      if (!s->fkeys[i].final) continue;
+      uint32_t j = (uint32_t)s->fkeys[i].key & (ncap - 1);
+      while (nt[j].final) j = (j + 1) & (ncap - 1);
+      nt[j] = s->fkeys[i];
+    }
+    free(s->fkeys);
+    s->fkeys = nt;
+    s->fkey_cap = ncap;
+  }
+  uint32_t mask = s->fkey_cap - 1, j = (uint32_t)f->hash & mask;
+  for (; s->fkeys[j].final; j = (j + 1) & mask)
+    if (s->fkeys[j].key == f->hash && same_function(s, &s->finals[s->fkeys[j].final - 1], f)) {
+      *seen = true;
+      return 0;
+    }
+  /* f is about to become s->finals[s->n_finals]. */
+  s->fkeys[j].key = f->hash;
+  s->fkeys[j].final = (uint32_t)s->n_finals + 1;
+  s->n_fkeys++;
+  return 0;
+}
