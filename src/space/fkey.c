@@ -34,33 +34,42 @@ static syno_dim_t unshared(const syno_graph_t *g, syno_dim_t d) {
   return d;
 }
 
-/* The structural hash of d's expression with every Share dropped. */
-static uint64_t expr_hash(const syno_graph_t *g, syno_dim_t d) {
+/* A renaming of reductions (space_twins_renaming): leaf from[i] reads as to[i]. */
+typedef struct {
+  int m;
+  const syno_dim_t *from, *to;
+} ren_t;
+
+static syno_dim_t renamed(const ren_t *r, syno_dim_t d) {
+  for (int i = 0; i < r->m; i++)
+    if (r->from[i] == d) return r->to[i];
+  return d;
+}
+
+/* The structural hash of d's expression with every Share dropped and the
+ * reductions renamed by r. */
+static uint64_t expr_hash(const syno_graph_t *g, syno_dim_t d, const ren_t *r) {
   d = unshared(g, d);
   const syno_prim_t *p = syno_graph_below(g, d);
-  if (!p) return syno_graph_dim(g, d)->hash;
+  if (!p) return syno_graph_dim(g, renamed(r, d))->hash;
   uint64_t h = mix(0x7f4a7c15u + p->kind, syno_size_hash(p->param));
-  for (int i = 0; i < p->n_out; i++) h = mix(h, expr_hash(g, p->out[i]) ^ ((uint64_t)i << 40));
+  for (int i = 0; i < p->n_out; i++) h = mix(h, expr_hash(g, p->out[i], r) ^ ((uint64_t)i << 40));
   return mix(h, (uint64_t)syno_graph_dim(g, d)->slot + 1);
 }
 
-/* Whether a and b have the same expression with Shares dropped. */
-static bool expr_eq(const syno_graph_t *g, syno_dim_t a, syno_dim_t b) {
+/* Whether a under ra and b under rb have the same expression with Shares
+ * dropped. */
+static bool expr_eq(const syno_graph_t *g, syno_dim_t a, const ren_t *ra, syno_dim_t b, const ren_t *rb) {
   a = unshared(g, a);
   b = unshared(g, b);
-  if (a == b) return true;
   const syno_prim_t *p = syno_graph_below(g, a), *q = syno_graph_below(g, b);
-  if (!p || !q || p->kind != q->kind || !syno_size_eq(p->param, q->param) || p->n_out != q->n_out ||
+  if (!p || !q) return !p && !q && renamed(ra, a) == renamed(rb, b);
+  if (p->kind != q->kind || !syno_size_eq(p->param, q->param) || p->n_out != q->n_out ||
       syno_graph_dim(g, a)->slot != syno_graph_dim(g, b)->slot)
     return false;
   for (int i = 0; i < p->n_out; i++)
-    if (!expr_eq(g, p->out[i], q->out[i])) return false;
+    if (!expr_eq(g, p->out[i], ra, q->out[i], rb)) return false;
   return true;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* A weight's axes in expression-hash order, with the hashes. */
@@ -76,14 +85,15 @@ static int cmp_weight(const void *a, const void *b) {
   return x->key < y->key ? -1 : x->key > y->key;
 }
 
-/* The weights of f in key order, each with its axes in hash order. */
-static void weights_of(const syno_space_t *s, const final_t *f, weight_t *w) {
+/* The weights of f under the renaming r in key order, each with its axes in
+ * hash order. */
+static void weights_of(const syno_space_t *s, const final_t *f, const ren_t *r, weight_t *w) {
   for (int t = 1; t < f->n_tensors; t++) {
     weight_t *x = &w[t - 1];
     x->rank = f->rank[t];
     for (int i = 0; i < x->rank; i++) {
       x->axis[i] = f->axes[t][i];
-      x->h[i] = expr_hash(s->g, x->axis[i]);
+      x->h[i] = expr_hash(s->g, x->axis[i], r);
     }
     for (int i = 1; i < x->rank; i++)
       for (int j = i; j > 0 && x->h[j - 1] > x->h[j]; j--) {
@@ -98,35 +108,74 @@ static void weights_of(const syno_space_t *s, const final_t *f, weight_t *w) {
   qsort(w, (size_t)(f->n_tensors - 1), sizeof *w, cmp_weight);
 }
 
-uint64_t space_final_key(const syno_space_t *s, const final_t *f) {
+static uint64_t key_under(const syno_space_t *s, const final_t *f, const ren_t *r) {
   uint64_t h = 0xcbf29ce484222325ull + (uint64_t)f->n_tensors;
-  for (int i = 0; i < f->rank[0]; i++) h = mix(h, expr_hash(s->g, f->axes[0][i]));
+  for (int i = 0; i < f->rank[0]; i++) h = mix(h, expr_hash(s->g, f->axes[0][i], r));
   weight_t w[SYNO_MAX_TENSORS - 1];
-  weights_of(s, f, w);
-  uint64_t keys[SYNO_MAX_TENSORS - 1];
-  for (int t = 0; t + 1 < f->n_tensors; t++) keys[t] = w[t].key;
-  qsort(keys, (size_t)(f->n_tensors - 1), sizeof *keys, cmp_u64);
-  for (int t = 0; t + 1 < f->n_tensors; t++) h = mix(h, keys[t]);
+  weights_of(s, f, r, w);
+  for (int t = 0; t + 1 < f->n_tensors; t++) h = mix(h, w[t].key);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   return h ^ (h >> 33);
 }
 
-/* Whether a and b compute one function: the same input expressions in order,
- * and weights that pair up axis by axis. Weights or axes whose hashes tie are
- * paired in one order only, so a tie can only make this answer false (both
- * are kept), never wrongly true. */
+/* The renamings of f's equal-domain reductions (rule U4 renames a node's
+ * interface, not the spellings two nodes give one function). */
+static void twins_of(const syno_space_t *s, const final_t *f, twins_t *t) {
+  syno_dim_t all[SYNO_MAX_TENSORS * SYNO_MAX_RANK + SYNO_MAX_RANK];
+  int n = 0;
+  for (int k = 0; k < f->n_tensors; k++)
+    for (int i = 0; i < f->rank[k]; i++) all[n++] = f->axes[k][i];
+  for (int i = 0; i < f->n_exp; i++) all[n++] = f->exp[i];
+  space_twins_find(s, all, n, t);
+}
+
+/* The least key over the renamings, and the renaming that gives it (to). */
+static uint64_t least_key(const syno_space_t *s, const final_t *f, const twins_t *t, syno_dim_t *to) {
+  uint64_t best = 0;
+  syno_dim_t cur[SYNO_MAX_REDUCTIONS];
+  for (int k = 0; k < t->total; k++) {
+    space_twins_renaming(t, k, cur);
+    ren_t r = {t->m, t->from, cur};
+    uint64_t h = key_under(s, f, &r);
+    if (k == 0 || h < best) {
+      best = h;
+      memcpy(to, cur, sizeof cur);
+    }
+  }
+  return best;
+}
+
+uint64_t space_final_key(const syno_space_t *s, const final_t *f) {
+  twins_t t;
+  syno_dim_t to[SYNO_MAX_REDUCTIONS];
+  twins_of(s, f, &t);
+  return least_key(s, f, &t, to);
+}
+
+/* Whether a and b compute one function: under the renamings that give their
+ * keys, the same input expressions in order, and weights that pair up axis
+ * by axis. Ties (of keys between renamings, of hashes between weights or
+ * axes) are resolved one way only, so they can only make this answer false
+ * (both are kept), never wrongly true. */
 static bool same_function(const syno_space_t *s, const final_t *a, const final_t *b) {
   if (a->n_tensors != b->n_tensors || a->rank[0] != b->rank[0]) return false;
+  twins_t ta, tb;
+  syno_dim_t toa[SYNO_MAX_REDUCTIONS], tob[SYNO_MAX_REDUCTIONS];
+  twins_of(s, a, &ta);
+  twins_of(s, b, &tb);
+  least_key(s, a, &ta, toa);
+  least_key(s, b, &tb, tob);
+  ren_t ra = {ta.m, ta.from, toa}, rb = {tb.m, tb.from, tob};
   for (int i = 0; i < a->rank[0]; i++)
-    if (!expr_eq(s->g, a->axes[0][i], b->axes[0][i])) return false;
+    if (!expr_eq(s->g, a->axes[0][i], &ra, b->axes[0][i], &rb)) return false;
   weight_t wa[SYNO_MAX_TENSORS - 1], wb[SYNO_MAX_TENSORS - 1];
-  weights_of(s, a, wa);
-  weights_of(s, b, wb);
+  weights_of(s, a, &ra, wa);
+  weights_of(s, b, &rb, wb);
   for (int t = 0; t + 1 < a->n_tensors; t++) {
     if (wa[t].rank != wb[t].rank) return false;
     for (int i = 0; i < wa[t].rank; i++)
-      if (!expr_eq(s->g, wa[t].axis[i], wb[t].axis[i])) return false;
+      if (!expr_eq(s->g, wa[t].axis[i], &ra, wb[t].axis[i], &rb)) return false;
   }
   return true;
 }

@@ -148,6 +148,18 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
  * equal-domain reductions. */
 int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err);
 
+/* The renamings of the equal-domain reductions below some dims: the m
+ * reductions `from` (class by class, each in multiplicity order) and
+ * `total` permutations of them, the first the identity. */
+typedef struct {
+  int m, n_cls, total;
+  syno_dim_t from[SYNO_MAX_REDUCTIONS];
+  int size[SYNO_MAX_REDUCTIONS], radix[SYNO_MAX_REDUCTIONS]; /* per class: members, permutations */
+} twins_t;
+void space_twins_find(const syno_space_t *s, const syno_dim_t *dims, int n, twins_t *t);
+/* Renaming k < t->total: from[i] becomes to[i]. */
+void space_twins_renaming(const twins_t *t, int k, syno_dim_t *to);
+
 /* Rule C4 (fkey.c): the function key of a finalization, a hash of its
  * tensors' axis expressions with Shares dropped and the weights unordered;
  * equal for every spelling of one function. */

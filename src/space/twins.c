@@ -73,11 +73,10 @@ static void nth_perm(int n, int k, int *out) {
   }
 }
 
-int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err) {
+void space_twins_find(const syno_space_t *s, const syno_dim_t *dims, int n, twins_t *t) {
   syno_dim_t red[SYNO_MAX_REDUCTIONS];
   int n_red = 0;
-  for (int i = 0; i < f->n_dims; i++) collect_reductions(s->g, f->dims[i], red, &n_red);
-  for (int i = 0; i < f->n_exp; i++) collect_reductions(s->g, f->exp[i], red, &n_red);
+  for (int i = 0; i < n; i++) collect_reductions(s->g, dims[i], red, &n_red);
   /* The classes of equal reductions, each in multiplicity order. */
   int n_cls = 0, cls_n[SYNO_MAX_REDUCTIONS];
   syno_dim_t cls[SYNO_MAX_REDUCTIONS][SYNO_MAX_REDUCTIONS];
@@ -98,38 +97,46 @@ int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err) {
     cls[c][j] = red[i];
   }
   /* Only the classes with two or more members rename anything. */
-  int radix[SYNO_MAX_REDUCTIONS], n_twin = 0, total = 1;
-  int twin[SYNO_MAX_REDUCTIONS];
+  memset(t, 0, sizeof *t);
+  t->total = 1;
   for (int c = 0; c < n_cls; c++) {
     if (cls_n[c] < 2) continue;
     int fact = 1;
     for (int j = 2; j <= cls_n[c]; j++) fact *= j;
-    if (total * fact > MAX_PERMS) break; /* more renamings than we try: fewer orbits merge, none is lost */
-    twin[n_twin] = c;
-    radix[n_twin++] = fact;
-    total *= fact;
+    if (t->total * fact > MAX_PERMS) break; /* more renamings than we try: fewer orbits merge, none is lost */
+    t->size[t->n_cls] = cls_n[c];
+    t->radix[t->n_cls++] = fact;
+    t->total *= fact;
+    for (int j = 0; j < cls_n[c]; j++) t->from[t->m++] = cls[c][j];
   }
-  if (total == 1) return 0;
+}
+
+void space_twins_renaming(const twins_t *t, int k, syno_dim_t *to) {
+  for (int c = 0, at = 0; c < t->n_cls; at += t->size[c], c++) {
+    int perm[SYNO_MAX_REDUCTIONS];
+    nth_perm(t->size[c], k % t->radix[c], perm);
+    k /= t->radix[c];
+    for (int j = 0; j < t->size[c]; j++) to[at + j] = t->from[at + perm[j]];
+  }
+}
+
+int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err) {
+  syno_dim_t all[2 * SPACE_MAX_IFACE];
   int n = f->n_dims + f->n_exp;
+  memcpy(all, f->dims, sizeof *all * (size_t)f->n_dims);
+  memcpy(all + f->n_dims, f->exp, sizeof *all * (size_t)f->n_exp);
+  twins_t t;
+  space_twins_find(s, all, n, &t);
+  if (t.total == 1) return 0;
   uint64_t best[2 * SPACE_MAX_IFACE], key[2 * SPACE_MAX_IFACE];
-  for (int i = 0; i < n; i++) best[i] = syno_graph_dim(s->g, i < f->n_dims ? f->dims[i] : f->exp[i - f->n_dims])->hash;
+  for (int i = 0; i < n; i++) best[i] = syno_graph_dim(s->g, all[i])->hash;
   qsort(best, (size_t)f->n_dims, sizeof *best, cmp_u64);
   qsort(best + f->n_dims, (size_t)f->n_exp, sizeof *best, cmp_u64);
-  syno_dim_t from[SYNO_MAX_REDUCTIONS], to[SYNO_MAX_REDUCTIONS], best_to[SYNO_MAX_REDUCTIONS];
-  int m = 0;
-  for (int t = 0; t < n_twin; t++)
-    for (int j = 0; j < cls_n[twin[t]]; j++) from[m++] = cls[twin[t]][j];
+  syno_dim_t to[SYNO_MAX_REDUCTIONS], best_to[SYNO_MAX_REDUCTIONS];
   bool found = false;
-  for (int k = 1; k < total; k++) {
-    int rest = k, at = 0;
-    for (int t = 0; t < n_twin; t++) {
-      int c = twin[t], perm[SYNO_MAX_REDUCTIONS];
-      nth_perm(cls_n[c], rest % radix[t], perm);
-      rest /= radix[t];
-      for (int j = 0; j < cls_n[c]; j++) to[at + j] = cls[c][perm[j]];
-      at += cls_n[c];
-    }
-    if (renamed_key(s, f, m, from, to, key, err)) return -1;
+  for (int k = 1; k < t.total; k++) {
+    space_twins_renaming(&t, k, to);
+    if (renamed_key(s, f, t.m, t.from, to, key, err)) return -1;
     int cmp = 0;
     for (int i = 0; i < n && !cmp; i++) cmp = key[i] < best[i] ? -1 : key[i] > best[i];
     if (cmp < 0) {
@@ -140,9 +147,9 @@ int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err) {
   }
   if (!found) return 0;
   for (int i = 0; i < f->n_dims; i++)
-    if (syno_graph_relabel(s->g, f->dims[i], m, from, best_to, &f->dims[i], NULL, err)) return -1;
+    if (syno_graph_relabel(s->g, f->dims[i], t.m, t.from, best_to, &f->dims[i], NULL, err)) return -1;
   for (int i = 0; i < f->n_exp; i++)
-    if (syno_graph_relabel(s->g, f->exp[i], m, from, best_to, &f->exp[i], NULL, err) ||
+    if (syno_graph_relabel(s->g, f->exp[i], t.m, t.from, best_to, &f->exp[i], NULL, err) ||
         syno_graph_expand(s->g, f->exp[i], NULL, err))
       return -1;
   return 0;
