@@ -4,7 +4,9 @@
 # search proposes fills each conv slot of a small ResNet, is trained, and is
 # timed against the standard convolution it replaces, in its own worker
 # process; results go into an SQLite database, then `syno report` prints the
-# best operators and writes the plots.
+# best operators and writes the plots. A candidate whose training or timing
+# takes over 30 s (a few gather-heavy operators the executor runs slowly) is
+# stopped and recorded as a timeout, which keeps the demo to a few minutes.
 set -euo pipefail
 SYNO=${1:-build/syno}
 OUT=${DEMO_DIR:-build/demo}
@@ -12,7 +14,7 @@ mkdir -p "$OUT"
 DB="$OUT/demo.db"
 rm -f "$DB" "$DB-wal" "$DB-shm"
 echo "== syno search: MCTS over the conv2d space, ResNet on digits, 24 candidates, 2 workers =="
-"$SYNO" search --backbone resnet --dataset digits --epochs 4 --budget 24 --workers 2 --seed 1 --db "$DB"
+"$SYNO" search --backbone resnet --dataset digits --epochs 4 --budget 24 --workers 2 --timeout 30 --seed 1 --db "$DB"
 echo
 echo "== syno report =="
 "$SYNO" report --db "$DB" --top 8
