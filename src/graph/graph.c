@@ -22,10 +22,16 @@ struct syno_graph {
   uint32_t leaf_cap, prim_cap, n_leaves;
 };
 
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
+
+/* A primitive's hash: its kind and parameters, then each output's hash
+ * (prim_hash_out); input `slot`'s dim hashes as input_hash. */
+static uint64_t prim_hash_start(const syno_prim_t *p) {
+  return syno_hash_mix(syno_hash_mix(0xabcdef12u + p->kind, syno_size_hash(p->param)), (uint64_t)p->weight);
 }
+static uint64_t prim_hash_out(uint64_t h, int i, uint64_t out_hash) {
+  return syno_hash_mix(h, out_hash ^ ((uint64_t)i << 40));
+}
+static uint64_t input_hash(uint64_t prim_hash, int slot) { return syno_hash_mix(prim_hash, (uint64_t)slot + 1); }
 
 syno_graph_t *syno_graph_new(const syno_vars_t *vars) {
   syno_graph_t *g = calloc(1, sizeof *g);
@@ -217,9 +223,9 @@ static bool leaf_equal(const syno_dimension_t *a, const syno_dimension_t *b) {
 }
 
 static int intern_leaf(syno_graph_t *g, syno_dimension_t *key, syno_dim_t *out, syno_error_t *err) {
-  key->hash = mix(mix(mix(mix(key->kind * 0x51ed27u, syno_size_hash(key->size)), (uint64_t)key->index),
-                      key->unordered),
-                  key->reduce);
+  uint64_t h = syno_hash_mix(key->kind * 0x51ed27u, syno_size_hash(key->size));
+  h = syno_hash_mix(syno_hash_mix(h, (uint64_t)key->index), key->unordered);
+  key->hash = syno_hash_mix(h, key->reduce);
   for (uint32_t j = (uint32_t)key->hash & (g->leaf_cap - 1);; j = (j + 1) & (g->leaf_cap - 1)) {
     uint32_t e = g->leaf_table[j];
     if (!e) break;
@@ -284,8 +290,8 @@ int syno_graph_reduce(syno_graph_t *g, syno_size_t domain, syno_reduce_type_t ty
  * creates its input dims with the given sizes. */
 static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_sizes, uint32_t *id_out,
                        syno_error_t *err) {
-  uint64_t h = mix(mix(0xabcdef12u + key->kind, syno_size_hash(key->param)), (uint64_t)key->weight);
-  for (int i = 0; i < key->n_out; i++) h = mix(h, g->dims[key->out[i]].hash ^ ((uint64_t)i << 40));
+  uint64_t h = prim_hash_start(key);
+  for (int i = 0; i < key->n_out; i++) h = prim_hash_out(h, i, g->dims[key->out[i]].hash);
   key->hash = h;
   for (uint32_t j = (uint32_t)h & (g->prim_cap - 1);; j = (j + 1) & (g->prim_cap - 1)) {
     uint32_t e = g->prim_table[j];
@@ -307,7 +313,7 @@ static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_
   g->prims[id] = *key;
   for (int i = 0; i < key->n_in; i++) {
     syno_dimension_t d = {.kind = SYNO_DIM_PRIM_INPUT, .size = in_sizes[i], .prim = id, .slot = i,
-                          .hash = mix(h, (uint64_t)i + 1)};
+                          .hash = input_hash(h, i)};
     syno_color_t c = input_color(g, key, id, i);
     key->in[i] = new_dim(g, &d, &c);
     if (!key->in[i]) return syno_error_set(err, "out of memory");
@@ -451,18 +457,18 @@ static int relabel(syno_graph_t *g, syno_dim_t d, int n, const syno_dim_t *from,
   syno_prim_t key = g->prims[dim->prim]; /* a copy: interning may move the array */
   int slot = dim->slot;
   syno_size_t in_sizes[2] = {g->dims[key.in[0]].size, key.n_in > 1 ? g->dims[key.in[1]].size : syno_size_one()};
-  uint64_t h = mix(mix(0xabcdef12u + key.kind, syno_size_hash(key.param)), (uint64_t)key.weight);
+  uint64_t h = prim_hash_start(&key);
   bool any = false;
   for (int i = 0; i < key.n_out; i++) {
     uint64_t ho;
     bool c;
     if (relabel(g, key.out[i], n, from, to, build, &key.out[i], &ho, &c, err)) return -1;
-    h = mix(h, ho ^ ((uint64_t)i << 40));
+    h = prim_hash_out(h, i, ho);
     any = any || c;
   }
   if (!any) return 0;
   *changed = true;
-  *hash = mix(h, (uint64_t)slot + 1);
+  *hash = input_hash(h, slot);
   if (!build) return 0;
   uint32_t id;
   if (intern_prim(g, &key, in_sizes, &id, err)) return -1;

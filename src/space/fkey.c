@@ -25,7 +25,6 @@
 
 #include "space_internal.h"
 
-static uint64_t mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
 
 /* The dim below any Shares stacked under d: the same index. */
 static syno_dim_t unshared(const syno_graph_t *g, syno_dim_t d) {
@@ -33,12 +32,6 @@ static syno_dim_t unshared(const syno_graph_t *g, syno_dim_t d) {
   while ((p = syno_graph_below(g, d)) && p->kind == SYNO_PRIM_SHARE) d = p->out[0];
   return d;
 }
-
-/* A renaming of reductions (space_twins_renaming): leaf from[i] reads as to[i]. */
-typedef struct {
-  int m;
-  const syno_dim_t *from, *to;
-} ren_t;
 
 static syno_dim_t renamed(const ren_t *r, syno_dim_t d) {
   for (int i = 0; i < r->m; i++)
@@ -52,9 +45,9 @@ static uint64_t expr_hash(const syno_graph_t *g, syno_dim_t d, const ren_t *r) {
   d = unshared(g, d);
   const syno_prim_t *p = syno_graph_below(g, d);
   if (!p) return syno_graph_dim(g, renamed(r, d))->hash;
-  uint64_t h = mix(0x7f4a7c15u + p->kind, syno_size_hash(p->param));
-  for (int i = 0; i < p->n_out; i++) h = mix(h, expr_hash(g, p->out[i], r) ^ ((uint64_t)i << 40));
-  return mix(h, (uint64_t)syno_graph_dim(g, d)->slot + 1);
+  uint64_t h = syno_hash_mix(0x7f4a7c15u + p->kind, syno_size_hash(p->param));
+  for (int i = 0; i < p->n_out; i++) h = syno_hash_mix(h, expr_hash(g, p->out[i], r) ^ ((uint64_t)i << 40));
+  return syno_hash_mix(h, (uint64_t)syno_graph_dim(g, d)->slot + 1);
 }
 
 /* Whether a under ra and b under rb have the same expression with Shares
@@ -103,17 +96,17 @@ static void weights_of(const syno_space_t *s, const final_t *f, const ren_t *r, 
         x->h[j - 1] = th, x->axis[j - 1] = ta;
       }
     x->key = 0x243f6a8885a308d3ull + (uint64_t)x->rank;
-    for (int i = 0; i < x->rank; i++) x->key = mix(x->key, x->h[i]);
+    for (int i = 0; i < x->rank; i++) x->key = syno_hash_mix(x->key, x->h[i]);
   }
   qsort(w, (size_t)(f->n_tensors - 1), sizeof *w, cmp_weight);
 }
 
 static uint64_t key_under(const syno_space_t *s, const final_t *f, const ren_t *r) {
   uint64_t h = 0xcbf29ce484222325ull + (uint64_t)f->n_tensors;
-  for (int i = 0; i < f->rank[0]; i++) h = mix(h, expr_hash(s->g, f->axes[0][i], r));
+  for (int i = 0; i < f->rank[0]; i++) h = syno_hash_mix(h, expr_hash(s->g, f->axes[0][i], r));
   weight_t w[SYNO_MAX_TENSORS - 1];
   weights_of(s, f, r, w);
-  for (int t = 0; t + 1 < f->n_tensors; t++) h = mix(h, w[t].key);
+  for (int t = 0; t + 1 < f->n_tensors; t++) h = syno_hash_mix(h, w[t].key);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   return h ^ (h >> 33);

@@ -659,7 +659,7 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
     syno_step_t st = {.kind = SYNO_STEP_FINALIZE, .target = (uint32_t)kept++};
     if (push_step(s, st, err)) return -1;
   }
-  s->nodes[id].n_finals = kept;
+  n->n_finals = kept;
   s->stats.finals += (uint64_t)kept;
   return 0;
 }

@@ -159,6 +159,11 @@ typedef struct {
 void space_twins_find(const syno_space_t *s, const syno_dim_t *dims, int n, twins_t *t);
 /* Renaming k < t->total: from[i] becomes to[i]. */
 void space_twins_renaming(const twins_t *t, int k, syno_dim_t *to);
+/* A renaming as the leaf map it is: from[i] reads as to[i] (m pairs). */
+typedef struct {
+  int m;
+  const syno_dim_t *from, *to;
+} ren_t;
 
 /* Rule C4 (fkey.c): the function key of a finalization, a hash of its
  * tensors' axis expressions with Shares dropped and the weights unordered;

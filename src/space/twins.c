@@ -46,16 +46,14 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The renaming's key: the sorted hashes of the renamed dims, then of the
- * renamed expansions. */
-static int renamed_key(syno_space_t *s, const iface_t *f, int n, const syno_dim_t *from, const syno_dim_t *to,
-                       uint64_t *key, syno_error_t *err) {
-  for (int i = 0; i < f->n_dims + f->n_exp; i++) {
-    syno_dim_t d = i < f->n_dims ? f->dims[i] : f->exp[i - f->n_dims];
-    if (syno_graph_relabel(s->g, d, n, from, to, NULL, &key[i], err)) return -1;
-  }
-  qsort(key, (size_t)f->n_dims, sizeof *key, cmp_u64);
-  qsort(key + f->n_dims, (size_t)f->n_exp, sizeof *key, cmp_u64);
+/* The renaming's key: the hashes of the renamed dims all[0..n_dims) and of
+ * the renamed expansions all[n_dims..n), each part sorted. */
+static int renamed_key(syno_space_t *s, const syno_dim_t *all, int n_dims, int n, const ren_t *r, uint64_t *key,
+                       syno_error_t *err) {
+  for (int i = 0; i < n; i++)
+    if (syno_graph_relabel(s->g, all[i], r->m, r->from, r->to, NULL, &key[i], err)) return -1;
+  qsort(key, (size_t)n_dims, sizeof *key, cmp_u64);
+  qsort(key + n_dims, (size_t)(n - n_dims), sizeof *key, cmp_u64);
   return 0;
 }
 
@@ -129,14 +127,15 @@ int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err) {
   space_twins_find(s, all, n, &t);
   if (t.total == 1) return 0;
   uint64_t best[2 * SPACE_MAX_IFACE], key[2 * SPACE_MAX_IFACE];
-  for (int i = 0; i < n; i++) best[i] = syno_graph_dim(s->g, all[i])->hash;
+  for (int i = 0; i < n; i++) best[i] = syno_graph_dim(s->g, all[i])->hash; /* the identity's key */
   qsort(best, (size_t)f->n_dims, sizeof *best, cmp_u64);
   qsort(best + f->n_dims, (size_t)f->n_exp, sizeof *best, cmp_u64);
   syno_dim_t to[SYNO_MAX_REDUCTIONS], best_to[SYNO_MAX_REDUCTIONS];
   bool found = false;
   for (int k = 1; k < t.total; k++) {
     space_twins_renaming(&t, k, to);
-    if (renamed_key(s, f, t.m, t.from, to, key, err)) return -1;
+    ren_t r = {t.m, t.from, to};
+    if (renamed_key(s, all, f->n_dims, n, &r, key, err)) return -1;
     int cmp = 0;
     for (int i = 0; i < n && !cmp; i++) cmp = key[i] < best[i] ? -1 : key[i] > best[i];
     if (cmp < 0) {

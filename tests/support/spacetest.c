@@ -49,22 +49,24 @@ char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint
   return spec_lines(spec, false, stats, count);
 }
 
+/* The spec `json` with the rules in `off` switched off. */
+static void spec_with_rules_off(const char *json, uint32_t off, syno_space_spec_t *spec) {
+  syno_error_t err;
+  if (syno_space_spec_from_json(json, spec, &err)) fail_msg("%s", err.msg);
+  for (int r = 0; r < SYNO_RULE_COUNT; r++)
+    if (off & ST_RULE(r)) spec->opts.rule[r] = false;
+}
+
 char *st_space_forms(const char *json, uint32_t off, syno_space_stats_t *stats) {
   syno_space_spec_t spec;
-  syno_error_t err;
-  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
-  for (int r = 0; r < SYNO_RULE_COUNT; r++)
-    if (off & ST_RULE(r)) spec.opts.rule[r] = false;
+  spec_with_rules_off(json, off, &spec);
   return spec_lines(&spec, true, stats, NULL);
 }
 
 char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_t *stats, uint64_t *count) {
   syno_space_spec_t spec;
-  syno_error_t err;
-  if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
+  spec_with_rules_off(json, off, &spec);
   spec.opts.prune_distance = prune;
-  for (int r = 0; r < SYNO_RULE_COUNT; r++)
-    if (off & ST_RULE(r)) spec.opts.rule[r] = false;
   return st_spec_ops(&spec, stats, count);
 }
 
