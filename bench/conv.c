@@ -57,16 +57,16 @@ int main(int argc, char **argv)
                                  .kernel_w = 3, .pad_h = 1, .pad_w = 1};
         int64_t xd[4] = {N, C, H, H};
         syno_rng_t rng;
-        syno_nn_rng_seed(&rng, 42, 1);
+        syno_rng_seed(&rng, 42, 1);
         syno_tensor_t x = SYNO_TENSOR_EMPTY, dy = SYNO_TENSOR_EMPTY;
         syno_nn_tensor_alloc(&x, 4, xd);
         syno_nn_tensor_alloc(&dy, 4, xd);
-        syno_nn_rng_fill_normal(&rng, &x, 0.0, 1.0);
-        syno_nn_rng_fill_normal(&rng, &dy, 0.0, 1.0);
+        syno_nn_fill_normal(&rng, &x, 0.0, 1.0);
+        syno_nn_fill_normal(&rng, &dy, 0.0, 1.0);
         syno_layer_t *l[2];
         for (int b = 0; b < 2; b++) {
             cfg.backend = b ? SYNO_CONV_ONEDNN : SYNO_CONV_IM2COL;
-            syno_nn_rng_seed(&rng, 7, 1);
+            syno_rng_seed(&rng, 7, 1);
             l[b] = syno_nn_conv2d_create(&cfg, &rng);
             if (!l[b]) {
                 fprintf(stderr, "conv: layer creation failed\n");

@@ -92,7 +92,7 @@ static int sample_visit(syno_space_t *s, uint32_t node, uint32_t index, void *ct
 
 static float *random_buf(syno_rng_t *rng, int64_t n) {
   float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-  for (int64_t i = 0; x && i < n; i++) x[i] = syno_nn_rng_uniform(rng) * 2 - 1;
+  for (int64_t i = 0; x && i < n; i++) x[i] = syno_rng_uniform(rng) * 2 - 1;
   return x;
 }
 
@@ -134,7 +134,7 @@ static int bench_sample(int reps) {
       return 1;
     }
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 7, (uint64_t)k);
+    syno_rng_seed(&rng, 7, (uint64_t)k);
     int nt = syno_exec_num_tensors(e);
     float *ts[SYNO_MAX_TENSORS] = {0}, *gs[SYNO_MAX_TENSORS] = {0}, *ref[SYNO_MAX_TENSORS] = {0};
     for (int t = 0; t < nt; t++) {
@@ -237,7 +237,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 42, s);
+    syno_rng_seed(&rng, 42, s);
     syno_conv2d_cfg_t cfg = {.backend = SYNO_CONV_IM2COL, .in_channels = C, .out_channels = C, .kernel_h = k, .kernel_w = k,
                              .pad_h = k / 2, .pad_w = k / 2, .bias = 0};
     syno_layer_t *conv = syno_nn_conv2d_create(&cfg, &rng);
@@ -251,8 +251,8 @@ int main(int argc, char **argv) {
     float *dy = malloc(sizeof(float) * (size_t)ny), *dx = malloc(sizeof(float) * (size_t)nx);
     float *dw = malloc(sizeof(float) * (size_t)nw);
     const float *w = conv->params[0].value.data;
-    for (int64_t i = 0; i < nx; i++) x[i] = syno_nn_rng_uniform(&rng) * 2 - 1;
-    for (int64_t i = 0; i < ny; i++) dy[i] = syno_nn_rng_uniform(&rng) * 2 - 1;
+    for (int64_t i = 0; i < nx; i++) x[i] = syno_rng_uniform(&rng) * 2 - 1;
+    for (int64_t i = 0; i < ny; i++) dy[i] = syno_rng_uniform(&rng) * 2 - 1;
     int64_t xd[4] = {N, C, H, W}, yd[4] = {N, C, H, W};
     syno_tensor_t xt = syno_nn_tensor_view(x, 4, xd), dyt = syno_nn_tensor_view(dy, 4, yd);
     const float *ts[2] = {x, w};

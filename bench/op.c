@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         syno_backbone_cfg_t bc = {.name = "resnet", .in_c = 1, .in_h = side + 2 * pad, .in_w = side + 2 * pad,
                                   .nclasses = 10, .op = op};
         syno_rng_t rng;
-        syno_nn_rng_seed(&rng, 1, 1);
+        syno_rng_seed(&rng, 1, 1);
         syno_backbone_t cand;
         syno_latency_cmp_t lc;
         if (syno_backbone_build(&bc, &rng, &cand, &err) ||

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     syno_backbone_cfg_t bc = {.name = "resnet", .in_c = 1, .in_h = 28, .in_w = 28, .nclasses = 10, .width = width,
                               .depth = depth};
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 1);
+    syno_rng_seed(&rng, 1, 1);
     syno_backbone_t bb;
     syno_error_t err = {0};
     if (syno_backbone_build(&bc, &rng, &bb, &err)) {
@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     syno_tensor_t x = SYNO_TENSOR_EMPTY, dl = SYNO_TENSOR_EMPTY;
     int64_t d[4] = {batch, 1, 28, 28};
     syno_nn_tensor_alloc(&x, 4, d);
-    syno_nn_rng_fill_normal(&rng, &x, 0, 1);
+    syno_nn_fill_normal(&rng, &x, 0, 1);
     int32_t *lab = malloc(sizeof(int32_t) * (size_t)batch);
     for (int64_t i = 0; i < batch; i++)
         lab[i] = (int32_t)(i % 10);

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "syno/hash.h"
 #include "syno/size.h"
 
 #define SYNO_MAX_TENSORS 4    /* the input plus up to three weights */
@@ -96,10 +97,6 @@ typedef struct {
 } syno_color_t;
 
 typedef struct syno_graph syno_graph_t;
-
-/* Combines a hash with a value: the combiner of the graph's structural
- * hashes, and of hashes derived from them. */
-static inline uint64_t syno_hash_mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
 
 syno_graph_t *syno_graph_new(const syno_vars_t *vars);
 void syno_graph_free(syno_graph_t *g);

@@ -34,6 +34,8 @@
 #define SYNO_MAX_LOOPS 24
 #define SYNO_MAX_NODES 512
 #define SYNO_MAX_GUARDS 24
+/* Loop variables of a nest: the outer ones (one per output axis), then the inner ones. */
+#define SYNO_NEST_MAX_VARS (SYNO_MAX_RANK + SYNO_MAX_LOOPS)
 
 typedef enum {
   SYNO_EXPR_OUTER = 0, /* loop variable i_<var> */

@@ -101,8 +101,8 @@ void syno_nn_param_free(syno_param_t *p);
 /* ---------------------------------------------------------------- the layer interface */
 
 typedef struct syno_layer syno_layer_t;
-/* The PRNG lives in syno/train.h; layers only need it to initialise weights. */
-typedef struct syno_rng syno_rng_t;
+/* Layers need the generator only to initialise weights. */
+#include "syno/rng.h"
 
 typedef struct syno_layer_ops {
     const char *kind; /* "conv2d", "linear", ... */
@@ -113,6 +113,16 @@ typedef struct syno_layer_ops {
     /* Frees what the concrete layer added beyond the common fields; may be NULL. */
     void (*destroy)(syno_layer_t *self);
 } syno_layer_ops_t;
+
+/* For layer authors (a layer outside src/nn, such as an operator slot, uses the same three
+ * helpers the built-in layers use). */
+/* Allocates a zeroed concrete layer of `size` bytes whose first member is syno_layer_t. */
+void *syno_nn_layer_new(size_t size, const syno_layer_ops_t *ops, int nparams);
+/* Records the input view and mode at the start of a forward. */
+void syno_nn_begin_forward(syno_layer_t *l, const syno_tensor_t *x, int train);
+/* Shape of the last forward's input into grad_in, unless the caller skips it. Returns a
+ * status; *skip is set when no input gradient is wanted. */
+int syno_nn_prepare_grad_in(syno_layer_t *l, int *skip);
 
 /* The common head of every layer. Concrete layers embed it as their first member. */
 struct syno_layer {

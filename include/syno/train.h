@@ -1,11 +1,9 @@
 /*
- * syno/train.h — what turns layers into a training run: a seeded PRNG, mini-batch iteration,
- * SGD with momentum and weight decay, and a cosine learning-rate schedule with warm-up.
+ * syno/train.h — what turns layers into a training run: random tensors, mini-batch iteration,
+ * SGD with momentum and weight decay, AdamW, and a cosine learning-rate schedule with warm-up.
  *
- * Reproducibility is the invariant: all randomness comes from a syno_rng_t the caller owns
- * and passes explicitly (no global state), so a run is a pure function of its seeds and two
- * runs can share a process. The generator is PCG32 (O'Neill 2014, "XSH RR" output): 64-bit
- * state, a selectable odd stream increment, period 2^64 per stream.
+ * Reproducibility is the invariant: all randomness comes from a syno_rng_t (syno/rng.h) the
+ * caller owns and passes explicitly, so a run is a pure function of its seeds.
  *
  * The optimizer borrows the parameters it updates (they stay owned by their layers) and owns
  * only its momentum buffers; free it before the layers. The batcher owns its index array.
@@ -16,35 +14,18 @@
 #include <stdint.h>
 
 #include "syno/nn.h"
+#include "syno/rng.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- PRNG */
+/* ---------------------------------------------------------------- random tensors */
 
-struct syno_rng {
-    uint64_t state;
-    uint64_t inc;       /* always odd */
-    double spare;       /* Box-Muller makes normals in pairs; the second waits here */
-    int has_spare;
-};
-
-/* Seeds a generator; different streams with one seed give independent sequences. */
-void syno_nn_rng_seed(syno_rng_t *rng, uint64_t seed, uint64_t stream);
-uint32_t syno_nn_rng_u32(syno_rng_t *rng);
-/* Uniform in [0, 1) with 53 random bits. */
-double syno_nn_rng_uniform(syno_rng_t *rng);
-/* Uniform integer in [0, n), without modulo bias; n > 0 (returns 0 for n <= 0). */
-uint64_t syno_nn_rng_below(syno_rng_t *rng, uint64_t n);
-/* Standard normal (Box-Muller, trigonometric form; the pair's second value is kept). */
-double syno_nn_rng_normal(syno_rng_t *rng);
-/* Fisher-Yates shuffle of a[0..n). */
-void syno_nn_rng_shuffle(syno_rng_t *rng, int64_t *a, int64_t n);
 /* Fills t with N(mean, std^2) samples. */
-void syno_nn_rng_fill_normal(syno_rng_t *rng, syno_tensor_t *t, double mean, double std);
+void syno_nn_fill_normal(syno_rng_t *rng, syno_tensor_t *t, double mean, double std);
 /* Fills t with uniform samples in [lo, hi). */
-void syno_nn_rng_fill_uniform(syno_rng_t *rng, syno_tensor_t *t, double lo, double hi);
+void syno_nn_fill_uniform(syno_rng_t *rng, syno_tensor_t *t, double lo, double hi);
 
 /* ---------------------------------------------------------------- mini-batches */
 

@@ -119,7 +119,7 @@ int syno_cmd_eval(int argc, char **argv) {
                             .width = tc.width, .depth = tc.depth, .op = op};
   syno_backbone_t cand;
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, tc.seed, 99);
+  syno_rng_seed(&rng, tc.seed, 99);
   if (syno_backbone_build(&bc, &rng, &cand, &err)) {
     syno_slotop_free(op);
     return syno_cli_usage_error("%s", err.msg);

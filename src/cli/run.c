@@ -43,7 +43,7 @@ static checksum_t checksum(const float *x, int64_t n) {
 static float *random_tensor(syno_rng_t *rng, int64_t n) {
   float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
   if (x)
-    for (int64_t i = 0; i < n; i++) x[i] = (float)syno_nn_rng_normal(rng);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)syno_rng_normal(rng);
   return x;
 }
 
@@ -93,7 +93,7 @@ int syno_cmd_run(int argc, char **argv) {
   rc = SYNO_EXIT_FAIL;
   if (!low || syno_lower(op, low, &err) || syno_output_numel(op, b, &out_n, &err)) goto fail;
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, seed, 0);
+  syno_rng_seed(&rng, seed, 0);
   for (int t = 0; t < op->n_tensors; t++) {
     if (syno_tensor_numel(op, t, b, &numel[t], &err)) goto fail;
     if (!(tensors[t] = random_tensor(&rng, numel[t]))) goto oom;

@@ -131,7 +131,7 @@ int syno_cmd_space(int argc, char **argv) {
      * factors estimates the number of paths of that length. */
     for (long w = 0; w < walks && !rc; w++) {
       syno_rng_t rng;
-      syno_nn_rng_seed(&rng, seed, (uint64_t)w);
+      syno_rng_seed(&rng, seed, (uint64_t)w);
       uint32_t id = syno_space_root(s);
       double weight = 1;
       nodes[0] += 1.0 / (double)walks;
@@ -147,7 +147,7 @@ int syno_cmd_space(int argc, char **argv) {
         finals[syno_node_depth(s, id)] += weight * n_final / (double)walks;
         if (n == n_final) break;
         weight *= n - n_final;
-        const syno_step_t *st = &steps[syno_nn_rng_below(&rng, (uint64_t)(n - n_final))];
+        const syno_step_t *st = &steps[syno_rng_below(&rng, (uint64_t)(n - n_final))];
         id = st->target;
         nodes[syno_node_depth(s, id)] += weight / (double)walks;
       }

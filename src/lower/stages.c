@@ -114,7 +114,7 @@ int syno_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const sy
   if (syno_size_eval(v, fwd->divisor, b, &s->divisor, err)) return -1;
   syno_varset_t any = 0;
   for (int t = 0; t < op->n_tensors; t++) {
-    int cnt[SYNO_GEMM_MAX_VARS] = {0};
+    int cnt[SYNO_NEST_MAX_VARS] = {0};
     const syno_access_t *a = &fwd->factor[s->factor_of[t]];
     for (int i = 0; i < a->rank; i++) syno_expr_count_vars(fwd, a->idx[i], cnt);
     for (int i = 0; i < s->nv; i++)

@@ -21,7 +21,6 @@
 #ifndef SYNO_STAGES_H
 #define SYNO_STAGES_H
 
-#include "exec_gemm.h"
 #include "syno/graph.h"
 #include "syno/lower.h"
 
@@ -31,7 +30,7 @@ typedef uint64_t syno_varset_t;
 
 typedef struct {
   int nv, n_outer, nw;
-  int64_t ext[SYNO_GEMM_MAX_VARS];
+  int64_t ext[SYNO_NEST_MAX_VARS];
   int64_t divisor;                      /* the Mean divisor under the binding */
   int factor_of[SYNO_MAX_TENSORS];      /* the nest factor that reads tensor t */
   syno_varset_t reads[SYNO_MAX_TENSORS], outer, unread_inner;

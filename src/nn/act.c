@@ -17,7 +17,7 @@ static int relu_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = syno_nn_tensor_resize_like(&self->out, x);
     if (rc)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const int64_t n = syno_nn_tensor_numel(x);
     const float *p = x->data;
     float *q = self->out.data;
@@ -28,7 +28,7 @@ static int relu_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 
 static int relu_backward(syno_layer_t *self, const syno_tensor_t *dy)
 {
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc || skip)
         return rc;
     const int64_t n = syno_nn_tensor_numel(dy);
@@ -45,7 +45,7 @@ static const syno_layer_ops_t relu_ops = {
 
 syno_layer_t *syno_nn_relu_create(void)
 {
-    return nn_layer_new(sizeof(syno_layer_t), &relu_ops, 0);
+    return syno_nn_layer_new(sizeof(syno_layer_t), &relu_ops, 0);
 }
 
 #define GELU_C 0.7978845608028654 /* sqrt(2/pi) */
@@ -56,7 +56,7 @@ static int gelu_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = syno_nn_tensor_resize_like(&self->out, x);
     if (rc)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const int64_t n = syno_nn_tensor_numel(x);
     const float *p = x->data;
     float *q = self->out.data;
@@ -69,7 +69,7 @@ static int gelu_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 
 static int gelu_backward(syno_layer_t *self, const syno_tensor_t *dy)
 {
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc || skip)
         return rc;
     const int64_t n = syno_nn_tensor_numel(dy);
@@ -90,5 +90,5 @@ static const syno_layer_ops_t gelu_ops = {
 
 syno_layer_t *syno_nn_gelu_create(void)
 {
-    return nn_layer_new(sizeof(syno_layer_t), &gelu_ops, 0);
+    return syno_nn_layer_new(sizeof(syno_layer_t), &gelu_ops, 0);
 }

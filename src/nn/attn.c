@@ -50,7 +50,7 @@ static int attn_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     if ((rc = syno_nn_tensor_resize(&self->out, 3, od)) ||
         (rc = syno_nn_tensor_resize(&a->probs, 4, pd)))
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const float scale = (float)(1.0 / sqrt((double)D));
     const int ld = (int)(3 * C), t = (int)T, d = (int)D;
     for (int64_t b = 0; b < B; b++) {
@@ -87,7 +87,7 @@ static int attn_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 static int attn_backward(syno_layer_t *self, const syno_tensor_t *dy)
 {
     attn_t *a = (attn_t *)self;
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc || skip) /* no parameters: without an input gradient there is nothing to do */
         return rc;
     const syno_tensor_t *x = &self->in;
@@ -148,7 +148,7 @@ syno_layer_t *syno_nn_causal_attention_create(int64_t heads)
 {
     if (heads < 1 || !nn_fits_int(heads))
         return NULL;
-    attn_t *a = nn_layer_new(sizeof *a, &attn_ops, 0);
+    attn_t *a = syno_nn_layer_new(sizeof *a, &attn_ops, 0);
     if (!a)
         return NULL;
     a->heads = heads;

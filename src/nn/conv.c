@@ -216,7 +216,7 @@ static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
         rc = nn_dnnl_conv_forward(cv->dnnl, &cv->cfg, x, w, bias, y, train);
         if (rc)
             return rc;
-        nn_begin_forward(self, x, train);
+        syno_nn_begin_forward(self, x, train);
         cv->used = SYNO_CONV_ONEDNN;
         return SYNO_NN_OK;
     }
@@ -224,7 +224,7 @@ static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
         return SYNO_NN_EINVAL;
     if ((rc = plan_chunk(cv, &g, &nb)))
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     cv->used = SYNO_CONV_IM2COL;
     for (int64_t n0 = 0; n0 < g.n; n0 += nb) {
         int64_t cnt = g.n - n0 < nb ? g.n - n0 : nb, ld = cnt * g.ohw;
@@ -263,13 +263,13 @@ static int conv_backward(syno_layer_t *self, const syno_tensor_t *dy)
     const float *w = self->params[0].value.data;
     float *dw = self->params[0].grad.data;
     if (cv->used == SYNO_CONV_ONEDNN) {
-        if ((rc = nn_prepare_grad_in(self, &skip)))
+        if ((rc = syno_nn_prepare_grad_in(self, &skip)))
             return rc;
         return nn_dnnl_conv_backward(cv->dnnl, &cv->cfg, x, dy->data, w, dw,
                                      cv->cfg.bias ? self->params[1].grad.data : NULL,
                                      skip ? NULL : self->grad_in.data);
     }
-    if ((rc = plan_chunk(cv, &g, &nb)) || (rc = nn_prepare_grad_in(self, &skip)))
+    if ((rc = plan_chunk(cv, &g, &nb)) || (rc = syno_nn_prepare_grad_in(self, &skip)))
         return rc;
     if (cv->cfg.bias) {
         float *db = self->params[1].grad.data;
@@ -343,7 +343,7 @@ syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rn
         c.dilation_w < 0 || c.groups < 0 || c.in_channels % c.groups ||
         c.out_channels % c.groups || c.backend < SYNO_CONV_AUTO || c.backend > SYNO_CONV_ONEDNN)
         return NULL;
-    conv_t *cv = nn_layer_new(sizeof *cv, &conv_ops, c.bias ? 2 : 1);
+    conv_t *cv = syno_nn_layer_new(sizeof *cv, &conv_ops, c.bias ? 2 : 1);
     if (!cv)
         return NULL;
     cv->cfg = c;
@@ -363,14 +363,14 @@ syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rn
         syno_nn_layer_free(l);
         return NULL;
     }
-    syno_nn_rng_fill_normal(rng, &l->params[0].value, 0.0, sqrt(2.0 / (double)fan_in));
+    syno_nn_fill_normal(rng, &l->params[0].value, 0.0, sqrt(2.0 / (double)fan_in));
     if (c.bias) {
         if (syno_nn_param_init(&l->params[1], "bias", 1, &c.out_channels)) {
             syno_nn_layer_free(l);
             return NULL;
         }
         double bound = 1.0 / sqrt((double)fan_in);
-        syno_nn_rng_fill_uniform(rng, &l->params[1].value, -bound, bound);
+        syno_nn_fill_uniform(rng, &l->params[1].value, -bound, bound);
         l->params[1].no_decay = 1;
     }
     return l;
@@ -406,7 +406,7 @@ int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, i
         return syno_error_set(err, "conv2d latency: bad argument (need cfg, seconds, "
                                    "repeats >= 1 and positive n, h, w)");
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 1);
+    syno_rng_seed(&rng, 1, 1);
     syno_layer_t *l = syno_nn_conv2d_create(cfg, &rng);
     if (!l)
         return syno_error_set(err, "conv2d latency: invalid configuration or out of memory");
@@ -415,7 +415,7 @@ int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, i
     double *t = malloc((size_t)repeats * sizeof *t);
     int rc = t ? syno_nn_tensor_alloc(&x, 4, xd) : SYNO_NN_ENOMEM;
     if (!rc) {
-        syno_nn_rng_fill_normal(&rng, &x, 0.0, 1.0);
+        syno_nn_fill_normal(&rng, &x, 0.0, 1.0);
         rc = syno_nn_forward(l, &x, 0); /* warm-up: creates primitives, touches buffers */
     }
     for (int i = 0; !rc && i < repeats; i++) {

@@ -206,7 +206,7 @@ int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_da
     if (syno_data_load_digits(path, &all, err))
         return -1;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, SYNO_DIGITS_SPLIT_SEED, 0);
+    syno_rng_seed(&rng, SYNO_DIGITS_SPLIT_SEED, 0);
     int rc = syno_data_split(&all, SYNO_DIGITS_TEST_SIZE, &rng, train, test, err);
     syno_data_free(&all);
     if (!rc) {
@@ -447,7 +447,7 @@ int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng,
         byclass[pick[src->labels[i]]++] = i;
     int64_t nt = 0;
     for (int c = 0; c < k; c++) {
-        syno_nn_rng_shuffle(rng, byclass + start[c], count[c]);
+        syno_rng_shuffle(rng, byclass + start[c], count[c]);
         for (int64_t j = 0; j < quota[c]; j++)
             in_test[byclass[start[c] + j]] = 1;
     }

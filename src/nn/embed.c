@@ -36,7 +36,7 @@ static int emb_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = syno_nn_tensor_resize(&self->out, nd, od);
     if (rc)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const float *w = self->params[0].value.data;
     for (int64_t i = 0; i < n; i++)
         memcpy(self->out.data + i * e->dim, w + (int64_t)x->data[i] * e->dim,
@@ -66,7 +66,7 @@ syno_layer_t *syno_nn_embedding_create(int64_t vocab, int64_t dim, syno_rng_t *r
 {
     if (vocab <= 0 || vocab > (INT64_C(1) << 24) || dim <= 0 || !rng)
         return NULL;
-    embed_t *e = nn_layer_new(sizeof *e, &emb_ops, 1);
+    embed_t *e = syno_nn_layer_new(sizeof *e, &emb_ops, 1);
     if (!e)
         return NULL;
     e->vocab = vocab;
@@ -76,6 +76,6 @@ syno_layer_t *syno_nn_embedding_create(int64_t vocab, int64_t dim, syno_rng_t *r
         syno_nn_layer_free(&e->base);
         return NULL;
     }
-    syno_nn_rng_fill_normal(rng, &e->base.params[0].value, 0.0, 1.0);
+    syno_nn_fill_normal(rng, &e->base.params[0].value, 0.0, 1.0);
     return &e->base;
 }

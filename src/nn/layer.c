@@ -8,7 +8,7 @@
 
 #include "nn_internal.h"
 
-void *nn_layer_new(size_t size, const syno_layer_ops_t *ops, int nparams)
+void *syno_nn_layer_new(size_t size, const syno_layer_ops_t *ops, int nparams)
 {
     syno_layer_t *l = calloc(1, size);
     if (!l)
@@ -25,14 +25,14 @@ void *nn_layer_new(size_t size, const syno_layer_ops_t *ops, int nparams)
     return l;
 }
 
-void nn_begin_forward(syno_layer_t *l, const syno_tensor_t *x, int train)
+void syno_nn_begin_forward(syno_layer_t *l, const syno_tensor_t *x, int train)
 {
     l->in = syno_nn_tensor_view(x->data, x->ndim, x->dims);
     l->train = train;
     l->has_forward = 1;
 }
 
-int nn_prepare_grad_in(syno_layer_t *l, int *skip)
+int syno_nn_prepare_grad_in(syno_layer_t *l, int *skip)
 {
     *skip = l->skip_input_grad;
     if (*skip)
@@ -129,7 +129,7 @@ void syno_nn_zero_grad(syno_layer_t *l)
 
 static int seq_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 {
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const syno_tensor_t *cur = x;
     for (int i = 0; i < self->nchildren; i++) {
         int rc = syno_nn_forward(self->children[i], cur, train);
@@ -190,7 +190,7 @@ syno_layer_t *syno_nn_sequential_create(int n, syno_layer_t **layers)
     for (int i = 0; ok && i < n; i++)
         ok = layers[i] != NULL;
     if (ok)
-        l = nn_layer_new(sizeof *l, &seq_ops, 0);
+        l = syno_nn_layer_new(sizeof *l, &seq_ops, 0);
     if (l) {
         l->children = malloc((size_t)n * sizeof *l->children);
         if (l->children) {
@@ -215,7 +215,7 @@ static void add_into(float *y, const float *a, const float *b, int64_t n)
 
 static int res_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 {
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     syno_layer_t *body = self->children[0];
     syno_layer_t *sc = self->nchildren > 1 ? self->children[1] : NULL;
     int rc = syno_nn_forward(body, x, train);
@@ -280,7 +280,7 @@ static const syno_layer_ops_t res_ops = {
 
 syno_layer_t *syno_nn_residual_create(syno_layer_t *body, syno_layer_t *shortcut)
 {
-    syno_layer_t *l = body ? nn_layer_new(sizeof *l, &res_ops, 0) : NULL;
+    syno_layer_t *l = body ? syno_nn_layer_new(sizeof *l, &res_ops, 0) : NULL;
     if (l) {
         l->children = malloc(2 * sizeof *l->children);
         if (l->children) {
@@ -313,7 +313,7 @@ static int flat_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int64_t d[2];
     if (flat_out_shape(self, x->ndim, x->dims, d) < 0)
         return SYNO_NN_ESHAPE;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     self->out = syno_nn_tensor_view(x->data, 2, d);
     return SYNO_NN_OK;
 }
@@ -331,7 +331,7 @@ static const syno_layer_ops_t flat_ops = {
 
 syno_layer_t *syno_nn_flatten_create(void)
 {
-    return nn_layer_new(sizeof(syno_layer_t), &flat_ops, 0);
+    return syno_nn_layer_new(sizeof(syno_layer_t), &flat_ops, 0);
 }
 
 /* ---------------------------------------------------------------- add */

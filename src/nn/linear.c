@@ -39,7 +39,7 @@ static int lin_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = syno_nn_tensor_resize(&self->out, nd, od);
     if (rc)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     float *y = self->out.data;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)ln->out, (int)ln->in,
                 1.0f, x->data, (int)ln->in, self->params[0].value.data, (int)ln->in, 0.0f, y,
@@ -58,7 +58,7 @@ static int lin_backward(syno_layer_t *self, const syno_tensor_t *dy)
     linear_t *ln = (linear_t *)self;
     const syno_tensor_t *x = &self->in;
     int64_t rows = syno_nn_tensor_numel(x) / ln->in;
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc)
         return rc;
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)ln->out, (int)ln->in, (int)rows,
@@ -90,7 +90,7 @@ syno_layer_t *syno_nn_linear_create(int64_t in_features, int64_t out_features, i
     if (in_features <= 0 || out_features <= 0 || !nn_fits_int(in_features) ||
         !nn_fits_int(out_features) || !rng)
         return NULL;
-    linear_t *ln = nn_layer_new(sizeof *ln, &lin_ops, bias ? 2 : 1);
+    linear_t *ln = syno_nn_layer_new(sizeof *ln, &lin_ops, bias ? 2 : 1);
     if (!ln)
         return NULL;
     ln->in = in_features;
@@ -104,9 +104,9 @@ syno_layer_t *syno_nn_linear_create(int64_t in_features, int64_t out_features, i
         syno_nn_layer_free(l);
         return NULL;
     }
-    syno_nn_rng_fill_uniform(rng, &l->params[0].value, -bound, bound);
+    syno_nn_fill_uniform(rng, &l->params[0].value, -bound, bound);
     if (bias) {
-        syno_nn_rng_fill_uniform(rng, &l->params[1].value, -bound, bound);
+        syno_nn_fill_uniform(rng, &l->params[1].value, -bound, bound);
         l->params[1].no_decay = 1;
     }
     return l;

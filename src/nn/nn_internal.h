@@ -11,16 +11,6 @@
 
 #include "syno/nn.h"
 
-/* Allocates a zeroed concrete layer of `size` bytes whose first member is syno_layer_t. */
-void *nn_layer_new(size_t size, const syno_layer_ops_t *ops, int nparams);
-
-/* Records the input view and mode at the start of a forward. */
-void nn_begin_forward(syno_layer_t *l, const syno_tensor_t *x, int train);
-
-/* Shape of the last forward's input into grad_in, unless the caller skips it. Returns a
- * status; *skip is set when no input gradient is wanted. */
-int nn_prepare_grad_in(syno_layer_t *l, int *skip);
-
 /* CBLAS takes int dimensions; everything we pass must fit. */
 static inline int nn_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -49,9 +39,4 @@ int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const
                           const float *dy, const float *w, float *dw, float *db, float *dx);
 
 /* The gpt backbone (gpt.c), called by syno_backbone_build. */
-struct syno_backbone_cfg;
-struct syno_backbone;
-int nn_gpt_build(const struct syno_backbone_cfg *cfg, syno_rng_t *rng, struct syno_backbone *bb,
-                 syno_error_t *err);
-
 #endif

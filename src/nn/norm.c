@@ -37,7 +37,7 @@ static int bn_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = syno_nn_tensor_resize_like(&self->out, x);
     if (rc)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const int64_t n = x->dims[0], c = b->c, inner = nn_prod(x->dims, 2, x->ndim);
     const int64_t m = n * inner;
     const float *gamma = self->params[0].value.data, *beta = self->params[1].value.data;
@@ -85,7 +85,7 @@ static int bn_backward(syno_layer_t *self, const syno_tensor_t *dy)
 {
     bn_t *b = (bn_t *)self;
     const syno_tensor_t *x = &self->in;
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc)
         return rc;
     const int64_t n = x->dims[0], c = b->c, inner = nn_prod(x->dims, 2, x->ndim);
@@ -140,7 +140,7 @@ syno_layer_t *syno_nn_batchnorm_create(int64_t channels, double momentum, double
 {
     if (channels <= 0 || momentum < 0.0 || momentum > 1.0 || !(eps > 0.0))
         return NULL;
-    bn_t *b = nn_layer_new(sizeof *b, &bn_ops, 2);
+    bn_t *b = syno_nn_layer_new(sizeof *b, &bn_ops, 2);
     if (!b)
         return NULL;
     syno_layer_t *l = &b->base;
@@ -208,7 +208,7 @@ static int ln_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
         if (!ln->stats)
             return SYNO_NN_ENOMEM;
     }
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const float *gamma = self->params[0].value.data, *beta = self->params[1].value.data;
     for (int64_t r = 0; r < rows; r++) {
         const float *p = x->data + r * d;
@@ -233,7 +233,7 @@ static int ln_backward(syno_layer_t *self, const syno_tensor_t *dy)
     ln_t *ln = (ln_t *)self;
     const syno_tensor_t *x = &self->in;
     const int64_t d = ln->d, rows = syno_nn_tensor_numel(x) / d;
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc)
         return rc;
     const float *gamma = self->params[0].value.data;
@@ -283,7 +283,7 @@ syno_layer_t *syno_nn_layernorm_create(int64_t features, double eps)
 {
     if (features <= 0 || !(eps > 0.0))
         return NULL;
-    ln_t *ln = nn_layer_new(sizeof *ln, &ln_ops, 2);
+    ln_t *ln = syno_nn_layer_new(sizeof *ln, &ln_ops, 2);
     if (!ln)
         return NULL;
     syno_layer_t *l = &ln->base;

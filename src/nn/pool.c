@@ -35,7 +35,7 @@ static int pool_begin(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = syno_nn_tensor_resize(&self->out, 4, od);
     if (rc)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     return SYNO_NN_OK;
 }
 
@@ -89,7 +89,7 @@ static int max_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 static int max_backward(syno_layer_t *self, const syno_tensor_t *dy)
 {
     pool_t *pl = (pool_t *)self;
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc || skip)
         return rc;
     syno_nn_tensor_zero(&self->grad_in);
@@ -154,7 +154,7 @@ static int avg_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 static int avg_backward(syno_layer_t *self, const syno_tensor_t *dy)
 {
     pool_t *pl = (pool_t *)self;
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc || skip)
         return rc;
     syno_nn_tensor_zero(&self->grad_in);
@@ -202,7 +202,7 @@ static syno_layer_t *pool_create(const syno_layer_ops_t *ops, int64_t k, int64_t
     /* pad > k/2 would allow windows made only of padding; PyTorch rejects it too. */
     if (k <= 0 || s <= 0 || p < 0 || 2 * p > k)
         return NULL;
-    pool_t *pl = nn_layer_new(sizeof *pl, ops, 0);
+    pool_t *pl = syno_nn_layer_new(sizeof *pl, ops, 0);
     if (!pl)
         return NULL;
     pl->k = k;
@@ -241,7 +241,7 @@ static int gap_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = syno_nn_tensor_resize(&self->out, 2, od);
     if (rc)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const int64_t planes = od[0] * od[1], hw = x->dims[2] * x->dims[3];
     for (int64_t pc = 0; pc < planes; pc++) {
         const float *p = x->data + pc * hw;
@@ -255,7 +255,7 @@ static int gap_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
 
 static int gap_backward(syno_layer_t *self, const syno_tensor_t *dy)
 {
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc || skip)
         return rc;
     const int64_t planes = dy->dims[0] * dy->dims[1];
@@ -274,5 +274,5 @@ static const syno_layer_ops_t gap_ops = {
 
 syno_layer_t *syno_nn_global_avgpool_create(void)
 {
-    return nn_layer_new(sizeof(syno_layer_t), &gap_ops, 0);
+    return syno_nn_layer_new(sizeof(syno_layer_t), &gap_ops, 0);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "syno/search.h"
-#include "syno/train.h"
+#include "syno/rng.h"
 
 /* ------------------------------------------------------------ hash map uint64 -> int */
 
@@ -221,7 +221,7 @@ static int widen(syno_search_t *s, uint32_t node, stat_t *t, const syno_step_t *
       stat_t *c = tree_peek(s, child_key(node, &steps[i]));
       if (c && c->dead) continue;
       if (steps[i].kind != SYNO_STEP_FINALIZE && is_rdead(s, steps[i].target)) continue;
-      double score = syno_nn_rng_uniform(&s->rng) * 0.3;
+      double score = syno_rng_uniform(&s->rng) * 0.3;
       if (s->o.rave) {
         int gi = map_find(&s->grave_index, step_key(&steps[i]));
         const stat_t *g = gi >= 0 ? &s->grave[gi] : NULL;
@@ -366,7 +366,7 @@ int syno_search_new(syno_space_t *space, const syno_search_opts_t *o, syno_searc
   if (!s) return syno_error_set(err, "out of memory");
   s->space = space;
   s->o = *o;
-  syno_nn_rng_seed(&s->rng, o->seed, 0x5ea4c4);
+  syno_rng_seed(&s->rng, o->seed, 0x5ea4c4);
   *out = s;
   return 0;
 }

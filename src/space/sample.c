@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "syno/space.h"
-#include "syno/train.h"
+#include "syno/rng.h"
 
 typedef struct {
   const syno_space_spec_t *spec;
@@ -36,7 +36,7 @@ static void *run_job(void *arg) {
   }
   for (long w = j->thread; w < j->n; w += j->threads) {
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, j->seed, (uint64_t)w);
+    syno_rng_seed(&rng, j->seed, (uint64_t)w);
     uint32_t node, final;
     syno_sample_t *o = &j->out[w];
     int found = syno_space_random_walk(s, &rng, j->max_walks, j->distinct, &node, &final, &o->walks, &j->err);

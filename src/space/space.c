@@ -8,7 +8,7 @@
 #include "space_internal.h"
 #include "syno/flopsgame.h"
 #include "syno/lower.h"
-#include "syno/train.h"
+#include "syno/rng.h"
 
 /* Interfaces hold a few dozen dims at most: insertion sort beats qsort. */
 static void sort_dims(syno_dim_t *d, int n) {
@@ -721,7 +721,7 @@ static int pick_budget(syno_space_t *s, uint32_t start, struct syno_rng *rng) {
   if (lo <= dead) lo = dead + 1;
   if (lo < 1) lo = 1;
   if (lo > hi || s->nodes[start].dead) return -1;
-  int b = lo + (int)(syno_nn_rng_uniform(rng) * (double)(hi - lo + 1));
+  int b = lo + (int)(syno_rng_uniform(rng) * (double)(hi - lo + 1));
   return b > hi ? hi : b;
 }
 
@@ -815,7 +815,7 @@ int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int m
       backups = len = 0;
       continue;
     }
-    double pick = syno_nn_rng_uniform(rng) * total;
+    double pick = syno_rng_uniform(rng) * total;
     int chosen = -1;
     for (int i = 0; i < n && chosen < 0; i++) {
       if (wgt[i] > 0 && pick < wgt[i]) chosen = i;

@@ -104,7 +104,7 @@ static void test_builtins(void **state) {
                                 "linear", "N=3, C_in=10, C_out=7",
                                 "avgpool2d", "N=2, C_in=3, H=8, W=6, k=2"};
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 3, 0);
+  syno_rng_seed(&rng, 3, 0);
   int checked = 0;
   for (int i = 0; syno_builtin_at(i); i++) {
     const char *bind = "";
@@ -130,7 +130,7 @@ static void prepare_one(syno_space_t *s, uint32_t node, uint32_t final, void *rn
 static void test_sampled(void **state) {
   (void)state;
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 6, 0);
+  syno_rng_seed(&rng, 6, 0);
   int seen = st_sample("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
                        "\"min_weight_params\": 8}",
                        5, 104, prepare_one, &rng);

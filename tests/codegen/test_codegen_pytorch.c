@@ -162,7 +162,7 @@ static void prepare_sampled(syno_rng_t *rng, int n) {
 static void test_pytorch_matches_interpreter(void **state) {
   (void)state;
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 21, 0);
+  syno_rng_seed(&rng, 21, 0);
   prepare_builtins(&rng);
   prepare_sampled(&rng, 40);
   char path[400], cmd[1024];

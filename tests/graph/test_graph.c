@@ -277,18 +277,18 @@ static void test_parse_mutations(void **state) {
   syno_shape_parse(&f->v, "[H, W, C]", &si, NULL);
   syno_shape_parse(&f->v, "[H, W, C: unordered]", &so, NULL);
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 3, 0);
+  syno_rng_seed(&rng, 3, 0);
   const char alphabet[] = "ir0123()[],;=sharedivmodunfoldsplitstridesumeanw1CHWks ";
   size_t n = strlen(base);
   char buf[256];
   int accepted = 0;
   for (int iter = 0; iter < 5000; iter++) {
     memcpy(buf, base, n + 1);
-    int edits = 1 + (int)syno_nn_rng_below(&rng, 3);
+    int edits = 1 + (int)syno_rng_below(&rng, 3);
     for (int e = 0; e < edits; e++) {
-      size_t at = syno_nn_rng_below(&rng, n);
-      int kind = (int)syno_nn_rng_below(&rng, 3);
-      if (kind == 0) buf[at] = alphabet[syno_nn_rng_below(&rng, sizeof alphabet - 1)];
+      size_t at = syno_rng_below(&rng, n);
+      int kind = (int)syno_rng_below(&rng, 3);
+      if (kind == 0) buf[at] = alphabet[syno_rng_below(&rng, sizeof alphabet - 1)];
       else if (kind == 1) memmove(buf + at, buf + at + 1, strlen(buf + at)); /* delete */
       else buf[at] = 0;                                                       /* truncate */
     }

@@ -84,7 +84,7 @@ static void check_same_function(const syno_nest_t *a, const syno_vars_t *va, con
   if (strcmp(fa, fb)) fail_msg("%s: forms differ:\n  %s\n  %s", what, fa, fb);
   assert_int_equal(ma.n_factors, mb.n_factors);
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 77, 3);
+  syno_rng_seed(&rng, 77, 3);
   float *canon[SYNO_MAX_TENSORS] = {0};
   for (int p = 0; p < ma.n_factors; p++) {
     const syno_access_t *f = &a->factor[ma.factor[p]];
@@ -794,7 +794,7 @@ static void test_different_forms_differ_numerically(void **s) {
     assert_true(a >= 0 && b >= 0);
     assert_string_not_equal(w.fwd[a], w.fwd[b]);
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 9, 0);
+    syno_rng_seed(&rng, 9, 0);
     float *t[SYNO_MAX_TENSORS] = {0};
     syno_error_t err;
     for (int i = 0; i < w.op[a].op.n_tensors; i++) {

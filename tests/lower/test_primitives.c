@@ -27,7 +27,7 @@ static void check(const char *vars, const char *bind, const char *input, const c
   free(nest);
 
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 11, 0);
+  syno_rng_seed(&rng, 11, 0);
   float *t[SYNO_MAX_TENSORS] = {0};
   int64_t numel[SYNO_MAX_TENSORS];
   for (int i = 0; i < o.op.n_tensors; i++) {

@@ -96,7 +96,7 @@ static void check_builtin(const char *name, ref_fn ref, const char *bind0, const
   syno_error_t err;
   if (syno_lower(&o.op, low, &err)) fail_msg("%s", err.msg);
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 5, 1);
+  syno_rng_seed(&rng, 5, 1);
   for (int b = 0; b < 2; b++) {
     dims_t d = dims_of(&o.vars, b);
     float *t[SYNO_MAX_TENSORS] = {0};

@@ -39,7 +39,7 @@ static void naive_conv(const syno_conv2d_cfg_t *c, const syno_tensor_t *x, const
 static void check_config(syno_conv2d_cfg_t cfg, int64_t n, int64_t h, int64_t w, uint64_t seed)
 {
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, seed, 1);
+    syno_rng_seed(&rng, seed, 1);
     syno_layer_t *l = syno_nn_conv2d_create(&cfg, &rng);
     assert_non_null(l);
     const syno_conv2d_cfg_t *c = syno_nn_conv2d_cfg(l);
@@ -133,7 +133,7 @@ static void test_conv_chunking_agrees(void **state)
     syno_tensor_t x = gc_randn(4, xd, 77);
     for (int v = 0; v < 3; v++) {
         syno_rng_t rng;
-        syno_nn_rng_seed(&rng, 5, 5);
+        syno_rng_seed(&rng, 5, 5);
         c.workspace_floats = sizes[v];
         syno_layer_t *l = syno_nn_conv2d_create(&c, &rng);
         assert_int_equal(syno_nn_forward(l, &x, 1), 0);
@@ -165,7 +165,7 @@ static void test_conv_rejects_bad_config_and_shape(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 1);
+    syno_rng_seed(&rng, 1, 1);
     syno_conv2d_cfg_t bad = {.in_channels = 3, .out_channels = 4, .kernel_h = 3, .kernel_w = 3,
                              .groups = 2};
     assert_null(syno_nn_conv2d_create(&bad, &rng));
@@ -190,7 +190,7 @@ static void test_conv_skip_input_grad(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 2, 1);
+    syno_rng_seed(&rng, 2, 1);
     syno_conv2d_cfg_t c = {.in_channels = 2, .out_channels = 3, .kernel_h = 3, .kernel_w = 3,
                            .pad_h = 1, .pad_w = 1};
     syno_layer_t *l = syno_nn_conv2d_create(&c, &rng);

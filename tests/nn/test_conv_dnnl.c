@@ -24,7 +24,7 @@ static double rel_err(const float *a, const float *b, int64_t n)
 static syno_layer_t *make(syno_conv2d_cfg_t cfg, int backend, uint64_t seed)
 {
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, seed, 1);
+    syno_rng_seed(&rng, seed, 1);
     cfg.backend = backend;
     return syno_nn_conv2d_create(&cfg, &rng);
 }
@@ -164,7 +164,7 @@ static void test_auto_and_cache(void **state)
     /* An out-of-range backend is an invalid configuration. */
     c.backend = 7;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 1);
+    syno_rng_seed(&rng, 1, 1);
     assert_null(syno_nn_conv2d_create(&c, &rng));
 }
 

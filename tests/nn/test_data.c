@@ -204,7 +204,7 @@ static void test_digits_split(void **state)
     /* Another seed gives another split of the same sizes. */
     syno_rng_t rng;
     syno_dataset_t sub;
-    syno_nn_rng_seed(&rng, 1, 0);
+    syno_rng_seed(&rng, 1, 0);
     assert_int_equal(syno_data_subset(&all, 300, &rng, &sub, &err), 0);
     assert_int_equal(sub.n, 300);
     assert_memory_not_equal(sub.pixels, te.pixels, 300 * 64);
@@ -396,7 +396,7 @@ static void test_fashion_mnist(void **state)
     assert_true(fabs(s / n) < 0.02);
     assert_true(fabs(sqrt(ss / n - (s / n) * (s / n)) - 1.0) < 0.02);
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 7, 0);
+    syno_rng_seed(&rng, 7, 0);
     assert_int_equal(syno_data_subset(&tr, 10000, &rng, &sub, &err), 0);
     syno_data_class_counts(&sub, c);
     for (int k = 0; k < 10; k++)

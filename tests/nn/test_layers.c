@@ -26,10 +26,10 @@ static syno_tensor_t distinct(int ndim, const int64_t *dims, uint64_t seed)
     syno_nn_tensor_alloc(&t, ndim, dims);
     int64_t n = syno_nn_tensor_numel(&t), *perm = malloc((size_t)n * sizeof *perm);
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, seed, 9);
+    syno_rng_seed(&rng, seed, 9);
     for (int64_t i = 0; i < n; i++)
         perm[i] = i;
-    syno_nn_rng_shuffle(&rng, perm, n);
+    syno_rng_shuffle(&rng, perm, n);
     for (int64_t i = 0; i < n; i++)
         t.data[i] = 0.05f * (float)(perm[i] - n / 2);
     free(perm);
@@ -46,7 +46,7 @@ static void test_linear(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 1);
+    syno_rng_seed(&rng, 1, 1);
     syno_layer_t *l = syno_nn_linear_create(7, 5, 1, &rng);
     int64_t d2[2] = {4, 7}, d3[3] = {2, 3, 7};
     syno_tensor_t x = gc_randn(2, d2, 2), x3 = gc_randn(3, d3, 3);
@@ -245,7 +245,7 @@ static void test_embedding(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 71, 1);
+    syno_rng_seed(&rng, 71, 1);
     syno_layer_t *e = syno_nn_embedding_create(5, 3, &rng);
     int64_t d[2] = {2, 4};
     syno_tensor_t ids = SYNO_TENSOR_EMPTY;
@@ -328,7 +328,7 @@ static void test_composite_network(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 91, 1);
+    syno_rng_seed(&rng, 91, 1);
     syno_conv2d_cfg_t c1 = {.in_channels = 2, .out_channels = 3, .kernel_h = 3, .kernel_w = 3,
                             .pad_h = 1, .pad_w = 1};
     syno_conv2d_cfg_t c2 = {.in_channels = 3, .out_channels = 4, .kernel_h = 3, .kernel_w = 3,
@@ -385,7 +385,7 @@ static void test_identity_residual_and_add(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 101, 1);
+    syno_rng_seed(&rng, 101, 1);
     syno_conv2d_cfg_t c = {.in_channels = 2, .out_channels = 2, .kernel_h = 3, .kernel_w = 3,
                            .pad_h = 1, .pad_w = 1, .bias = 1};
     syno_layer_t *r = syno_nn_residual_create(syno_nn_conv2d_create(&c, &rng), NULL);

@@ -18,24 +18,24 @@ static void test_pcg32_reference_values(void **state)
     const uint32_t expect[6] = {0xa15c02b7u, 0x7b47f409u, 0xba1d3330u,
                                 0x83d2f293u, 0xbfa4784bu, 0xcbed606eu};
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 42, 54);
+    syno_rng_seed(&rng, 42, 54);
     for (int i = 0; i < 6; i++)
-        assert_int_equal(syno_nn_rng_u32(&rng), expect[i]);
+        assert_int_equal(syno_rng_u32(&rng), expect[i]);
 }
 
 static void test_uniform_normal_below(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 0);
+    syno_rng_seed(&rng, 1, 0);
     const int n = 200000;
     double s = 0, ss = 0, ns = 0, nss = 0, n4 = 0;
     for (int i = 0; i < n; i++) {
-        double u = syno_nn_rng_uniform(&rng);
+        double u = syno_rng_uniform(&rng);
         assert_true(u >= 0.0 && u < 1.0);
         s += u;
         ss += u * u;
-        double z = syno_nn_rng_normal(&rng);
+        double z = syno_rng_normal(&rng);
         ns += z;
         nss += z * z;
         n4 += z * z * z * z;
@@ -48,17 +48,17 @@ static void test_uniform_normal_below(void **state)
     /* below(): every bucket of [0, 7) within 3% of its expected share. */
     int64_t bucket[7] = {0};
     for (int i = 0; i < 70000; i++) {
-        uint64_t v = syno_nn_rng_below(&rng, 7);
+        uint64_t v = syno_rng_below(&rng, 7);
         assert_true(v < 7);
         bucket[v]++;
     }
     for (int i = 0; i < 7; i++)
         assert_true(labs((long)bucket[i] - 10000) < 300);
-    assert_int_equal(syno_nn_rng_below(&rng, 1), 0);
-    assert_int_equal(syno_nn_rng_below(&rng, 0), 0);
+    assert_int_equal(syno_rng_below(&rng, 1), 0);
+    assert_int_equal(syno_rng_below(&rng, 0), 0);
     uint64_t big = (UINT64_C(1) << 40) + 3;
     for (int i = 0; i < 100; i++)
-        assert_true(syno_nn_rng_below(&rng, big) < big);
+        assert_true(syno_rng_below(&rng, big) < big);
 }
 
 static void test_shuffle_is_seeded_permutation(void **state)
@@ -68,12 +68,12 @@ static void test_shuffle_is_seeded_permutation(void **state)
     for (int i = 0; i < 100; i++)
         a[i] = b[i] = c[i] = i;
     syno_rng_t r1, r2, r3;
-    syno_nn_rng_seed(&r1, 123, 0);
-    syno_nn_rng_seed(&r2, 123, 0);
-    syno_nn_rng_seed(&r3, 124, 0);
-    syno_nn_rng_shuffle(&r1, a, 100);
-    syno_nn_rng_shuffle(&r2, b, 100);
-    syno_nn_rng_shuffle(&r3, c, 100);
+    syno_rng_seed(&r1, 123, 0);
+    syno_rng_seed(&r2, 123, 0);
+    syno_rng_seed(&r3, 124, 0);
+    syno_rng_shuffle(&r1, a, 100);
+    syno_rng_shuffle(&r2, b, 100);
+    syno_rng_shuffle(&r3, c, 100);
     assert_memory_equal(a, b, sizeof a);
     assert_memory_not_equal(a, c, sizeof a);
     int seen[100] = {0}, fixed = 0;
@@ -85,9 +85,9 @@ static void test_shuffle_is_seeded_permutation(void **state)
         assert_int_equal(seen[i], 1);
     assert_true(fixed < 10);
     /* Streams of one seed differ. */
-    syno_nn_rng_seed(&r1, 5, 1);
-    syno_nn_rng_seed(&r2, 5, 2);
-    assert_int_not_equal(syno_nn_rng_u32(&r1), syno_nn_rng_u32(&r2));
+    syno_rng_seed(&r1, 5, 1);
+    syno_rng_seed(&r2, 5, 2);
+    assert_int_not_equal(syno_rng_u32(&r1), syno_rng_u32(&r2));
 }
 
 static void test_batcher(void **state)
@@ -95,7 +95,7 @@ static void test_batcher(void **state)
     (void)state;
     syno_batcher_t b;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 9, 0);
+    syno_rng_seed(&rng, 9, 0);
     assert_int_equal(syno_nn_batcher_init(&b, 10, 4, 0), 0);
     assert_int_equal(syno_nn_batcher_count(&b), 3);
     const int64_t *idx;
@@ -118,7 +118,7 @@ static void test_batcher(void **state)
     for (int i = 0; i < 10; i++)
         assert_int_equal(seen[i], 1);
     /* Same seed, same epoch order. */
-    syno_nn_rng_seed(&rng, 9, 0);
+    syno_rng_seed(&rng, 9, 0);
     syno_nn_batcher_epoch(&b, &rng);
     assert_int_equal(syno_nn_batcher_next(&b, &idx), 4);
     assert_memory_equal(idx, first, 4 * sizeof *idx);
@@ -195,7 +195,7 @@ static void test_sgd_on_layer(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 3, 0);
+    syno_rng_seed(&rng, 3, 0);
     syno_layer_t *l = syno_nn_linear_create(3, 2, 1, &rng);
     syno_sgd_t opt;
     syno_sgd_cfg_t cfg = {.momentum = 0.9, .weight_decay = 1e-4};

@@ -234,12 +234,12 @@ static void test_parse_random_input(void **state) {
   declare(&v, "H, W; k=3", "H=4, W=4");
   const char alphabet[] = "HWk1234567890^*/-[],: unordered=;;\x7f\x80\xff";
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 7, 0);
+  syno_rng_seed(&rng, 7, 0);
   char buf[64];
   int ok = 0;
   for (int iter = 0; iter < 20000; iter++) {
-    int len = (int)syno_nn_rng_below(&rng, sizeof buf - 1);
-    for (int i = 0; i < len; i++) buf[i] = alphabet[syno_nn_rng_below(&rng, sizeof alphabet - 1)];
+    int len = (int)syno_rng_below(&rng, sizeof buf - 1);
+    for (int i = 0; i < len; i++) buf[i] = alphabet[syno_rng_below(&rng, sizeof alphabet - 1)];
     buf[len] = 0;
     syno_size_t s;
     syno_shape_t sh;

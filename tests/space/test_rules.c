@@ -33,7 +33,7 @@ static void check_same_function(const char *vars, const char *input, const char 
   syno_lowered_t *la = malloc(sizeof *la), *lb = malloc(sizeof *lb);
   if (syno_lower(&oa.op, la, &err) || syno_lower(&ob.op, lb, &err)) fail_msg("%s", err.msg);
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 5, 0);
+  syno_rng_seed(&rng, 5, 0);
   float *t[SYNO_MAX_TENSORS] = {0};
   for (int i = 0; i < oa.op.n_tensors; i++) {
     int64_t na, nb;

@@ -163,7 +163,7 @@ static void sample_and_check(const char *json, int n, int min_found) {
   syno_error_t err;
   if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
   reality_t r = {.max_flops = spec.opts.max_flops, .max_params = spec.opts.max_params};
-  syno_nn_rng_seed(&r.rng, 9, 0);
+  syno_rng_seed(&r.rng, 9, 0);
   st_sample(json, 1, n, check_real_cb, &r);
   print_message("%s: %d operators checked, %d with finite differences\n", json, r.seen, r.checked_fd);
   assert_true(r.seen >= min_found);
@@ -541,7 +541,7 @@ static void test_walk_from_a_node(void **state) {
   /* The start: the last child of the root that leads to an operator (the
    * walks that find none mark their children dead on the way). */
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 7, 0);
+  syno_rng_seed(&rng, 7, 0);
   uint32_t start = 0;
   for (int i = n - 1; i >= 0 && !start; i--) {
     if (steps[i].kind == SYNO_STEP_FINALIZE) continue;

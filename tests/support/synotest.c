@@ -15,7 +15,7 @@ int st_sample(const char *spec_json, uint64_t seed, int n,
   syno_space_t *s;
   if (syno_space_new(&spec, &s, &err)) fail_msg("%s: %s", spec_json, err.msg);
   syno_rng_t walk;
-  syno_nn_rng_seed(&walk, seed, 0);
+  syno_rng_seed(&walk, seed, 0);
   int drawn = 0;
   for (; drawn < n; drawn++) {
     uint32_t node, final;
@@ -62,7 +62,7 @@ void st_op_free(st_op_t *o) {
 float *st_random(syno_rng_t *rng, int64_t n) {
   float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
   assert_non_null(x);
-  for (int64_t i = 0; i < n; i++) x[i] = (float)syno_nn_rng_normal(rng);
+  for (int64_t i = 0; i < n; i++) x[i] = (float)syno_rng_normal(rng);
   return x;
 }
 
@@ -109,7 +109,7 @@ void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float
   double worst = 0, scale = 1e-3;
   for (int64_t i = 0; i < n_t; i++) scale = fmax(scale, fabs(grad[i]));
   for (int p = 0; p < count; p++) {
-    int64_t i = count == n_t ? p : (int64_t)syno_nn_rng_below(rng, (uint64_t)n_t);
+    int64_t i = count == n_t ? p : (int64_t)syno_rng_below(rng, (uint64_t)n_t);
     float saved = tensors[t][i];
     /* The operator is linear in each tensor, so a large step is exact up to
      * rounding, and rounding shrinks as the step grows. */

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nn_internal.h"
+#include "model_internal.h"
 #include "syno/backbone.h"
 
 typedef struct {
@@ -139,7 +139,7 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
         if (cfg->op && strcmp(cfg->op->preset, "linear"))
             return syno_error_set(err, "the gpt backbone's slots are linear: its operator must "
                                        "come from the linear preset (got %s)", cfg->op->preset);
-        return nn_gpt_build(cfg, rng, bb, err);
+        return model_gpt_build(cfg, rng, bb, err);
     }
     if (cfg->op && strcmp(cfg->op->preset, "conv2d"))
         return syno_error_set(err, "the %s backbone's slots are convolutions: its operator must "
@@ -265,8 +265,8 @@ int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t 
     if (syno_nn_tensor_alloc(&x, 4, d))
         return syno_error_set(err, "latency: out of memory");
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 99);
-    syno_nn_rng_fill_normal(&rng, &x, 0, 1);
+    syno_rng_seed(&rng, 1, 99);
+    syno_nn_fill_normal(&rng, &x, 0, 1);
     double *t = malloc(sizeof(double) * (size_t)repeats * (size_t)n);
     int rc = t ? 0 : SYNO_NN_ENOMEM;
     for (int k = 0; !rc && k < n; k++)

@@ -22,7 +22,7 @@
 #include <cblas.h>
 
 #include "exec_gemm.h"
-#include "expr_eval.h"
+#include "../lower/expr_eval.h"
 
 #define WORKSPACE (INT64_C(1) << 20) /* floats per column buffer, as the native conv */
 #define MAX_TABLE (INT64_C(1) << 26) /* entries of one offset table */
@@ -31,21 +31,21 @@ enum { CL_G, CL_MP, CL_ME, CL_N, CL_K, CL_COUNT };
 
 typedef struct {
   int n;
-  int var[SYNO_GEMM_MAX_VARS];
+  int var[SYNO_NEST_MAX_VARS];
   int64_t total;
 } class_t;
 
 typedef struct {
   const syno_nest_t *n;
   int64_t size_val[SYNO_MAX_NODES];
-  int64_t val[SYNO_GEMM_MAX_VARS]; /* outer vars, then inner */
+  int64_t val[SYNO_NEST_MAX_VARS]; /* outer vars, then inner */
 } ev_t;
 
 /* An operand as the plan reads it. */
 typedef struct {
   const syno_access_t *acc;          /* NULL: linear */
   int64_t axis_stride[SYNO_MAX_RANK]; /* expression operand: row-major strides of its axes */
-  int64_t stride[SYNO_GEMM_MAX_VARS]; /* linear operand */
+  int64_t stride[SYNO_NEST_MAX_VARS]; /* linear operand */
   int64_t numel;
 } opnd_t;
 
@@ -71,8 +71,8 @@ struct syno_gemm_plan {
   ev_t *ev;
   opnd_t a, w;
   int nv, n_stage;
-  int stage_var[SYNO_GEMM_MAX_VARS];
-  int64_t ext[SYNO_GEMM_MAX_VARS], res_stride[SYNO_GEMM_MAX_VARS];
+  int stage_var[SYNO_NEST_MAX_VARS];
+  int64_t ext[SYNO_NEST_MAX_VARS], res_stride[SYNO_NEST_MAX_VARS];
 };
 
 /* Sets the values of the class's variables from a row-major index. */
@@ -178,8 +178,8 @@ int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_
   p->numel_w = st->has_w ? p->w.numel : 1;
 
   /* Which variables each operand reads; which reads of A are bare axes. */
-  int ca[SYNO_GEMM_MAX_VARS] = {0}, cw[SYNO_GEMM_MAX_VARS] = {0};
-  int64_t plain[SYNO_GEMM_MAX_VARS];
+  int ca[SYNO_NEST_MAX_VARS] = {0}, cw[SYNO_NEST_MAX_VARS] = {0};
+  int64_t plain[SYNO_NEST_MAX_VARS];
   opnd_reads(&p->a, fwd, nv, ca);
   if (st->has_w) opnd_reads(&p->w, fwd, nv, cw);
   for (int i = 0; i < nv; i++) plain[i] = ca[i] == 0 ? 0 : p->a.acc ? -1 : p->a.stride[i];

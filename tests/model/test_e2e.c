@@ -86,7 +86,7 @@ static void test_digits_cnn_learns(void **state)
         fail_msg("%s", err.msg);
 
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 2024, 0);
+    syno_rng_seed(&rng, 2024, 0);
     syno_layer_t *net = small_cnn(&rng);
     assert_non_null(net);
     net->skip_input_grad = 1; /* the input is data: no gradient wanted */

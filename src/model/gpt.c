@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn_internal.h"
+#include "model_internal.h"
 #include "syno/backbone.h"
 
 /* ---------------------------------------------------------------- token + position embedding */
@@ -48,7 +48,7 @@ static int tp_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     }
     if ((rc = syno_nn_tensor_resize(&self->out, 3, od)))
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const float *wte = self->params[0].value.data, *wpe = self->params[1].value.data;
     for (int64_t i = 0; i < n; i++) {
         const float *a = wte + (int64_t)x->data[i] * C, *p = wpe + (i % T) * C;
@@ -84,7 +84,7 @@ syno_layer_t *syno_nn_token_pos_embedding_create(int64_t vocab, int64_t context,
 {
     if (vocab < 1 || vocab > (INT64_C(1) << 24) || context < 1 || dim < 1 || !rng)
         return NULL;
-    tokpos_t *e = nn_layer_new(sizeof *e, &tp_ops, 2);
+    tokpos_t *e = syno_nn_layer_new(sizeof *e, &tp_ops, 2);
     if (!e)
         return NULL;
     e->vocab = vocab;
@@ -97,8 +97,8 @@ syno_layer_t *syno_nn_token_pos_embedding_create(int64_t vocab, int64_t context,
         syno_nn_layer_free(l);
         return NULL;
     }
-    syno_nn_rng_fill_normal(rng, &l->params[0].value, 0.0, 0.02);
-    syno_nn_rng_fill_normal(rng, &l->params[1].value, 0.0, 0.02);
+    syno_nn_fill_normal(rng, &l->params[0].value, 0.0, 0.02);
+    syno_nn_fill_normal(rng, &l->params[1].value, 0.0, 0.02);
     return l;
 }
 
@@ -130,7 +130,7 @@ static int ga_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int rc = ga_out_shape(self, x->ndim, x->dims, od);
     if (rc < 0)
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     if ((rc = syno_nn_forward(c[0], x, train)))
         return rc;
     for (int i = 1; i <= 3; i++)
@@ -210,7 +210,7 @@ int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t head
     if (dim < 1 || heads < 1 || dim % heads)
         return syno_error_set(err, "the model dim %lld is not a multiple of the heads %lld",
                               (long long)dim, (long long)heads);
-    gattn_t *g = nn_layer_new(sizeof *g, &ga_ops, 0);
+    gattn_t *g = syno_nn_layer_new(sizeof *g, &ga_ops, 0);
     syno_layer_t *self = &g->base;
     if (!g || !(self->children = calloc(6, sizeof *self->children))) {
         free(g);
@@ -294,7 +294,7 @@ static syno_layer_t *gpt_block(const syno_backbone_cfg_t *cfg, int64_t C, int64_
     return blk;
 }
 
-int nn_gpt_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb,
+int model_gpt_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb,
                  syno_error_t *err)
 {
     const int64_t C = cfg->width > 0 ? (int64_t)cfg->width : 64;

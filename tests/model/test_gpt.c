@@ -105,7 +105,7 @@ static void test_token_pos_embedding(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 1);
+    syno_rng_seed(&rng, 1, 1);
     syno_layer_t *e = syno_nn_token_pos_embedding_create(5, 4, 3, &rng);
     assert_non_null(e);
     int64_t d[2] = {2, 4};
@@ -135,7 +135,7 @@ static void test_token_pos_embedding(void **state)
 static void check_attention_sublayer(const syno_slotop_t *op)
 {
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 4, 1);
+    syno_rng_seed(&rng, 4, 1);
     syno_error_t err = {0};
     syno_layer_t *a = NULL, *slots[4];
     if (syno_gpt_attention_create(op, 8, 2, 4, &rng, &a, slots, &err))
@@ -165,7 +165,7 @@ static void test_attention_sublayer_gradcheck(void **state)
     syno_slotop_free(op);
     /* heads must divide the dim */
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 4, 1);
+    syno_rng_seed(&rng, 4, 1);
     syno_layer_t *a = NULL;
     assert_int_not_equal(syno_gpt_attention_create(NULL, 8, 3, 4, &rng, &a, NULL, &err), 0);
     assert_null(a);
@@ -177,7 +177,7 @@ static void test_gpt_backbone(void **state)
 {
     (void)state;
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 5, 1);
+    syno_rng_seed(&rng, 5, 1);
     syno_error_t err = {0};
     syno_backbone_cfg_t bc = {.name = "gpt", .width = 8, .depth = 1, .vocab = 5, .context = 4,
                               .heads = 2};

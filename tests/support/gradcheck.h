@@ -46,7 +46,7 @@ static int gc_tensor(syno_layer_t *l, syno_tensor_t *x, const syno_tensor_t *r, 
     double worst = 0.0;
     int64_t count = n < o->max_elems ? n : o->max_elems;
     for (int64_t k = 0; k < count; k++) {
-        int64_t i = n <= o->max_elems ? k : (int64_t)syno_nn_rng_below(rng, (uint64_t)n);
+        int64_t i = n <= o->max_elems ? k : (int64_t)syno_rng_below(rng, (uint64_t)n);
         float keep = vals[i];
         vals[i] = keep + (float)o->eps;
         double lp = gc_loss(l, x, r, o->train);
@@ -75,14 +75,14 @@ static int gc_tensor(syno_layer_t *l, syno_tensor_t *x, const syno_tensor_t *r, 
 static int gc_layer(syno_layer_t *l, syno_tensor_t *x, const gc_opts_t *o, uint64_t seed)
 {
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, seed, 7);
+    syno_rng_seed(&rng, seed, 7);
     if (syno_nn_forward(l, x, o->train)) {
         fprintf(stderr, "  forward failed\n");
         return 1;
     }
     syno_tensor_t r = SYNO_TENSOR_EMPTY, dx = SYNO_TENSOR_EMPTY;
     syno_nn_tensor_alloc(&r, l->out.ndim, l->out.dims);
-    syno_nn_rng_fill_normal(&rng, &r, 0.0, 1.0);
+    syno_nn_fill_normal(&rng, &r, 0.0, 1.0);
     syno_nn_zero_grad(l);
     l->skip_input_grad = !o->check_input;
     if (syno_nn_backward(l, &r)) {
@@ -117,9 +117,9 @@ static syno_tensor_t gc_randn(int ndim, const int64_t *dims, uint64_t seed)
 {
     syno_rng_t rng;
     syno_tensor_t t = SYNO_TENSOR_EMPTY;
-    syno_nn_rng_seed(&rng, seed, 3);
+    syno_rng_seed(&rng, seed, 3);
     syno_nn_tensor_alloc(&t, ndim, dims);
-    syno_nn_rng_fill_normal(&rng, &t, 0.0, 1.0);
+    syno_nn_fill_normal(&rng, &t, 0.0, 1.0);
     return t;
 }
 

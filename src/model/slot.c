@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn_internal.h"
+#include "model_internal.h"
 #include "syno/backbone.h"
 #include "syno/exec.h"
 
@@ -202,7 +202,7 @@ static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
         int rc = syno_nn_forward(self->children[0], x, train);
         if (rc)
             return rc;
-        nn_begin_forward(self, x, train);
+        syno_nn_begin_forward(self, x, train);
         syno_layer_t *c = self->children[0];
         self->out = syno_nn_tensor_view(c->out.data, c->out.ndim, c->out.dims);
         return SYNO_NN_OK;
@@ -219,7 +219,7 @@ static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
     int nd = slot_out_dims(s, x->dims[0], od);
     if ((rc = syno_nn_tensor_resize(&self->out, nd, od)))
         return rc;
-    nn_begin_forward(self, x, train);
+    syno_nn_begin_forward(self, x, train);
     const float *t[SYNO_MAX_TENSORS];
     t[0] = x->data;
     for (int i = 0; i < s->nweights; i++)
@@ -245,7 +245,7 @@ static int slot_backward(syno_layer_t *self, const syno_tensor_t *dy)
     syno_exec_t *e;
     if (slot_compile(s, self->in.dims[0], &e, &s->err))
         return SYNO_NN_EINVAL;
-    int skip, rc = nn_prepare_grad_in(self, &skip);
+    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
     if (rc)
         return rc;
     int64_t need = 0;
@@ -343,7 +343,7 @@ static int slot_finish(slot_t *s, const syno_slotop_t *op, double gain, syno_rng
             syno_nn_layer_free(self);
             return syno_error_set(err, "out of memory");
         }
-        syno_nn_rng_fill_normal(rng, &self->params[i].value, 0.0, std);
+        syno_nn_fill_normal(rng, &self->params[i].value, 0.0, std);
         s->info.params += n;
     }
     *out = self;
@@ -374,7 +374,7 @@ int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64
         return syno_error_set(err, "slot sizes must be positive (C_in=%lld C_out=%lld H=%lld W=%lld)",
                               (long long)c_in, (long long)c_out, (long long)h, (long long)w);
     int nw = op ? op->op.n_tensors - 1 : 0;
-    slot_t *s = nn_layer_new(sizeof *s, &slot_ops, nw);
+    slot_t *s = syno_nn_layer_new(sizeof *s, &slot_ops, nw);
     if (!s)
         return syno_error_set(err, "out of memory");
     s->info.kind = SYNO_SLOT_CONV;
@@ -408,7 +408,7 @@ int syno_slot_linear_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out
         return syno_error_set(err, "slot sizes must be positive (S=%lld C_in=%lld C_out=%lld)",
                               (long long)sl, (long long)c_in, (long long)c_out);
     int nw = op ? op->op.n_tensors - 1 : 0;
-    slot_t *s = nn_layer_new(sizeof *s, &slot_ops, nw);
+    slot_t *s = syno_nn_layer_new(sizeof *s, &slot_ops, nw);
     if (!s)
         return syno_error_set(err, "out of memory");
     s->info.kind = SYNO_SLOT_LINEAR;

@@ -38,8 +38,8 @@ static void test_standard_equals_linear(void **state)
 {
     (void)state;
     syno_rng_t r1, r2;
-    syno_nn_rng_seed(&r1, 5, 1);
-    syno_nn_rng_seed(&r2, 5, 1);
+    syno_rng_seed(&r1, 5, 1);
+    syno_rng_seed(&r2, 5, 1);
     syno_error_t err = {0};
     syno_layer_t *slot = NULL;
     assert_int_equal(syno_slot_linear_create(NULL, 6, 10, 4, &r1, &slot, &err), 0);
@@ -87,8 +87,8 @@ static void test_synthesized_matches_linear(void **state)
         fail_msg("%s", err.msg);
     assert_string_equal(op->preset, "linear");
     syno_rng_t r1, r2;
-    syno_nn_rng_seed(&r1, 9, 1);
-    syno_nn_rng_seed(&r2, 9, 1);
+    syno_rng_seed(&r1, 9, 1);
+    syno_rng_seed(&r2, 9, 1);
     syno_layer_t *slot = NULL;
     if (syno_slot_linear_create(op, 8, 12, 5, &r1, &slot, &err))
         fail_msg("%s", err.msg);
@@ -135,7 +135,7 @@ static void test_grouped_matches_interpreter(void **state)
     if (syno_slotop_parse_preset("linear", GROUPED, &op, &err))
         fail_msg("%s", err.msg);
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 2, 1);
+    syno_rng_seed(&rng, 2, 1);
     syno_layer_t *slot = NULL;
     const int64_t n = 2, sl = 3, ci = 8, co = 6;
     if (syno_slot_linear_create(op, ci, co, sl, &rng, &slot, &err))
@@ -188,7 +188,7 @@ static void test_linear_slot_gradcheck(void **state)
     if (syno_slotop_parse_preset("linear", GROUPED, &op, &err))
         fail_msg("%s", err.msg);
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 3, 1);
+    syno_rng_seed(&rng, 3, 1);
     syno_layer_t *s1 = NULL, *s2 = NULL, *s3 = NULL;
     assert_int_equal(syno_slot_linear_create(op, 4, 8, 3, &rng, &s1, &err), 0);
     assert_int_equal(syno_slot_linear_create(op, 8, 4, 3, &rng, &s2, &err), 0);
@@ -222,7 +222,7 @@ static void test_presets(void **state)
     assert_string_equal(op->preset, "conv2d");
     /* a conv2d operator does not fit a linear slot (and vice versa) */
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 1, 1);
+    syno_rng_seed(&rng, 1, 1);
     syno_layer_t *l = NULL;
     assert_int_not_equal(syno_slot_linear_create(op, 4, 4, 2, &rng, &l, &err), 0);
     assert_null(l);

@@ -5,7 +5,7 @@
 
 #include "exec_chain.h"
 #include "exec_gemm.h"
-#include "stages.h"
+#include "../lower/stages.h"
 
 struct syno_chain {
   int n_stages;
@@ -42,7 +42,7 @@ int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
     free(st);
     return syno_error_set(err, "chain: out of memory");
   }
-  int64_t prev_stride[SYNO_GEMM_MAX_VARS] = {0}, prev_numel = 0;
+  int64_t prev_stride[SYNO_NEST_MAX_VARS] = {0}, prev_numel = 0;
   for (int k = 0; k < s.n_stages; k++) {
     int last = k == s.n_stages - 1;
     memset(st, 0, sizeof *st);

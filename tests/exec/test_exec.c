@@ -15,7 +15,7 @@ static void check_builtin(const char *name, const char *bind) {
   syno_lowered_t *low = malloc(sizeof *low);
   assert_int_equal(syno_lower(&o.op, low, &err), 0);
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 7, 1);
+  syno_rng_seed(&rng, 7, 1);
   float *t[SYNO_MAX_TENSORS] = {0}, *g[SYNO_MAX_TENSORS] = {0}, *ref[SYNO_MAX_TENSORS] = {0};
   for (int i = 0; i < o.op.n_tensors; i++) {
     t[i] = st_random(&rng, syno_exec_numel(e, i));

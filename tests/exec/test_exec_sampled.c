@@ -15,7 +15,7 @@
 #include "syno/space.h"
 #include "synotest.h"
 
-#include "../../src/lower/exec_chain.h" /* the chain with every stage as a loop */
+#include "../../src/exec/exec_chain.h" /* the chain with every stage as a loop */
 
 #define TOL 1e-4
 
@@ -99,7 +99,7 @@ static void test_builtins_fast(void **state) {
       {"conv2d", "N=40,C_in=16,C_out=8,H=14,W=14,k=3"},
   };
   syno_rng_t rng;
-  syno_nn_rng_seed(&rng, 11, 1);
+  syno_rng_seed(&rng, 11, 1);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     st_op_t o;
     st_op_builtin(&o, cases[i][0], cases[i][1]);
@@ -178,7 +178,7 @@ static void test_sampled_operators(void **state) {
   c->seen = calloc(MAX_OPS, sizeof *c->seen);
   assert_non_null(c->seen);
   c->target = 520;
-  syno_nn_rng_seed(&c->rng, 5, 3);
+  syno_rng_seed(&c->rng, 5, 3);
   for (int depth = 4; depth <= 5 && c->n_seen < c->target; depth++) {
     syno_space_spec_t spec;
     syno_error_t err = {0};

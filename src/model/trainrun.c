@@ -426,7 +426,7 @@ static int run_prepare(const syno_train_cfg_t *cfg, run_t *r, syno_error_t *err)
     bc.width = cfg->width;
     bc.depth = cfg->depth;
     bc.op = op;
-    syno_nn_rng_seed(&r->rng, cfg->seed, 1);
+    syno_rng_seed(&r->rng, cfg->seed, 1);
     int rc = 0;
     if (r->gpt) {
         rc = load_text(cfg->dataset, &r->ttrain, &r->tval, err);
@@ -447,7 +447,7 @@ static int run_prepare(const syno_train_cfg_t *cfg, run_t *r, syno_error_t *err)
         const syno_dataset_t *tr = &r->train;
         if (!rc && cfg->subset && cfg->subset < r->train.n) {
             syno_rng_t srng;
-            syno_nn_rng_seed(&srng, cfg->seed, 2);
+            syno_rng_seed(&srng, cfg->seed, 2);
             rc = syno_data_subset(&r->train, cfg->subset, &srng, &r->sub, err);
             tr = &r->sub;
         }

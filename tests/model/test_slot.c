@@ -34,17 +34,17 @@ static syno_layer_t *plain_conv(int64_t ci, int64_t co, syno_rng_t *rng)
 static void rand_tensor(syno_tensor_t *t, int ndim, const int64_t *d, uint64_t seed)
 {
     syno_rng_t r;
-    syno_nn_rng_seed(&r, seed, 3);
+    syno_rng_seed(&r, seed, 3);
     assert_int_equal(syno_nn_tensor_alloc(t, ndim, d), 0);
-    syno_nn_rng_fill_normal(&r, t, 0, 1);
+    syno_nn_fill_normal(&r, t, 0, 1);
 }
 
 static void test_standard_slot_equals_conv(void **state)
 {
     (void)state;
     syno_rng_t r1, r2;
-    syno_nn_rng_seed(&r1, 5, 1);
-    syno_nn_rng_seed(&r2, 5, 1);
+    syno_rng_seed(&r1, 5, 1);
+    syno_rng_seed(&r2, 5, 1);
     syno_error_t err = {0};
     syno_layer_t *slot = NULL;
     assert_int_equal(syno_slot_create(NULL, 3, 5, 6, 6, 0, &r1, &slot, &err), 0);
@@ -85,8 +85,8 @@ static void test_synthesized_slot_matches_conv(void **state)
     syno_slotop_t *op = NULL;
     assert_int_equal(syno_slotop_parse(conv_text(), &op, &err), 0);
     syno_rng_t r1, r2;
-    syno_nn_rng_seed(&r1, 9, 1);
-    syno_nn_rng_seed(&r2, 9, 1);
+    syno_rng_seed(&r1, 9, 1);
+    syno_rng_seed(&r2, 9, 1);
     syno_layer_t *slot = NULL;
     assert_int_equal(syno_slot_create(op, 3, 4, 5, 5, 0, &r1, &slot, &err), 0);
     syno_layer_t *conv = plain_conv(3, 4, &r2);
@@ -137,7 +137,7 @@ static void test_slot_gradcheck(void **state)
     syno_slotop_t *op = NULL;
     assert_int_equal(syno_slotop_parse(conv_text(), &op, &err), 0);
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 3, 1);
+    syno_rng_seed(&rng, 3, 1);
     syno_layer_t *s1 = NULL, *s2 = NULL;
     assert_int_equal(syno_slot_create(op, 2, 3, 4, 4, 0, &rng, &s1, &err), 0);
     assert_int_equal(syno_slot_create(op, 3, 2, 4, 4, 0, &rng, &s2, &err), 0);
@@ -182,7 +182,7 @@ static void test_train_synthesized(void **state)
     syno_slotop_t *op = NULL;
     assert_int_equal(syno_slotop_parse(conv_text(), &op, &err), 0);
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 4, 1);
+    syno_rng_seed(&rng, 4, 1);
     syno_layer_t *s1 = NULL;
     assert_int_equal(syno_slot_create(op, 1, 8, 8, 8, 0, &rng, &s1, &err), 0);
     syno_layer_t *ls[5] = {s1, syno_nn_batchnorm_create(8, 0.1, 1e-5), syno_nn_relu_create(),
@@ -280,7 +280,7 @@ static void test_latency_cmp(void **state)
     syno_error_t err = {0};
     syno_backbone_cfg_t bc = {.name = "resnet", .in_c = 1, .in_h = 8, .in_w = 8, .nclasses = 10};
     syno_rng_t rng;
-    syno_nn_rng_seed(&rng, 3, 1);
+    syno_rng_seed(&rng, 3, 1);
     syno_backbone_t cand;
     assert_int_equal(syno_backbone_build(&bc, &rng, &cand, &err), 0);
     syno_latency_cmp_t lc;

@@ -30,26 +30,25 @@
 
 #include "syno/lower.h"
 
-#define SYNO_GEMM_MAX_VARS (SYNO_MAX_RANK + SYNO_MAX_LOOPS) /* outer vars, then inner */
 
 /* How a stage reads one tensor. */
 typedef struct {
   const syno_access_t *acc;           /* an access of the nest, or NULL: linear */
-  int64_t stride[SYNO_GEMM_MAX_VARS]; /* linear: per loop variable, 0 = not read */
+  int64_t stride[SYNO_NEST_MAX_VARS]; /* linear: per loop variable, 0 = not read */
   int64_t numel;                      /* linear: element count */
 } syno_gemm_operand_t;
 
 typedef struct {
   const syno_nest_t *n;              /* the forward nest: extents and index expressions */
-  bool in_stage[SYNO_GEMM_MAX_VARS]; /* the variables this stage iterates over */
-  bool result[SYNO_GEMM_MAX_VARS];   /* those kept in C (the others are summed) */
+  bool in_stage[SYNO_NEST_MAX_VARS]; /* the variables this stage iterates over */
+  bool result[SYNO_NEST_MAX_VARS];   /* those kept in C (the others are summed) */
   syno_gemm_operand_t a, w;
   bool has_w;
   /* The layout of C: when choose_layout, the plan picks it ([G][N][M], so
    * that the GEMM writes C in place) and fills res_stride and res_numel;
    * otherwise res_stride gives the stride of each result variable. */
   bool choose_layout;
-  int64_t res_stride[SYNO_GEMM_MAX_VARS];
+  int64_t res_stride[SYNO_NEST_MAX_VARS];
   int64_t res_numel;
   int64_t divisor; /* alpha = 1 / divisor */
   bool loop;       /* run as the generic loop even when the tables fit (tests) */

@@ -1,0 +1,33 @@
+/* The open-addressing id table (see syno/hash.h). An entry carries its own
+ * fingerprint, which is also its index, so growing needs no callback. */
+#include <string.h>
+
+#include "syno/hash.h"
+
+static void put(uint64_t *slot, uint32_t cap, uint64_t e) {
+  uint32_t j = (uint32_t)(e >> 32) & (cap - 1);
+  while (slot[j]) j = (j + 1) & (cap - 1);
+  slot[j] = e;
+}
+
+int syno_table_insert(syno_table_t *t, uint64_t hash, uint32_t id) {
+  if (2 * ((uint64_t)t->n + 1) > t->cap) {
+    if (t->cap >= UINT32_C(1) << 31) return -1;
+    uint32_t ncap = t->cap ? 2 * t->cap : 64;
+    uint64_t *ns = calloc(ncap, sizeof *ns);
+    if (!ns) return -1;
+    for (uint32_t i = 0; i < t->cap; i++)
+      if (t->slot[i]) put(ns, ncap, t->slot[i]);
+    free(t->slot);
+    t->slot = ns;
+    t->cap = ncap;
+  }
+  put(t->slot, t->cap, (uint64_t)syno_table_fp(hash) << 32 | id);
+  t->n++;
+  return 0;
+}
+
+void syno_table_free(syno_table_t *t) {
+  free(t->slot);
+  memset(t, 0, sizeof *t);
+}
