@@ -1,34 +1,38 @@
 # The README's commands. CMake does the building; this file only sequences it.
+# Each target first installs (as root, via apt) what it needs and no more:
+# `make` only what the build needs; `make test` adds cmocka and PyTorch.
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= 2
 
-.PHONY: all deps configure test test-asan demo bench clean
+.PHONY: all test test-asan demo bench clean FORCE
 
-all: $(BUILD)/syno
-
-deps:
-	@bash scripts/deps.sh
-
-$(BUILD)/CMakeCache.txt:
+all: FORCE
+	@bash scripts/deps.sh build
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
-
-$(BUILD)/syno: deps $(BUILD)/CMakeCache.txt FORCE
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: $(BUILD)/syno
+# The tests are configured only here (they need cmocka), so plain `make`
+# builds on a machine without the test dependencies.
+test: FORCE
+	@bash scripts/deps.sh test
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSYNO_TESTS=ON
+	cmake --build $(BUILD) -j $(JOBS)
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
-test-asan: deps
-	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DSYNO_SANITIZE=ON
+test-asan: FORCE
+	@bash scripts/deps.sh test
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DSYNO_SANITIZE=ON -DSYNO_TESTS=ON
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
 
-demo: $(BUILD)/syno
+demo: all
+	@bash scripts/deps.sh demo
 	@bash scripts/demo.sh $(BUILD)/syno
 
-bench: $(BUILD)/syno
+bench: all
+	@bash scripts/deps.sh bench
 	@bash scripts/bench.sh $(BUILD)
 
 clean:

@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Installs the Debian packages syno needs, if any are missing.
-# As root it runs `apt-get update` once and `apt-get install --no-install-recommends`;
-# otherwise it names what is missing and how to get it, and fails.
+# Installs the Debian packages one task of syno needs, if any are missing.
+#   scripts/deps.sh [build|test|demo|bench]   (default: build)
+# build: the compiler and the libraries the library links (no PyTorch);
+# test:  build + cmocka, Python with PyTorch (to check the exported PyTorch
+#        code), gnuplot, Graphviz and Fashion-MNIST (tests skip, with a
+#        printed reason, what they cannot run, but `make test` installs it);
+# demo:  build + gnuplot and Graphviz (the report's plots);
+# bench: test's set (the benchmarks compare against PyTorch).
+# As root it runs `apt-get update` once and `apt-get install
+# --no-install-recommends`; otherwise it names what is missing and fails.
 set -euo pipefail
 
-# One set builds, tests (PyTorch checks the exported PyTorch code), runs
-# the demo and the benchmarks.
-PACKAGES=(
+BUILD=(
   gcc make cmake pkg-config libc6-dev
-  libcmocka-dev libcjson-dev zlib1g-dev libsqlite3-dev
-  libblas-dev libopenblas0-pthread libopenblas-pthread-dev
-  libdnnl-dev gnuplot-nox graphviz dataset-fashion-mnist
-  python3 python3-torch python3-numpy
+  libcjson-dev zlib1g-dev libsqlite3-dev
+  libblas-dev libopenblas0-pthread libopenblas-pthread-dev libdnnl-dev
 )
+PLOTS=(gnuplot-nox graphviz)
+TEST=(libcmocka-dev python3 python3-torch python3-numpy dataset-fashion-mnist "${PLOTS[@]}")
+
+case "${1:-build}" in
+  build) PACKAGES=("${BUILD[@]}") ;;
+  test | bench) PACKAGES=("${BUILD[@]}" "${TEST[@]}") ;;
+  demo) PACKAGES=("${BUILD[@]}" "${PLOTS[@]}") ;;
+  *) echo "usage: scripts/deps.sh [build|test|demo|bench]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -30,7 +30,7 @@
 #include "syno/error.h"
 #include "syno/graph.h"
 #include "syno/nn.h"
-#include "syno/space.h"
+#include "syno/signature.h"
 #include "syno/train.h"
 
 #ifdef __cplusplus
@@ -40,7 +40,7 @@ extern "C" {
 /* ---------------------------------------------------------------- symbolic slot operators */
 
 typedef struct syno_slotop {
-    syno_space_spec_t spec; /* preset variables and shapes */
+    syno_signature_t sig;   /* the preset's variables and shapes */
     syno_graph_t *g;        /* owned */
     syno_operator_t op;
     char preset[16];        /* "conv2d" or "linear" */

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "syno/graph.h"
+#include "syno/signature.h"
 
 /* The canonicalization rules (spec 5), each with its name. */
 #define SYNO_RULES(X)                                                                   \
@@ -101,8 +102,6 @@ typedef struct {
   bool prune_flops;         /* prune nodes whose FLOPs lower bound exceeds max_flops (off only to test it) */
 } syno_space_opts_t;
 
-#define SYNO_MAX_FIXED 4
-
 typedef struct {
   syno_vars_t vars; /* with at least one binding */
   syno_shape_t input, output;
@@ -114,9 +113,9 @@ typedef struct {
 /* The published defaults (spec 12, Python column), with Stride and Expand off. */
 void syno_space_opts_default(syno_space_opts_t *o);
 
-/* Presets: "conv2d" ([N, C_in: unordered, H, W] -> [N, C_out: unordered, H, W],
- * N fixed) and "linear" ([N, S, C_in: unordered] -> [N, S, C_out: unordered],
- * N and S fixed). `bind` is a binding ("" for the preset's defaults). */
+/* A preset: the named signature (syno/signature.h: "conv2d", "linear")
+ * with the default options. `bind` is a binding ("" for the preset's
+ * defaults). */
 int syno_space_preset(const char *name, const char *bind, syno_space_spec_t *spec, syno_error_t *err);
 /* Reads a spec from a JSON file (see README); errors name the field. */
 int syno_space_spec_load(const char *path, syno_space_spec_t *spec, syno_error_t *err);

@@ -44,16 +44,16 @@ int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t
     if (!s)
         return syno_error_set(err, "out of memory");
     snprintf(s->preset, sizeof s->preset, "%s", preset);
-    if (syno_space_preset(preset, "", &s->spec, err)) {
+    if (syno_signature_preset(preset, "", &s->sig, err)) {
         free(s);
         return -1;
     }
-    s->g = syno_graph_new(&s->spec.vars);
+    s->g = syno_graph_new(&s->sig.vars);
     if (!s->g) {
         free(s);
         return syno_error_set(err, "out of memory");
     }
-    if (syno_operator_parse(s->g, text, &s->spec.input, &s->spec.output, &s->op, err)) {
+    if (syno_operator_parse(s->g, text, &s->sig.input, &s->sig.output, &s->op, err)) {
         syno_slotop_free(s);
         return syno_error_prefix(err, "operator does not parse as a %s slot operator", preset);
     }

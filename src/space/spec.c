@@ -82,19 +82,6 @@ int syno_space_caps_parse(const char *text, int max_count[SYNO_PRIM_KINDS], syno
   return 0;
 }
 
-typedef struct {
-  const char *name, *vars, *input, *output;
-  int n_fixed;
-  int fixed[2];
-} preset_t;
-
-static const preset_t presets[] = {
-    {"conv2d", "N=8: 0, C_in=16: 2, C_out=16: 2, H=28: 2, W=28: 2; k=3: 4, s=2: 2", "[N, C_in: unordered, H, W]",
-     "[N, C_out: unordered, H, W]", 1, {0}},
-    {"linear", "N=8: 0, S=64: 0, C_in=128: 2, C_out=128: 2; k=4: 4, s=2: 2", "[N, S, C_in: unordered]",
-     "[N, S, C_out: unordered]", 2, {0, 1}},
-};
-
 static int finish_spec(syno_space_spec_t *spec, const char *input, const char *output, syno_error_t *err) {
   if (syno_vars_scan(&spec->vars, input, err)) return syno_error_prefix(err, "input shape");
   if (syno_vars_scan(&spec->vars, output, err)) return syno_error_prefix(err, "output shape");
@@ -104,19 +91,16 @@ static int finish_spec(syno_space_spec_t *spec, const char *input, const char *o
 }
 
 int syno_space_preset(const char *name, const char *bind, syno_space_spec_t *spec, syno_error_t *err) {
-  const preset_t *p = NULL;
-  for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
-    if (strcmp(presets[i].name, name) == 0) p = &presets[i];
-  if (!p) return syno_error_set(err, "unknown preset '%s' (known: conv2d, linear)", name);
+  syno_signature_t sig;
+  if (syno_signature_preset(name, bind, &sig, err)) return -1;
   memset(spec, 0, sizeof *spec);
   syno_space_opts_default(&spec->opts);
-  syno_vars_init(&spec->vars);
-  if (syno_vars_declare(&spec->vars, p->vars, err)) return -1;
-  if (syno_vars_scan(&spec->vars, p->input, err) || syno_vars_scan(&spec->vars, p->output, err)) return -1;
-  if (syno_vars_bind(&spec->vars, bind ? bind : "", err)) return -1;
-  if (finish_spec(spec, p->input, p->output, err)) return -1;
-  spec->n_fixed = p->n_fixed;
-  for (int i = 0; i < p->n_fixed; i++) spec->fixed_in[i] = spec->fixed_out[i] = p->fixed[i];
+  spec->vars = sig.vars;
+  spec->input = sig.input;
+  spec->output = sig.output;
+  spec->n_fixed = sig.n_fixed;
+  memcpy(spec->fixed_in, sig.fixed_in, sizeof spec->fixed_in);
+  memcpy(spec->fixed_out, sig.fixed_out, sizeof spec->fixed_out);
   return syno_space_spec_check(spec, err);
 }
 
