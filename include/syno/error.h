@@ -4,7 +4,16 @@
  * non-zero on failure) and, when given a non-NULL syno_error_t, writes a
  * one-line message naming what was wrong: the offending token and its column
  * for parse errors, the path and what was expected for files. Callers own the
- * struct (usually on the stack); nothing is allocated. */
+ * struct (usually on the stack); nothing is allocated.
+ *
+ * This is the convention of every public function, with one exception: the
+ * training engine's per-step calls (tensors, layers' forward and backward,
+ * optimizers, batchers: syno/nn.h, syno/train.h) return a syno_nn_status
+ * code without a message. They run thousands of times per epoch on data the
+ * engine built itself, fail only when memory runs out or a caller wires
+ * shapes wrongly, and syno_nn_status_str names the code; whatever reads user
+ * input in the engine (data sets, backbones, training runs) uses
+ * syno_error_t like the rest. */
 #ifndef SYNO_ERROR_H
 #define SYNO_ERROR_H
 
