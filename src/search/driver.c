@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "syno/nn.h"
+#include "syno/evalproto.h"
 #include "syno/pool.h"
 #include "syno/search.h"
 #include "syno/space.h"
@@ -120,61 +120,42 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
 
 /* ------------------------------------------------------------ workers */
 
-#define MAX_ARGS 40
 /* Proposals in a row that may come back empty (syno_search_propose returning
  * 2, each after a few seconds of rollouts) before the search stops. */
 #define SEARCH_FRUITLESS 20
-typedef struct {
-  char *argv[MAX_ARGS];
-  char num[12][32];
-  int n, nn;
-} args_t;
 
-static void arg(args_t *a, const char *s) {
-  if (a->n < MAX_ARGS - 1) a->argv[a->n++] = (char *)s;
-  a->argv[a->n] = NULL;
-}
-static void arg_num(args_t *a, const char *flag, double v) {
-  if (a->nn >= 12) return;
-  snprintf(a->num[a->nn], sizeof a->num[a->nn], "%.17g", v);
-  arg(a, flag);
-  arg(a, a->num[a->nn++]);
+static int cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
 }
 
-/* `syno eval` with the training settings; the caller adds --op or --plan. */
-static void eval_args(const syno_driver_cfg_t *c, args_t *a) {
-  memset(a, 0, sizeof *a);
-  arg(a, c->worker_exe);
-  arg(a, "eval");
-  arg(a, "--backbone");
-  arg(a, c->backbone);
-  arg(a, "--dataset");
-  arg(a, c->dataset);
-  arg_num(a, "--epochs", c->epochs);
-  arg_num(a, "--batch", c->batch);
-  arg_num(a, "--lr", c->lr);
-  arg_num(a, "--seed", (double)c->seed);
-  if (c->width > 0) arg_num(a, "--width", c->width);
-  if (c->depth > 0) arg_num(a, "--depth", c->depth);
-  if (c->subset > 0) arg_num(a, "--subset", (double)c->subset);
-  if (c->pad > 0) arg_num(a, "--pad", c->pad);
-  if (c->cand_timeout > 0) arg_num(a, "--time-limit", c->cand_timeout * 0.9);
+/* One evaluation with the run's training settings: op NULL is the standard
+ * operator, plan only lists the slots. */
+static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, syno_evalreq_t *q) {
+  syno_evalreq_default(q);
+  q->exe = c->worker_exe;
+  q->backbone = c->backbone;
+  q->dataset = c->dataset;
+  q->epochs = c->epochs;
+  q->batch = c->batch;
+  q->lr = c->lr;
+  q->seed = c->seed;
+  q->width = c->width;
+  q->depth = c->depth;
+  q->subset = c->subset;
+  q->pad = c->pad;
+  if (c->cand_timeout > 0) q->time_limit = c->cand_timeout * 0.9;
   /* The CPUs shared among the workers, so that W workers do not oversubscribe them. */
-  int per = syno_nn_cpu_count() / (c->workers > 0 ? c->workers : 1);
-  arg_num(a, "--threads", per > 0 ? per : 1);
-}
-
-/* The last line of a job's output that is a JSON object. */
-static const char *last_json_line(const char *out) {
-  const char *best = NULL;
-  for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-    if (*p == '{') best = p;
-  return best;
+  int per = cpu_count() / (c->workers > 0 ? c->workers : 1);
+  q->threads = per > 0 ? per : 1;
+  q->op_text = op;
+  q->plan = plan;
 }
 
 /* Runs one job to completion (the plan and the baseline). */
-static int run_sync(syno_pool_t *pool, char *const *argv, syno_job_t **job, syno_error_t *err) {
-  if (syno_pool_start(pool, -1, argv, err)) return -1;
+static int run_sync(syno_pool_t *pool, const syno_evalreq_t *q, syno_job_t **job, syno_error_t *err) {
+  syno_evalargv_t a;
+  if (syno_evalreq_argv(q, &a, err) || syno_pool_start(pool, -1, a.argv, err)) return -1;
   for (;;) {
     int r = syno_pool_wait(pool, 0.5, job, err);
     if (r < 0) return -1;
@@ -185,62 +166,27 @@ static int run_sync(syno_pool_t *pool, char *const *argv, syno_job_t **job, syno
 
 /* ------------------------------------------------------------ the plan */
 
-typedef struct {
-  int n;
-  long c_in[SYNO_MAX_BINDINGS], c_out[SYNO_MAX_BINDINGS], h[SYNO_MAX_BINDINGS], w[SYNO_MAX_BINDINGS];
-  double std_flops; /* the standard operator's FLOPs over the distinct slots, per image */
-} plan_t;
-
-static int parse_plan(const char *out, plan_t *p, syno_error_t *err) {
-  const char *line = last_json_line(out);
-  cJSON *o = line ? cJSON_Parse(line) : NULL;
-  const cJSON *slots = o ? cJSON_GetObjectItemCaseSensitive(o, "slots") : NULL;
-  if (!cJSON_IsArray(slots)) {
-    cJSON_Delete(o);
-    return syno_error_set(err, "the worker's slot plan is not valid JSON");
-  }
-  memset(p, 0, sizeof *p);
-  for (const cJSON *s = slots->child; s; s = s->next) {
-    long v[4];
-    const char *keys[4] = {"c_in", "c_out", "h", "w"};
-    for (int k = 0; k < 4; k++) {
-      const cJSON *x = cJSON_GetObjectItemCaseSensitive(s, keys[k]);
-      v[k] = cJSON_IsNumber(x) ? (long)x->valuedouble : 0;
-    }
-    int dup = 0;
-    for (int i = 0; i < p->n; i++)
-      dup |= p->c_in[i] == v[0] && p->c_out[i] == v[1] && p->h[i] == v[2] && p->w[i] == v[3];
-    if (dup) continue;
-    if (p->n == SYNO_MAX_BINDINGS) {
-      cJSON_Delete(o);
-      return syno_error_set(err, "the backbone has more than %d distinct slot shapes", SYNO_MAX_BINDINGS);
-    }
-    p->c_in[p->n] = v[0], p->c_out[p->n] = v[1], p->h[p->n] = v[2], p->w[p->n] = v[3];
-    p->std_flops += 2.0 * (double)v[0] * (double)v[1] * 9.0 * (double)v[2] * (double)v[3];
-    p->n++;
-  }
-  cJSON_Delete(o);
-  if (p->n == 0) return syno_error_set(err, "the backbone has no operator slots");
-  return 0;
-}
-
 /* The search spec for the plan: the conv2d preset bound to every distinct
  * slot shape (batch 1, so FLOPs are per image). */
-static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
+static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan) {
+  const syno_evalslot_t *p = plan->slot;
+  double std_flops = 0; /* the standard operator's FLOPs over the distinct slots, per image */
+  for (int i = 0; i < plan->n; i++)
+    std_flops += 2.0 * (double)p[i].c_in * (double)p[i].c_out * 9.0 * (double)p[i].h * (double)p[i].w;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "preset", "conv2d");
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
-  for (int i = 0; i < p->n; i++) {
+  for (int i = 0; i < plan->n; i++) {
     char s[128];
-    snprintf(s, sizeof s, "N=1,C_in=%ld,C_out=%ld,H=%ld,W=%ld", p->c_in[i], p->c_out[i], p->h[i], p->w[i]);
+    snprintf(s, sizeof s, "N=1,C_in=%ld,C_out=%ld,H=%ld,W=%ld", p[i].c_in, p[i].c_out, p[i].h, p[i].w);
     cJSON_AddItemToArray(b, cJSON_CreateString(s));
   }
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
-  if (c->max_flops_ratio > 0) cJSON_AddNumberToObject(o, "max_flops", c->max_flops_ratio * p->std_flops);
-  if (c->min_flops_ratio > 0) cJSON_AddNumberToObject(o, "min_flops", c->min_flops_ratio * p->std_flops);
+  if (c->max_flops_ratio > 0) cJSON_AddNumberToObject(o, "max_flops", c->max_flops_ratio * std_flops);
+  if (c->min_flops_ratio > 0) cJSON_AddNumberToObject(o, "min_flops", c->min_flops_ratio * std_flops);
   /* Params are counted on the first binding (syno_node_final_cost). */
   if (c->max_params_ratio > 0)
-    cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p->c_in[0] * (double)p->c_out[0]);
+    cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p[0].c_in * (double)p[0].c_out);
   if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   int caps[SYNO_PRIM_KINDS];
   for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -1;
@@ -255,8 +201,8 @@ static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
    * every slot, so the smallest slot side (4 in the last ResNet stage) must
    * admit a window of 3: relax the ratio to that side / 3. */
   long side = 0;
-  for (int i = 0; i < p->n; i++) {
-    long m = p->h[i] < p->w[i] ? p->h[i] : p->w[i];
+  for (int i = 0; i < plan->n; i++) {
+    long m = p[i].h < p[i].w ? p[i].h : p[i].w;
     if (side == 0 || m < side) side = m;
   }
   if (side > 0 && side < 6) cJSON_AddNumberToObject(o, "min_unfold_ratio", (double)side / 3.0 - 1e-6);
@@ -266,26 +212,6 @@ static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
 }
 
 /* ------------------------------------------------------------ results */
-
-/* Turns a finished job into a record: the worker's JSON when it wrote one,
- * else a failure describing how it ended. */
-static void job_record(const syno_job_t *job, double timeout, syno_db_cand_t *rec) {
-  const char *line = last_json_line(job->out);
-  syno_error_t err;
-  memset(rec, 0, sizeof *rec);
-  if (job->end == SYNO_JOB_EXITED && job->exit_code == 0 && line && syno_db_cand_from_json(line, rec, &err) == 0)
-    ;
-  else {
-    char why[600];
-    syno_pool_job_describe(job, timeout, why, sizeof why);
-    syno_db_cand_clear(rec);
-    memset(rec, 0, sizeof *rec);
-    rec->status = 1;
-    rec->reason = strdup(why);
-  }
-  rec->started_at = job->started;
-  rec->finished_at = job->finished;
-}
 
 static void set_str(char **dst, const char *s) {
   free(*dst);
@@ -390,18 +316,17 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
 
   if (!spec_text) {
     /* Ask a worker which slots the backbone has. */
-    args_t a;
-    eval_args(c, &a);
-    arg(&a, "--plan");
-    if (run_sync(pool, a.argv, &job, err)) goto out;
+    syno_evalreq_t q;
+    eval_request(c, NULL, 1, &q);
+    if (run_sync(pool, &q, &job, err)) goto out;
     if (job->end != SYNO_JOB_EXITED || job->exit_code != 0) {
       char why[600];
       syno_pool_job_describe(job, c->cand_timeout, why, sizeof why);
       syno_error_set(err, "cannot list the backbone's slots: %s", why);
       goto out;
     }
-    plan_t plan;
-    if (parse_plan(job->out, &plan, err)) goto out;
+    syno_evalplan_t plan;
+    if (syno_evalplan_parse(job->out, &plan, err)) goto out;
     syno_pool_job_free(job);
     job = NULL;
     spec_text = spec_json(c, &plan);
@@ -441,10 +366,10 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
   if (have_base < 0) goto out;
   if (!have_base) {
     if (!c->quiet) fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
-    args_t a;
-    eval_args(c, &a);
-    if (run_sync(pool, a.argv, &job, err)) goto out;
-    job_record(job, c->cand_timeout, &base);
+    syno_evalreq_t q;
+    eval_request(c, NULL, 0, &q);
+    if (run_sync(pool, &q, &job, err)) goto out;
+    syno_evalres_from_job(job, c->cand_timeout, &base);
     syno_pool_job_free(job);
     job = NULL;
     if (base.status != 0) {
@@ -507,11 +432,10 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
       while (pend[slot].busy) slot++;
       pend[slot].busy = 1;
       pend[slot].cand = cand;
-      args_t a;
-      eval_args(c, &a);
-      arg(&a, "--op");
-      arg(&a, pend[slot].cand.text);
-      if (syno_pool_start(pool, slot, a.argv, err)) goto out;
+      syno_evalreq_t q;
+      eval_request(c, pend[slot].cand.text, 0, &q);
+      syno_evalargv_t a;
+      if (syno_evalreq_argv(&q, &a, err) || syno_pool_start(pool, slot, a.argv, err)) goto out;
       if (log) {
         fprintf(log, "evaluate %s\n", cand.text);
         fflush(log);
@@ -529,7 +453,7 @@ int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
     if (r == 0) continue;
     pending_t *p = &pend[job->tag];
     syno_db_cand_t rec;
-    job_record(job, c->cand_timeout, &rec);
+    syno_evalres_from_job(job, c->cand_timeout, &rec);
     set_str(&rec.op_text, p->cand.text);
     set_str(&rec.path, p->cand.path);
     if (rec.flops <= 0) rec.flops = p->cand.flops;
