@@ -3,8 +3,12 @@
  * The driver ties the pieces together: it builds the search space for the
  * backbone's slots (one binding per distinct slot shape), asks the search
  * (syno/search.h, MCTS or random) for candidates, evaluates each in its own
- * worker process (`syno eval`, see syno/pool.h) and records every result in
- * the results database (syno/store.h) before telling the search its reward.
+ * worker process (`syno eval`, see syno/pool.h; what the two exchange is
+ * syno/evalproto.h) and records every result in the results database
+ * (syno/store.h) before telling the search its reward. It prints nothing and
+ * installs no signal handler: it reports through the cfg's progress
+ * callback and stops when the cfg's stop flag is set (`syno search` prints
+ * the progress line and sets the flag on SIGINT and SIGTERM).
  *
  * The first evaluation of a new database is the backbone with its standard
  * operator (the baseline row); the reward's accuracy bounds default to
@@ -24,14 +28,21 @@
 #ifndef SYNO_DRIVER_H
 #define SYNO_DRIVER_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "syno/error.h"
 
-typedef struct {
+/* Proposals in a row that may come back empty (each after a few seconds of
+ * rollouts) before the search stops. */
+#define SYNO_DRIVER_FRUITLESS 20
+
+typedef struct syno_driver_progress syno_driver_progress_t;
+
+typedef struct syno_driver_cfg {
   const char *db_path;
   int resume;              /* continue an existing database (settings from it) */
-  /* What to train: passed to every `syno eval` worker. */
+  /* What to train: passed to every `syno eval` worker (syno/evalproto.h). */
   const char *backbone, *dataset;
   int epochs, batch, depth;
   double width;            /* channel multiplier; 0 = the backbone's default */
@@ -54,12 +65,44 @@ typedef struct {
   double reward_lb, reward_ub; /* < 0: from the baseline */
   const char *worker_exe;  /* the syno binary the workers run */
   const char *log_path;    /* one line per evaluation started, or NULL */
-  int quiet;               /* no progress line */
+  /* Reporting and stopping; the driver itself prints nothing. */
+  int quiet;               /* no progress events */
+  void (*progress)(const syno_driver_progress_t *p, void *user); /* NULL: none */
+  void *user;              /* passed to progress */
+  /* Polled between steps (e.g. set by a signal handler): when non-zero the
+   * driver starts nothing more, drops the running evaluations and returns 0.
+   * NULL: run to the end. */
+  volatile sig_atomic_t *stop;
 } syno_driver_cfg_t;
+
+typedef enum {
+  SYNO_DRIVER_BASELINE_START, /* the baseline is not recorded yet: it trains now */
+  SYNO_DRIVER_BASELINE_DONE,  /* base_acc, reward_lb and reward_ub are known */
+  SYNO_DRIVER_PROGRESS,       /* once per step of the main loop (about every second) */
+  SYNO_DRIVER_INTERRUPTED,    /* the stop flag was seen; `running` evaluations are dropped */
+  SYNO_DRIVER_DONE,           /* the run is over: see stopped and exhausted */
+} syno_driver_event_t;
+
+struct syno_driver_progress {
+  syno_driver_event_t event;
+  const syno_driver_cfg_t *cfg; /* the settings in force (on resume, the recorded ones) */
+  int count;                /* candidates recorded, across runs (the baseline excluded) */
+  int running;              /* evaluations in flight */
+  int evaluated, failed, replayed; /* this run: evaluated (failures included), failed,
+                                    * proposals answered from the database */
+  double best_reward, best_acc, best_acc_speedup; /* best reward (-1: none yet), and that candidate's */
+  double base_acc;          /* the baseline network's accuracy */
+  double best_speedup;      /* the fastest candidate within 1 pp of base_acc, 0 if none */
+  double reward_lb, reward_ub;
+  double elapsed;           /* seconds since the baseline phase began */
+  int stopped;              /* DONE: the stop flag ended the run */
+  int exhausted;            /* DONE: 1 the space has nothing left, 2 SYNO_DRIVER_FRUITLESS
+                             * proposals in a row found nothing new */
+};
 
 void syno_driver_cfg_default(syno_driver_cfg_t *c);
 /* Runs the search until the budget or the time is used up, the space is
- * exhausted, or SIGINT/SIGTERM arrives (then it stops starting new
+ * exhausted, or *c->stop becomes non-zero (then it stops starting new
  * evaluations, kills the running ones and returns 0 with the database
  * intact). Errors in the settings or the database are returned with err
  * set, before anything is written. */

@@ -1,12 +1,12 @@
 /* syno eval: one candidate's evaluation, as the search's worker runs it. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "syno/backbone.h"
+#include "syno/evalproto.h"
 #include "syno/store.h"
 
 static const char *help =
@@ -48,58 +48,32 @@ static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, i
 }
 
 int syno_cmd_eval(int argc, char **argv) {
+  syno_evalreq_t req;
+  syno_evalreq_default(&req);
+  syno_error_t err;
+  int got = syno_evalreq_from_argv(argc, argv, &req, &err);
+  if (got == 1) {
+    fputs(help, stdout);
+    return 0;
+  }
+  if (got < 0) return syno_cli_usage_error("%s", err.msg);
   syno_train_cfg_t tc;
   memset(&tc, 0, sizeof tc);
-  tc.backbone = "resnet";
-  tc.dataset = "digits";
-  tc.epochs = 2;
-  tc.batch = 64;
-  tc.lr = 0.1;
-  tc.seed = 1;
+  tc.backbone = req.backbone;
+  tc.dataset = req.dataset;
+  tc.op_text = req.op_text;
+  tc.epochs = req.epochs;
+  tc.batch = req.batch;
+  tc.lr = req.lr;
+  tc.seed = req.seed;
+  tc.width = req.width;
+  tc.depth = req.depth;
+  tc.subset = req.subset;
+  tc.pad = req.pad;
+  tc.time_limit = req.time_limit;
   tc.quiet = 1;
-  int plan = 0, repeats = 30, threads = 0, lat_threads = 1;
-  long lat_batch = 1;
-  static const struct option opts[] = {
-      {"backbone", required_argument, 0, 'b'}, {"dataset", required_argument, 0, 'd'},
-      {"op", required_argument, 0, 'o'},       {"epochs", required_argument, 0, 'e'},
-      {"subset", required_argument, 0, 'n'},   {"batch", required_argument, 0, 'B'},
-      {"lr", required_argument, 0, 'l'},       {"width", required_argument, 0, 'w'},
-      {"depth", required_argument, 0, 'D'},    {"seed", required_argument, 0, 's'},
-      {"time-limit", required_argument, 0, 't'}, {"latency-batch", required_argument, 0, 'L'},
-      {"repeats", required_argument, 0, 'r'},  {"plan", no_argument, 0, 'p'},
-      {"threads", required_argument, 0, 'T'},  {"latency-threads", required_argument, 0, 'U'},
-      {"pad", required_argument, 0, 'P'},
-      {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
-  optind = 1;
-  for (int o, idx = 0; (o = getopt_long(argc, argv, "h", opts, &idx)) != -1;) {
-    char *end = NULL;
-    switch (o) {
-    case 'b': tc.backbone = optarg; break;
-    case 'd': tc.dataset = optarg; break;
-    case 'o': tc.op_text = optarg; break;
-    case 'e': tc.epochs = (int)strtol(optarg, &end, 10); break;
-    case 'n': tc.subset = strtoll(optarg, &end, 10); break;
-    case 'P': tc.pad = (int)strtol(optarg, &end, 10); break;
-    case 'B': tc.batch = strtoll(optarg, &end, 10); break;
-    case 'l': tc.lr = strtod(optarg, &end); break;
-    case 'w': tc.width = strtod(optarg, &end); break;
-    case 'D': tc.depth = (int)strtol(optarg, &end, 10); break;
-    case 's': tc.seed = strtoull(optarg, &end, 10); break;
-    case 't': tc.time_limit = strtod(optarg, &end); break;
-    case 'L': lat_batch = strtol(optarg, &end, 10); break;
-    case 'r': repeats = (int)strtol(optarg, &end, 10); break;
-    case 'T': threads = (int)strtol(optarg, &end, 10); break;
-    case 'U': lat_threads = (int)strtol(optarg, &end, 10); break;
-    case 'p': plan = 1; break;
-    case 'j': break; /* the output is always JSON */
-    case 'h': fputs(help, stdout); return 0;
-    default: return SYNO_EXIT_USAGE;
-    }
-    if (end && (*end || end == optarg))
-      return syno_cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
-  }
-  if (optind < argc) return syno_cli_usage_error("unexpected argument '%s' (the operator goes after --op)", argv[optind]);
+  int plan = req.plan, repeats = req.repeats, threads = req.threads, lat_threads = req.latency_threads;
+  long lat_batch = req.latency_batch;
   if (tc.epochs < 1 || tc.batch < 1 || repeats < 1 || lat_batch < 1 || threads < 0 || lat_threads < 1)
     return syno_cli_usage_error("--epochs, --batch, --repeats, --latency-batch and --latency-threads must be "
                                 "positive, --threads at least 0");
@@ -112,7 +86,6 @@ int syno_cmd_eval(int argc, char **argv) {
   in_h += 2 * tc.pad;
   in_w += 2 * tc.pad;
 
-  syno_error_t err;
   syno_slotop_t *op = NULL;
   if (tc.op_text && syno_slotop_parse(tc.op_text, &op, &err)) return syno_cli_usage_error("--op: %s", err.msg);
   syno_backbone_cfg_t bc = {.name = tc.backbone, .in_c = in_c, .in_h = in_h, .in_w = in_w, .nclasses = classes,
@@ -125,27 +98,20 @@ int syno_cmd_eval(int argc, char **argv) {
     return syno_cli_usage_error("%s", err.msg);
   }
   if (plan) {
-    cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "slots");
-    for (int i = 0; i < cand.nslots; i++) {
+    syno_evalslot_t *slots = calloc((size_t)(cand.nslots > 0 ? cand.nslots : 1), sizeof *slots);
+    for (int i = 0; slots && i < cand.nslots; i++) {
       syno_slot_info_t si;
       syno_slot_info(cand.slots[i], &si);
-      cJSON *s = cJSON_CreateObject();
-      cJSON_AddNumberToObject(s, "c_in", (double)si.c_in);
-      cJSON_AddNumberToObject(s, "c_out", (double)si.c_out);
-      cJSON_AddNumberToObject(s, "h", (double)si.h);
-      cJSON_AddNumberToObject(s, "w", (double)si.w);
-      cJSON_AddNumberToObject(s, "flops", (double)si.flops);
-      cJSON_AddItemToArray(a, s);
+      slots[i] = (syno_evalslot_t){(long)si.c_in, (long)si.c_out, (long)si.h, (long)si.w, (double)si.flops};
     }
-    cJSON_AddNumberToObject(o, "flops", (double)cand.flops);
-    cJSON_AddNumberToObject(o, "params", (double)cand.params);
-    char *s = cJSON_PrintUnformatted(o);
-    printf("%s\n", s);
+    char *s = slots ? syno_evalplan_json(slots, cand.nslots, (double)cand.flops, (double)cand.params) : NULL;
+    int ok = s != NULL;
+    if (ok) printf("%s\n", s);
     free(s);
-    cJSON_Delete(o);
+    free(slots);
     syno_backbone_free(&cand);
     syno_slotop_free(op);
-    return 0;
+    return ok ? 0 : SYNO_EXIT_FAIL;
   }
 
   syno_db_cand_t rec;
@@ -204,7 +170,7 @@ int syno_cmd_eval(int argc, char **argv) {
     cJSON_Delete(a);
   }
   if (tc.op_text) rec.op_text = strdup(tc.op_text);
-  char *json = syno_db_cand_to_json(&rec);
+  char *json = syno_evalres_json(&rec);
   if (!json) rc = SYNO_EXIT_FAIL;
   else {
     printf("%s\n", json);

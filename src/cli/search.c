@@ -1,5 +1,6 @@
 /* syno search: the operator search end to end (see syno/driver.h). */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,75 @@ static const char *help =
     "  --log FILE            append one line per evaluation started\n"
     "  --quiet               no progress line\n"
     "  -h, --help            this help\n";
+
+/* Set by SIGINT and SIGTERM; the driver polls it. */
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+/* The progress printer's state. */
+typedef struct {
+  int tty;
+  int last_count, last_running;
+} printer_t;
+
+static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
+  const syno_driver_cfg_t *c = p->cfg;
+  /* On a terminal the line is redrawn every second; in a log, one line per change. */
+  if (!pr->tty && p->count == pr->last_count && p->running == pr->last_running) return;
+  pr->last_count = p->count, pr->last_running = p->running;
+  double el = p->elapsed;
+  char rem[48] = "";
+  if (c->time_limit > 0) snprintf(rem, sizeof rem, ", %.0f s left", c->time_limit - el > 0 ? c->time_limit - el : 0);
+  else if (c->budget > 0 && p->evaluated > 0) {
+    double per = el / p->evaluated;
+    snprintf(rem, sizeof rem, ", ~%.0f s left", per * (c->budget - p->count) / (c->workers ? c->workers : 1));
+  }
+  char of[24] = "";
+  if (c->budget > 0) snprintf(of, sizeof of, "/%d", c->budget);
+  char best[128] = "no candidate yet", fast[48] = "";
+  if (p->best_reward >= 0)
+    snprintf(best, sizeof best, "best reward %.4f (acc %.2f%%, %.2fx)", p->best_reward, 100 * p->best_acc,
+             p->best_acc_speedup);
+  if (p->best_speedup > 0) snprintf(fast, sizeof fast, ", fastest within 1 pp %.2fx", p->best_speedup);
+  fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed, %d replayed, %d running) %s%s  %.0f s%s%s",
+          pr->tty ? "\r\033[K" : "", p->count, of, p->evaluated, p->failed, p->replayed, p->running, best, fast,
+          el, rem, pr->tty ? "" : "\n");
+  fflush(stderr);
+}
+
+static void show_done(const syno_driver_progress_t *p, const printer_t *pr) {
+  if (pr->tty) fputc('\n', stderr);
+  char why[128] = "";
+  if (p->exhausted == 1) snprintf(why, sizeof why, "; the space has no further operators");
+  if (p->exhausted == 2)
+    snprintf(why, sizeof why, "; %d proposals in a row found no new operator (is the FLOPs window too narrow?)",
+             SYNO_DRIVER_FRUITLESS);
+  fprintf(stderr, "[search] %s: %d candidates recorded in %s (%d evaluated now, %d failed, %d replayed)%s\n",
+          p->stopped ? "stopped" : "done", p->count, p->cfg->db_path, p->evaluated, p->failed, p->replayed, why);
+}
+
+static void on_progress(const syno_driver_progress_t *p, void *user) {
+  printer_t *pr = user;
+  const syno_driver_cfg_t *c = p->cfg;
+  switch (p->event) {
+  case SYNO_DRIVER_BASELINE_START:
+    fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
+    break;
+  case SYNO_DRIVER_BASELINE_DONE:
+    fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
+            100 * p->base_acc, p->reward_lb, p->reward_ub, c->random ? "random" : "MCTS",
+            (unsigned long long)c->seed);
+    break;
+  case SYNO_DRIVER_PROGRESS: show_progress(p, pr); break;
+  case SYNO_DRIVER_INTERRUPTED:
+    fprintf(stderr, "\n[search] interrupted: %d running evaluation(s) dropped; resume with --resume\n", p->running);
+    break;
+  case SYNO_DRIVER_DONE: show_done(p, pr); break;
+  }
+}
 
 int syno_cmd_search(int argc, char **argv) {
   syno_driver_cfg_t c;
@@ -127,9 +197,23 @@ int syno_cmd_search(int argc, char **argv) {
   exe[n] = 0;
   c.worker_exe = exe;
   syno_error_t err;
-  if (syno_driver_run(&c, &err)) {
-    fprintf(stderr, "syno search: %s\n", err.msg);
-    return SYNO_EXIT_FAIL;
+  /* The driver's own checks, with the flags named (status 1, as from the driver). */
+  if (c.pad < 0 || c.pad > 64) syno_error_set(&err, "--pad must be in 0..64 (got %d)", c.pad);
+  else if (!c.resume && access(c.db_path, F_OK) == 0)
+    syno_error_set(&err, "%s already exists; continue it with --resume, or choose another --db", c.db_path);
+  else {
+    printer_t pr = {.tty = isatty(STDERR_FILENO), .last_count = -1, .last_running = -1};
+    c.progress = on_progress;
+    c.user = &pr;
+    c.stop = &stop_requested;
+    stop_requested = 0;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    int rc = syno_driver_run(&c, &err);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (rc == 0) return 0;
   }
-  return 0;
+  fprintf(stderr, "syno search: %s\n", err.msg);
+  return SYNO_EXIT_FAIL;
 }

@@ -1,27 +1,26 @@
 /* The operator search end to end: space, search, worker processes, results
- * database. See syno/driver.h. */
+ * database. See syno/driver.h.
+ *
+ * syno_driver_run goes through its phases in order, each on one run_t:
+ * run_open (settings, database, pool), run_plan (the backbone's slots and
+ * the search spec, for a new search), run_space (space, search, log),
+ * run_baseline, run_loop (propose, launch, collect), then the summary event
+ * and run_close. The driver prints nothing: it reports through cfg.progress
+ * and polls cfg.stop. */
 #include "syno/driver.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "syno/nn.h"
+#include "syno/evalproto.h"
 #include "syno/pool.h"
 #include "syno/search.h"
 #include "syno/space.h"
 #include "syno/store.h"
-
-static volatile sig_atomic_t stop_requested;
-static void on_signal(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -118,133 +117,158 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   return 0;
 }
 
+/* ------------------------------------------------------------ the run */
+
+typedef struct {
+  int busy;
+  syno_candidate_t cand;
+} pending_t;
+
+/* One run's state, from opening the database to the summary. */
+typedef struct {
+  syno_driver_cfg_t c;     /* the settings; on resume completed from the database */
+  owned_t own;
+  syno_db_t *db;
+  syno_pool_t *pool;
+  syno_space_t *space;
+  syno_search_t *search;
+  FILE *log;
+  char *spec_text;
+  syno_db_cand_t base;     /* the baseline's record */
+  syno_reward_cfg_t rw;
+  pending_t *pend;         /* the candidate in each worker slot */
+  syno_driver_progress_t prog; /* the counters, as reported */
+  double t0;
+  int fruitless;           /* proposals in a row that found nothing */
+} run_t;
+
+static int stopping(const run_t *r) { return r->c.stop && *r->c.stop; }
+
+static int time_up(const run_t *r) { return r->c.time_limit > 0 && now_s() - r->t0 >= r->c.time_limit; }
+
+static void emit(run_t *r, syno_driver_event_t ev) {
+  if (r->c.quiet || !r->c.progress) return;
+  r->prog.event = ev;
+  r->prog.cfg = &r->c;
+  r->prog.elapsed = now_s() - r->t0;
+  r->c.progress(&r->prog, r->c.user);
+}
+
+static void set_str(char **dst, const char *s) {
+  free(*dst);
+  *dst = s ? strdup(s) : NULL;
+}
+
+static void note_best(syno_driver_progress_t *p, const syno_db_cand_t *r) {
+  if (r->status != 0 || r->is_baseline) return;
+  if (r->reward > p->best_reward) {
+    p->best_reward = r->reward;
+    p->best_acc = r->accuracy;
+    p->best_acc_speedup = r->speedup;
+  }
+  if (r->accuracy >= p->base_acc - 0.01 && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
+}
+
 /* ------------------------------------------------------------ workers */
 
-#define MAX_ARGS 40
-/* Proposals in a row that may come back empty (syno_search_propose returning
- * 2, each after a few seconds of rollouts) before the search stops. */
-#define SEARCH_FRUITLESS 20
-typedef struct {
-  char *argv[MAX_ARGS];
-  char num[12][32];
-  int n, nn;
-} args_t;
-
-static void arg(args_t *a, const char *s) {
-  if (a->n < MAX_ARGS - 1) a->argv[a->n++] = (char *)s;
-  a->argv[a->n] = NULL;
-}
-static void arg_num(args_t *a, const char *flag, double v) {
-  if (a->nn >= 12) return;
-  snprintf(a->num[a->nn], sizeof a->num[a->nn], "%.17g", v);
-  arg(a, flag);
-  arg(a, a->num[a->nn++]);
+static int cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
 }
 
-/* `syno eval` with the training settings; the caller adds --op or --plan. */
-static void eval_args(const syno_driver_cfg_t *c, args_t *a) {
-  memset(a, 0, sizeof *a);
-  arg(a, c->worker_exe);
-  arg(a, "eval");
-  arg(a, "--backbone");
-  arg(a, c->backbone);
-  arg(a, "--dataset");
-  arg(a, c->dataset);
-  arg_num(a, "--epochs", c->epochs);
-  arg_num(a, "--batch", c->batch);
-  arg_num(a, "--lr", c->lr);
-  arg_num(a, "--seed", (double)c->seed);
-  if (c->width > 0) arg_num(a, "--width", c->width);
-  if (c->depth > 0) arg_num(a, "--depth", c->depth);
-  if (c->subset > 0) arg_num(a, "--subset", (double)c->subset);
-  if (c->pad > 0) arg_num(a, "--pad", c->pad);
-  if (c->cand_timeout > 0) arg_num(a, "--time-limit", c->cand_timeout * 0.9);
+/* One evaluation with the run's training settings: op NULL is the standard
+ * operator, plan only lists the slots. */
+static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, syno_evalreq_t *q) {
+  syno_evalreq_default(q);
+  q->exe = c->worker_exe;
+  q->backbone = c->backbone;
+  q->dataset = c->dataset;
+  q->epochs = c->epochs;
+  q->batch = c->batch;
+  q->lr = c->lr;
+  q->seed = c->seed;
+  q->width = c->width;
+  q->depth = c->depth;
+  q->subset = c->subset;
+  q->pad = c->pad;
+  if (c->cand_timeout > 0) q->time_limit = c->cand_timeout * 0.9;
   /* The CPUs shared among the workers, so that W workers do not oversubscribe them. */
-  int per = syno_nn_cpu_count() / (c->workers > 0 ? c->workers : 1);
-  arg_num(a, "--threads", per > 0 ? per : 1);
+  int per = cpu_count() / (c->workers > 0 ? c->workers : 1);
+  q->threads = per > 0 ? per : 1;
+  q->op_text = op;
+  q->plan = plan;
 }
 
-/* The last line of a job's output that is a JSON object. */
-static const char *last_json_line(const char *out) {
-  const char *best = NULL;
-  for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-    if (*p == '{') best = p;
-  return best;
-}
-
-/* Runs one job to completion (the plan and the baseline). */
-static int run_sync(syno_pool_t *pool, char *const *argv, syno_job_t **job, syno_error_t *err) {
-  if (syno_pool_start(pool, -1, argv, err)) return -1;
+/* Runs one evaluation to completion (the plan and the baseline). */
+static int run_sync(run_t *r, const syno_evalreq_t *q, syno_job_t **job, syno_error_t *err) {
+  syno_evalargv_t a;
+  if (syno_evalreq_argv(q, &a, err) || syno_pool_start(r->pool, -1, a.argv, err)) return -1;
   for (;;) {
-    int r = syno_pool_wait(pool, 0.5, job, err);
-    if (r < 0) return -1;
-    if (r == 1) return 0;
-    if (stop_requested) return syno_error_set(err, "interrupted");
+    int w = syno_pool_wait(r->pool, 0.5, job, err);
+    if (w < 0) return -1;
+    if (w == 1) return 0;
+    if (stopping(r)) return syno_error_set(err, "interrupted");
   }
+}
+
+/* ------------------------------------------------------------ opening */
+
+static int run_resume(run_t *r, syno_error_t *err) {
+  char *meta = NULL;
+  if (syno_db_meta_get(r->db, "driver", &meta, err) != 1)
+    return syno_error_set(err, "%s has no search settings to resume (not made by syno search)", r->c.db_path);
+  int rc = settings_load(meta, &r->c, &r->own, err);
+  free(meta);
+  if (rc) return -1;
+  if (syno_db_meta_get(r->db, "spec", &r->spec_text, err) != 1)
+    return syno_error_set(err, "%s has no search spec to resume", r->c.db_path);
+  return 0;
+}
+
+/* Checks the settings, opens the database (on resume: takes the recorded
+ * settings and spec from it) and makes the worker pool. */
+static int run_open(run_t *r, syno_error_t *err) {
+  syno_driver_cfg_t *c = &r->c;
+  if (!c->db_path) return syno_error_set(err, "no database path");
+  if (!c->worker_exe) return syno_error_set(err, "no worker program");
+  if (c->workers < 1) return syno_error_set(err, "workers must be at least 1 (got %d)", c->workers);
+  if (c->pad < 0 || c->pad > 64) return syno_error_set(err, "pad must be in 0..64 (got %d)", c->pad);
+  int caps[SYNO_PRIM_KINDS];
+  if (c->max_count && syno_space_caps_parse(c->max_count, caps, err)) return syno_error_prefix(err, "max_count");
+  if (!c->resume && access(c->db_path, F_OK) == 0) return syno_error_set(err, "%s already exists", c->db_path);
+  if (syno_db_open(c->db_path, !c->resume, &r->db, err)) return -1;
+  if (c->resume && run_resume(r, err)) return -1;
+  if (c->budget < 0) c->budget = 20;
+  return syno_pool_new(c->workers, c->cand_timeout, &r->pool, err);
 }
 
 /* ------------------------------------------------------------ the plan */
 
-typedef struct {
-  int n;
-  long c_in[SYNO_MAX_BINDINGS], c_out[SYNO_MAX_BINDINGS], h[SYNO_MAX_BINDINGS], w[SYNO_MAX_BINDINGS];
-  double std_flops; /* the standard operator's FLOPs over the distinct slots, per image */
-} plan_t;
-
-static int parse_plan(const char *out, plan_t *p, syno_error_t *err) {
-  const char *line = last_json_line(out);
-  cJSON *o = line ? cJSON_Parse(line) : NULL;
-  const cJSON *slots = o ? cJSON_GetObjectItemCaseSensitive(o, "slots") : NULL;
-  if (!cJSON_IsArray(slots)) {
-    cJSON_Delete(o);
-    return syno_error_set(err, "the worker's slot plan is not valid JSON");
-  }
-  memset(p, 0, sizeof *p);
-  for (const cJSON *s = slots->child; s; s = s->next) {
-    long v[4];
-    const char *keys[4] = {"c_in", "c_out", "h", "w"};
-    for (int k = 0; k < 4; k++) {
-      const cJSON *x = cJSON_GetObjectItemCaseSensitive(s, keys[k]);
-      v[k] = cJSON_IsNumber(x) ? (long)x->valuedouble : 0;
-    }
-    int dup = 0;
-    for (int i = 0; i < p->n; i++)
-      dup |= p->c_in[i] == v[0] && p->c_out[i] == v[1] && p->h[i] == v[2] && p->w[i] == v[3];
-    if (dup) continue;
-    if (p->n == SYNO_MAX_BINDINGS) {
-      cJSON_Delete(o);
-      return syno_error_set(err, "the backbone has more than %d distinct slot shapes", SYNO_MAX_BINDINGS);
-    }
-    p->c_in[p->n] = v[0], p->c_out[p->n] = v[1], p->h[p->n] = v[2], p->w[p->n] = v[3];
-    p->std_flops += 2.0 * (double)v[0] * (double)v[1] * 9.0 * (double)v[2] * (double)v[3];
-    p->n++;
-  }
-  cJSON_Delete(o);
-  if (p->n == 0) return syno_error_set(err, "the backbone has no operator slots");
-  return 0;
-}
-
 /* The search spec for the plan: the conv2d preset bound to every distinct
  * slot shape (batch 1, so FLOPs are per image). */
-static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
+static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan) {
+  const syno_evalslot_t *p = plan->slot;
+  double std_flops = 0; /* the standard operator's FLOPs over the distinct slots, per image */
+  for (int i = 0; i < plan->n; i++)
+    std_flops += 2.0 * (double)p[i].c_in * (double)p[i].c_out * 9.0 * (double)p[i].h * (double)p[i].w;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "preset", "conv2d");
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
-  for (int i = 0; i < p->n; i++) {
+  for (int i = 0; i < plan->n; i++) {
     char s[128];
-    snprintf(s, sizeof s, "N=1,C_in=%ld,C_out=%ld,H=%ld,W=%ld", p->c_in[i], p->c_out[i], p->h[i], p->w[i]);
+    snprintf(s, sizeof s, "N=1,C_in=%ld,C_out=%ld,H=%ld,W=%ld", p[i].c_in, p[i].c_out, p[i].h, p[i].w);
     cJSON_AddItemToArray(b, cJSON_CreateString(s));
   }
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
-  if (c->max_flops_ratio > 0) cJSON_AddNumberToObject(o, "max_flops", c->max_flops_ratio * p->std_flops);
-  if (c->min_flops_ratio > 0) cJSON_AddNumberToObject(o, "min_flops", c->min_flops_ratio * p->std_flops);
+  if (c->max_flops_ratio > 0) cJSON_AddNumberToObject(o, "max_flops", c->max_flops_ratio * std_flops);
+  if (c->min_flops_ratio > 0) cJSON_AddNumberToObject(o, "min_flops", c->min_flops_ratio * std_flops);
   /* Params are counted on the first binding (syno_node_final_cost). */
   if (c->max_params_ratio > 0)
-    cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p->c_in[0] * (double)p->c_out[0]);
+    cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p[0].c_in * (double)p[0].c_out);
   if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   int caps[SYNO_PRIM_KINDS];
   for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -1;
-  syno_error_t cerr; /* checked by syno_driver_run */
+  syno_error_t cerr; /* checked by run_open */
   if (c->max_count && syno_space_caps_parse(c->max_count, caps, &cerr) == 0) {
     cJSON *m = cJSON_AddObjectToObject(o, "max_count");
     for (int k = 0; k < SYNO_PRIM_KINDS; k++)
@@ -255,8 +279,8 @@ static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
    * every slot, so the smallest slot side (4 in the last ResNet stage) must
    * admit a window of 3: relax the ratio to that side / 3. */
   long side = 0;
-  for (int i = 0; i < p->n; i++) {
-    long m = p->h[i] < p->w[i] ? p->h[i] : p->w[i];
+  for (int i = 0; i < plan->n; i++) {
+    long m = p[i].h < p[i].w ? p[i].h : p[i].w;
     if (side == 0 || m < side) side = m;
   }
   if (side > 0 && side < 6) cJSON_AddNumberToObject(o, "min_unfold_ratio", (double)side / 3.0 - 1e-6);
@@ -265,318 +289,234 @@ static char *spec_json(const syno_driver_cfg_t *c, const plan_t *p) {
   return s;
 }
 
-/* ------------------------------------------------------------ results */
+/* The spec and the settings of a new search, into the database. */
+static int record_settings(run_t *r, syno_error_t *err) {
+  const syno_driver_cfg_t *c = &r->c;
+  syno_db_t *db = r->db;
+  char *settings = settings_json(c);
+  char seed[32], started[32];
+  snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
+  snprintf(started, sizeof started, "%.0f", now_s());
+  int rc = syno_db_meta_set(db, "spec", r->spec_text, err) || syno_db_meta_set(db, "driver", settings, err) ||
+           syno_db_meta_set(db, "backbone", c->backbone, err) || syno_db_meta_set(db, "dataset", c->dataset, err) ||
+           syno_db_meta_set(db, "seed", seed, err) ||
+           syno_db_meta_set(db, "algorithm", c->random ? "random" : "mcts", err) ||
+           syno_db_meta_set(db, "started_at", started, err);
+  free(settings);
+  return rc ? -1 : 0;
+}
 
-/* Turns a finished job into a record: the worker's JSON when it wrote one,
- * else a failure describing how it ended. */
-static void job_record(const syno_job_t *job, double timeout, syno_db_cand_t *rec) {
-  const char *line = last_json_line(job->out);
-  syno_error_t err;
-  memset(rec, 0, sizeof *rec);
-  if (job->end == SYNO_JOB_EXITED && job->exit_code == 0 && line && syno_db_cand_from_json(line, rec, &err) == 0)
-    ;
-  else {
+/* A new search asks a worker which slots the backbone has, and makes and
+ * records the search spec for them; a resumed one has its spec. */
+static int run_plan(run_t *r, syno_error_t *err) {
+  if (r->spec_text) return 0;
+  syno_evalreq_t q;
+  eval_request(&r->c, NULL, 1, &q);
+  syno_job_t *job = NULL;
+  if (run_sync(r, &q, &job, err)) return -1;
+  syno_evalplan_t plan;
+  int rc;
+  if (job->end != SYNO_JOB_EXITED || job->exit_code != 0) {
     char why[600];
-    syno_pool_job_describe(job, timeout, why, sizeof why);
-    syno_db_cand_clear(rec);
-    memset(rec, 0, sizeof *rec);
-    rec->status = 1;
-    rec->reason = strdup(why);
-  }
-  rec->started_at = job->started;
-  rec->finished_at = job->finished;
+    syno_pool_job_describe(job, r->c.cand_timeout, why, sizeof why);
+    rc = syno_error_set(err, "cannot list the backbone's slots: %s", why);
+  } else
+    rc = syno_evalplan_parse(job->out, &plan, err);
+  syno_pool_job_free(job);
+  if (rc) return -1;
+  if (!(r->spec_text = spec_json(&r->c, &plan))) return syno_error_set(err, "out of memory");
+  return record_settings(r, err);
 }
 
-static void set_str(char **dst, const char *s) {
-  free(*dst);
-  *dst = s ? strdup(s) : NULL;
+/* The space from the spec, the search over it, and the log. */
+static int run_space(run_t *r, syno_error_t *err) {
+  syno_space_spec_t spec;
+  if (syno_space_spec_from_json(r->spec_text, &spec, err)) return syno_error_prefix(err, "search spec");
+  if (syno_space_new(&spec, &r->space, err)) return -1;
+  syno_search_opts_t so;
+  syno_search_opts_default(&so);
+  so.algorithm = r->c.random ? SYNO_SEARCH_RANDOM : SYNO_SEARCH_MCTS;
+  so.seed = r->c.seed;
+  if (syno_search_new(r->space, &so, &r->search, err)) return -1;
+  if (r->c.log_path && !(r->log = fopen(r->c.log_path, "a")))
+    return syno_error_set(err, "cannot open the log %s", r->c.log_path);
+  return 0;
 }
 
-typedef struct {
-  int evaluated, failed, replayed;
-  double best_reward, best_acc, best_acc_speedup; /* best reward, and that candidate's */
-  double base_acc;      /* the baseline network's accuracy */
-  double best_speedup;  /* the fastest candidate within 1 pp of base_acc, 0 if none */
-  double t0;
-} progress_t;
+/* ------------------------------------------------------------ the baseline */
 
-static void show_progress(const syno_driver_cfg_t *c, const progress_t *p, int count, int running, int tty) {
-  if (c->quiet) return;
-  /* On a terminal the line is redrawn every second; in a log, one line per change. */
-  static int last_count = -1, last_running = -1;
-  if (!tty && count == last_count && running == last_running) return;
-  last_count = count, last_running = running;
-  double el = now_s() - p->t0;
-  char rem[48] = "";
-  if (c->time_limit > 0) snprintf(rem, sizeof rem, ", %.0f s left", c->time_limit - el > 0 ? c->time_limit - el : 0);
-  else if (c->budget > 0 && p->evaluated > 0) {
-    double per = el / p->evaluated;
-    snprintf(rem, sizeof rem, ", ~%.0f s left", per * (c->budget - count) / (c->workers ? c->workers : 1));
-  }
-  char of[24] = "";
-  if (c->budget > 0) snprintf(of, sizeof of, "/%d", c->budget);
-  char best[128] = "no candidate yet", fast[48] = "";
-  if (p->best_reward >= 0)
-    snprintf(best, sizeof best, "best reward %.4f (acc %.2f%%, %.2fx)", p->best_reward, 100 * p->best_acc,
-             p->best_acc_speedup);
-  if (p->best_speedup > 0) snprintf(fast, sizeof fast, ", fastest within 1 pp %.2fx", p->best_speedup);
-  fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed, %d replayed, %d running) %s%s  %.0f s%s%s",
-          tty ? "\r\033[K" : "", count, of, p->evaluated, p->failed, p->replayed, running, best, fast, el, rem,
-          tty ? "" : "\n");
-  fflush(stderr);
+/* The backbone with its standard operator, evaluated and recorded. */
+static int train_baseline(run_t *r, syno_error_t *err) {
+  emit(r, SYNO_DRIVER_BASELINE_START);
+  syno_evalreq_t q;
+  eval_request(&r->c, NULL, 0, &q);
+  syno_job_t *job = NULL;
+  if (run_sync(r, &q, &job, err)) return -1;
+  syno_evalres_from_job(job, r->c.cand_timeout, &r->base);
+  syno_pool_job_free(job);
+  if (r->base.status != 0)
+    return syno_error_set(err, "the baseline network failed: %s", r->base.reason ? r->base.reason : "unknown");
+  r->base.is_baseline = 1;
+  set_str(&r->base.op_text, "(standard operator)");
+  set_str(&r->base.path, "");
+  r->base.reward = 0;
+  return syno_db_insert(r->db, &r->base, err);
 }
 
-static void note_best(progress_t *p, const syno_db_cand_t *r) {
-  if (r->status != 0 || r->is_baseline) return;
-  if (r->reward > p->best_reward) {
-    p->best_reward = r->reward;
-    p->best_acc = r->accuracy;
-    p->best_acc_speedup = r->speedup;
+/* The baseline (recorded, or trained now) and the reward's bounds from it. */
+static int run_baseline(run_t *r, syno_error_t *err) {
+  const syno_driver_cfg_t *c = &r->c;
+  r->prog.best_reward = -1;
+  r->t0 = now_s();
+  int have = syno_db_baseline(r->db, &r->base, err);
+  if (have < 0) return -1;
+  if (!have && train_baseline(r, err)) return -1;
+  syno_reward_default(&r->rw);
+  r->rw.ub = c->reward_ub >= 0 ? c->reward_ub : r->base.accuracy;
+  r->rw.lb = c->reward_lb >= 0 ? c->reward_lb : (r->rw.ub - 0.3 > 0 ? r->rw.ub - 0.3 : 0);
+  r->prog.base_acc = r->base.accuracy;
+  r->prog.reward_lb = r->rw.lb;
+  r->prog.reward_ub = r->rw.ub;
+  emit(r, SYNO_DRIVER_BASELINE_DONE);
+  return 0;
+}
+
+/* ------------------------------------------------------------ the main loop */
+
+/* A proposal recorded by an earlier run gets its recorded reward and is not
+ * evaluated: 1 replayed, 0 not recorded, -1 error. */
+static int replay(run_t *r, const syno_candidate_t *cand, syno_error_t *err) {
+  syno_db_cand_t known;
+  int f = syno_db_find(r->db, cand->text, &known, err);
+  if (f != 1) return f;
+  int rc = syno_search_tell(r->search, cand, known.reward, err);
+  if (rc == 0) {
+    note_best(&r->prog, &known);
+    r->prog.replayed++;
   }
-  if (r->accuracy >= p->base_acc - 0.01 && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
+  syno_db_cand_clear(&known);
+  return rc ? -1 : 1;
+}
+
+/* Starts a worker on a candidate in a free slot. */
+static int start(run_t *r, const syno_candidate_t *cand, syno_error_t *err) {
+  int slot = 0;
+  while (r->pend[slot].busy) slot++;
+  pending_t *pe = &r->pend[slot];
+  pe->busy = 1;
+  pe->cand = *cand;
+  syno_evalreq_t q;
+  eval_request(&r->c, pe->cand.text, 0, &q);
+  syno_evalargv_t a;
+  if (syno_evalreq_argv(&q, &a, err) || syno_pool_start(r->pool, slot, a.argv, err)) return -1;
+  if (r->log) {
+    fprintf(r->log, "evaluate %s\n", cand->text);
+    fflush(r->log);
+  }
+  r->prog.running++;
+  return 0;
+}
+
+/* Proposes and starts what the budget, the time and the free slots allow. */
+static int launch(run_t *r, syno_error_t *err) {
+  const syno_driver_cfg_t *c = &r->c;
+  syno_driver_progress_t *p = &r->prog;
+  int up = time_up(r);
+  while (!stopping(r) && !up && !p->exhausted && syno_pool_free_slots(r->pool) > 0 &&
+         (c->budget == 0 || p->count + p->running < c->budget)) {
+    syno_candidate_t cand;
+    int got = syno_search_propose(r->search, &cand, err);
+    if (got < 0) return -1;
+    if (got == 1) {
+      p->exhausted = 1;
+      break;
+    }
+    if (got == 2) { /* nothing found this time; the space may still have some */
+      if (++r->fruitless == SYNO_DRIVER_FRUITLESS) p->exhausted = 2;
+      if (p->exhausted || time_up(r)) break;
+      continue;
+    }
+    r->fruitless = 0;
+    int f = replay(r, &cand, err);
+    if (f < 0 || (f == 0 && start(r, &cand, err))) return -1;
+  }
+  return 0;
+}
+
+/* A finished evaluation: its record into the database, then its reward to
+ * the search. */
+static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
+  pending_t *pe = &r->pend[job->tag];
+  syno_db_cand_t rec;
+  syno_evalres_from_job(job, r->c.cand_timeout, &rec);
+  set_str(&rec.op_text, pe->cand.text);
+  set_str(&rec.path, pe->cand.path);
+  if (rec.flops <= 0) rec.flops = pe->cand.flops;
+  if (rec.params <= 0) rec.params = pe->cand.params;
+  if (rec.status == 0 && r->base.flops > 0) rec.flops_ratio = rec.flops / r->base.flops;
+  rec.worker = (int)job->tag;
+  rec.reward = syno_reward(&r->rw, rec.status == 0, rec.accuracy, rec.flops_ratio);
+  syno_pool_job_free(job);
+  int rc = syno_db_insert(r->db, &rec, err) || syno_search_tell(r->search, &pe->cand, rec.reward, err) ? -1 : 0;
+  if (rc == 0) {
+    pe->busy = 0;
+    r->prog.count++;
+    r->prog.evaluated++;
+    r->prog.failed += rec.status != 0;
+    note_best(&r->prog, &rec);
+  }
+  syno_db_cand_clear(&rec);
+  return rc;
+}
+
+/* Launches and collects until nothing runs and nothing more may start, or
+ * the stop flag is set. */
+static int run_loop(run_t *r, syno_error_t *err) {
+  syno_driver_progress_t *p = &r->prog;
+  if (!(r->pend = calloc((size_t)r->c.workers, sizeof *r->pend))) return syno_error_set(err, "out of memory");
+  p->count = syno_db_count(r->db);
+  for (;;) {
+    p->running = syno_pool_running(r->pool);
+    if (launch(r, err)) return -1;
+    emit(r, SYNO_DRIVER_PROGRESS);
+    if (p->running == 0) break;
+    if (stopping(r)) {
+      emit(r, SYNO_DRIVER_INTERRUPTED);
+      break;
+    }
+    syno_job_t *job = NULL;
+    int w = syno_pool_wait(r->pool, 1.0, &job, err);
+    if (w < 0) return -1;
+    if (w == 1 && collect(r, job, err)) return -1;
+  }
+  return 0;
 }
 
 /* ------------------------------------------------------------ the run */
 
-typedef struct {
-  int busy;
-  syno_candidate_t cand;
-} pending_t;
+static void run_close(run_t *r) {
+  syno_pool_free(r->pool); /* kills what still runs */
+  if (r->log) fclose(r->log);
+  free(r->pend);
+  syno_search_free(r->search);
+  syno_space_free(r->space);
+  syno_db_cand_clear(&r->base);
+  syno_db_close(r->db);
+  free(r->spec_text);
+}
 
-int syno_driver_run(const syno_driver_cfg_t *cfg_in, syno_error_t *err) {
-  syno_driver_cfg_t cfg = *cfg_in, *c = &cfg;
-  owned_t own;
-  int rc = -1;
-  syno_db_t *db = NULL;
-  syno_pool_t *pool = NULL;
-  syno_space_t *space = NULL;
-  syno_search_t *search = NULL;
-  pending_t *pend = NULL;
-  char *settings = NULL, *spec_text = NULL;
-  FILE *log = NULL;
-  syno_job_t *job = NULL;
-  syno_db_cand_t base;
-  memset(&base, 0, sizeof base);
-
-  if (!c->db_path) return syno_error_set(err, "no database given (--db FILE)");
-  if (!c->worker_exe) return syno_error_set(err, "no worker program");
-  if (c->workers < 1) return syno_error_set(err, "--workers must be at least 1 (got %d)", c->workers);
-  if (c->pad < 0 || c->pad > 64) return syno_error_set(err, "--pad must be in 0..64 (got %d)", c->pad);
-  int caps[SYNO_PRIM_KINDS];
-  if (c->max_count && syno_space_caps_parse(c->max_count, caps, err)) return syno_error_prefix(err, "--max-count");
-  if (!c->resume && access(c->db_path, F_OK) == 0)
-    return syno_error_set(err, "%s already exists; continue it with --resume, or choose another --db", c->db_path);
-  if (syno_db_open(c->db_path, !c->resume, &db, err)) return -1;
-
-  char *meta = NULL;
-  if (c->resume) {
-    if (syno_db_meta_get(db, "driver", &meta, err) != 1) {
-      syno_error_set(err, "%s has no search settings to resume (not made by syno search)", c->db_path);
-      goto out;
-    }
-    int r = settings_load(meta, c, &own, err);
-    free(meta);
-    if (r) goto out;
-    if (syno_db_meta_get(db, "spec", &spec_text, err) != 1) {
-      syno_error_set(err, "%s has no search spec to resume", c->db_path);
-      goto out;
-    }
+int syno_driver_run(const syno_driver_cfg_t *cfg, syno_error_t *err) {
+  run_t r;
+  memset(&r, 0, sizeof r);
+  r.c = *cfg;
+  int rc = run_open(&r, err) || run_plan(&r, err) || run_space(&r, err) || run_baseline(&r, err) ||
+                   run_loop(&r, err)
+               ? -1
+               : 0;
+  if (rc == 0) {
+    r.prog.stopped = stopping(&r);
+    emit(&r, SYNO_DRIVER_DONE);
   }
-  if (c->budget < 0) c->budget = 20;
-  if (syno_pool_new(c->workers, c->cand_timeout, &pool, err)) goto out;
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  stop_requested = 0;
-
-  if (!spec_text) {
-    /* Ask a worker which slots the backbone has. */
-    args_t a;
-    eval_args(c, &a);
-    arg(&a, "--plan");
-    if (run_sync(pool, a.argv, &job, err)) goto out;
-    if (job->end != SYNO_JOB_EXITED || job->exit_code != 0) {
-      char why[600];
-      syno_pool_job_describe(job, c->cand_timeout, why, sizeof why);
-      syno_error_set(err, "cannot list the backbone's slots: %s", why);
-      goto out;
-    }
-    plan_t plan;
-    if (parse_plan(job->out, &plan, err)) goto out;
-    syno_pool_job_free(job);
-    job = NULL;
-    spec_text = spec_json(c, &plan);
-    settings = settings_json(c);
-    char seed[32], started[32];
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
-    snprintf(started, sizeof started, "%.0f", now_s());
-    if (syno_db_meta_set(db, "spec", spec_text, err) || syno_db_meta_set(db, "driver", settings, err) ||
-        syno_db_meta_set(db, "backbone", c->backbone, err) || syno_db_meta_set(db, "dataset", c->dataset, err) ||
-        syno_db_meta_set(db, "seed", seed, err) ||
-        syno_db_meta_set(db, "algorithm", c->random ? "random" : "mcts", err) ||
-        syno_db_meta_set(db, "started_at", started, err))
-      goto out;
-  }
-
-  syno_space_spec_t spec;
-  if (syno_space_spec_from_json(spec_text, &spec, err)) {
-    syno_error_prefix(err, "search spec");
-    goto out;
-  }
-  if (syno_space_new(&spec, &space, err)) goto out;
-  syno_search_opts_t so;
-  syno_search_opts_default(&so);
-  so.algorithm = c->random ? SYNO_SEARCH_RANDOM : SYNO_SEARCH_MCTS;
-  so.seed = c->seed;
-  if (syno_search_new(space, &so, &search, err)) goto out;
-  if (c->log_path && !(log = fopen(c->log_path, "a"))) {
-    syno_error_set(err, "cannot open the log %s", c->log_path);
-    goto out;
-  }
-
-  progress_t prog = {.best_reward = -1, .t0 = now_s()};
-  int tty = isatty(STDERR_FILENO);
-
-  /* The baseline: the backbone with its standard operator. */
-  int have_base = syno_db_baseline(db, &base, err);
-  if (have_base < 0) goto out;
-  if (!have_base) {
-    if (!c->quiet) fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
-    args_t a;
-    eval_args(c, &a);
-    if (run_sync(pool, a.argv, &job, err)) goto out;
-    job_record(job, c->cand_timeout, &base);
-    syno_pool_job_free(job);
-    job = NULL;
-    if (base.status != 0) {
-      syno_error_set(err, "the baseline network failed: %s", base.reason ? base.reason : "unknown");
-      goto out;
-    }
-    base.is_baseline = 1;
-    set_str(&base.op_text, "(standard operator)");
-    set_str(&base.path, "");
-    base.reward = 0;
-    if (syno_db_insert(db, &base, err)) goto out;
-  }
-  syno_reward_cfg_t rw;
-  syno_reward_default(&rw);
-  rw.ub = c->reward_ub >= 0 ? c->reward_ub : base.accuracy;
-  rw.lb = c->reward_lb >= 0 ? c->reward_lb : (rw.ub - 0.3 > 0 ? rw.ub - 0.3 : 0);
-  prog.base_acc = base.accuracy;
-  if (!c->quiet)
-    fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
-            100 * base.accuracy, rw.lb, rw.ub, c->random ? "random" : "MCTS", (unsigned long long)c->seed);
-
-  pend = calloc((size_t)c->workers, sizeof *pend);
-  if (!pend) {
-    syno_error_set(err, "out of memory");
-    goto out;
-  }
-  /* exhausted: 1 the space has nothing left, 2 proposals keep finding nothing. */
-  int count = syno_db_count(db), exhausted = 0, fruitless = 0;
-  for (;;) {
-    int running = syno_pool_running(pool);
-    double el = now_s() - prog.t0;
-    int time_up = c->time_limit > 0 && el >= c->time_limit;
-    /* Start what the budget allows. */
-    while (!stop_requested && !time_up && !exhausted && syno_pool_free_slots(pool) > 0 &&
-           (c->budget == 0 || count + running < c->budget)) {
-      syno_candidate_t cand;
-      int r = syno_search_propose(search, &cand, err);
-      if (r < 0) goto out;
-      if (r == 1) {
-        exhausted = 1;
-        break;
-      }
-      if (r == 2) { /* nothing found this time; the space may still have some */
-        if (++fruitless == SEARCH_FRUITLESS) exhausted = 2;
-        if (exhausted || (c->time_limit > 0 && now_s() - prog.t0 >= c->time_limit)) break;
-        continue;
-      }
-      fruitless = 0;
-      syno_db_cand_t known;
-      int f = syno_db_find(db, cand.text, &known, err);
-      if (f < 0) goto out;
-      if (f == 1) { /* recorded by an earlier run: replay, do not evaluate */
-        if (syno_search_tell(search, &cand, known.reward, err)) goto out;
-        note_best(&prog, &known);
-        prog.replayed++;
-        syno_db_cand_clear(&known);
-        continue;
-      }
-      int slot = 0;
-      while (pend[slot].busy) slot++;
-      pend[slot].busy = 1;
-      pend[slot].cand = cand;
-      args_t a;
-      eval_args(c, &a);
-      arg(&a, "--op");
-      arg(&a, pend[slot].cand.text);
-      if (syno_pool_start(pool, slot, a.argv, err)) goto out;
-      if (log) {
-        fprintf(log, "evaluate %s\n", cand.text);
-        fflush(log);
-      }
-      running++;
-    }
-    show_progress(c, &prog, count, running, tty);
-    if (running == 0) break;
-    if (stop_requested) {
-      if (!c->quiet) fprintf(stderr, "\n[search] interrupted: %d running evaluation(s) dropped; resume with --resume\n", running);
-      break;
-    }
-    int r = syno_pool_wait(pool, 1.0, &job, err);
-    if (r < 0) goto out;
-    if (r == 0) continue;
-    pending_t *p = &pend[job->tag];
-    syno_db_cand_t rec;
-    job_record(job, c->cand_timeout, &rec);
-    set_str(&rec.op_text, p->cand.text);
-    set_str(&rec.path, p->cand.path);
-    if (rec.flops <= 0) rec.flops = p->cand.flops;
-    if (rec.params <= 0) rec.params = p->cand.params;
-    if (rec.status == 0 && base.flops > 0) rec.flops_ratio = rec.flops / base.flops;
-    rec.worker = (int)job->tag;
-    rec.reward = syno_reward(&rw, rec.status == 0, rec.accuracy, rec.flops_ratio);
-    syno_pool_job_free(job);
-    job = NULL;
-    if (syno_db_insert(db, &rec, err)) {
-      syno_db_cand_clear(&rec);
-      goto out;
-    }
-    if (syno_search_tell(search, &p->cand, rec.reward, err)) {
-      syno_db_cand_clear(&rec);
-      goto out;
-    }
-    p->busy = 0;
-    count++;
-    prog.evaluated++;
-    prog.failed += rec.status != 0;
-    note_best(&prog, &rec);
-    syno_db_cand_clear(&rec);
-  }
-  if (!c->quiet) {
-    if (tty) fputc('\n', stderr);
-    char why[128] = "";
-    if (exhausted == 1) snprintf(why, sizeof why, "; the space has no further operators");
-    if (exhausted == 2)
-      snprintf(why, sizeof why, "; %d proposals in a row found no new operator (is the FLOPs window too narrow?)",
-               SEARCH_FRUITLESS);
-    fprintf(stderr, "[search] %s: %d candidates recorded in %s (%d evaluated now, %d failed, %d replayed)%s\n",
-            stop_requested ? "stopped" : "done", count, c->db_path, prog.evaluated, prog.failed, prog.replayed, why);
-  }
-  rc = 0;
-out:
-  syno_pool_job_free(job);
-  syno_pool_free(pool); /* kills what still runs */
-  if (log) fclose(log);
-  free(pend);
-  syno_search_free(search);
-  syno_space_free(space);
-  syno_db_cand_clear(&base);
-  syno_db_close(db);
-  free(settings);
-  free(spec_text);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
+  run_close(&r);
   return rc;
 }

@@ -1,0 +1,302 @@
+/* The search <-> worker protocol: the request's command line and the
+ * worker's JSON reply. See syno/evalproto.h. */
+#include "syno/evalproto.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void syno_evalreq_default(syno_evalreq_t *r) {
+  memset(r, 0, sizeof *r);
+  r->backbone = "resnet";
+  r->dataset = "digits";
+  r->epochs = 2;
+  r->batch = 64;
+  r->lr = 0.1;
+  r->seed = 1;
+  r->latency_batch = 1;
+  r->repeats = 30;
+  r->latency_threads = 1;
+}
+
+/* ------------------------------------------------------------ the options */
+
+typedef enum { K_STR, K_INT, K_LONG, K_REAL, K_SEED, K_FLAG, K_IGNORED } kind_t;
+/* When syno_evalreq_argv writes an option. */
+typedef enum { W_ALWAYS, W_POSITIVE, W_CHANGED, W_NEVER } when_t;
+
+typedef struct {
+  const char *flag; /* "--name"; getopt_long gets flag + 2 */
+  kind_t kind;
+  size_t off;
+  when_t when;
+} opt_t;
+
+#define OPT(flag, kind, field, when) {flag, kind, offsetof(syno_evalreq_t, field), when}
+/* The one table of `syno eval`'s options, in the order they are written. */
+static const opt_t opts[] = {
+    OPT("--backbone", K_STR, backbone, W_ALWAYS),
+    OPT("--dataset", K_STR, dataset, W_ALWAYS),
+    OPT("--epochs", K_INT, epochs, W_ALWAYS),
+    OPT("--batch", K_LONG, batch, W_ALWAYS),
+    OPT("--lr", K_REAL, lr, W_ALWAYS),
+    OPT("--seed", K_SEED, seed, W_ALWAYS),
+    OPT("--width", K_REAL, width, W_POSITIVE),
+    OPT("--depth", K_INT, depth, W_POSITIVE),
+    OPT("--subset", K_LONG, subset, W_POSITIVE),
+    OPT("--pad", K_INT, pad, W_POSITIVE),
+    OPT("--time-limit", K_REAL, time_limit, W_POSITIVE),
+    OPT("--threads", K_INT, threads, W_ALWAYS),
+    OPT("--latency-batch", K_LONG, latency_batch, W_CHANGED),
+    OPT("--repeats", K_INT, repeats, W_CHANGED),
+    OPT("--latency-threads", K_INT, latency_threads, W_CHANGED),
+    OPT("--op", K_STR, op_text, W_CHANGED),
+    OPT("--plan", K_FLAG, plan, W_CHANGED),
+    OPT("--json", K_IGNORED, plan, W_NEVER), /* accepted: the reply is always JSON */
+};
+#undef OPT
+#define NOPTS ((int)(sizeof opts / sizeof *opts))
+/* getopt_long's value of opts[i]: past every character. */
+#define OPT_VAL0 0x100
+
+#define AT(r, o, T) ((T *)((char *)(r) + (o)->off))
+
+/* The option's value as a number (0 for strings). */
+static double num_of(const syno_evalreq_t *r, const opt_t *o) {
+  switch (o->kind) {
+  case K_INT:
+  case K_FLAG: return *AT(r, o, const int);
+  case K_LONG: return (double)*AT(r, o, const long);
+  case K_REAL: return *AT(r, o, const double);
+  case K_SEED: return (double)*AT(r, o, const uint64_t);
+  default: return 0;
+  }
+}
+
+static int changed(const syno_evalreq_t *r, const syno_evalreq_t *d, const opt_t *o) {
+  if (o->kind == K_SEED) return *AT(r, o, const uint64_t) != *AT(d, o, const uint64_t);
+  if (o->kind != K_STR) return num_of(r, o) != num_of(d, o);
+  const char *a = *AT(r, o, const char *const), *b = *AT(d, o, const char *const);
+  return a != b && (!a || !b || strcmp(a, b) != 0);
+}
+
+static int written(const syno_evalreq_t *r, const syno_evalreq_t *d, const opt_t *o) {
+  switch (o->when) {
+  case W_ALWAYS: return 1;
+  case W_POSITIVE: return num_of(r, o) > 0;
+  case W_CHANGED: return changed(r, d, o);
+  default: return 0;
+  }
+}
+
+static void push(syno_evalargv_t *a, const char *s) {
+  if (a->argc < SYNO_EVALREQ_MAX_ARGS - 1) a->argv[a->argc++] = (char *)s;
+  a->argv[a->argc] = NULL;
+}
+
+int syno_evalreq_argv(const syno_evalreq_t *r, syno_evalargv_t *a, syno_error_t *err) {
+  memset(a, 0, sizeof *a);
+  if (!r->exe || !r->backbone || !r->dataset)
+    return syno_error_set(err, "an evaluation request needs the worker program, a backbone and a data set");
+  syno_evalreq_t d;
+  syno_evalreq_default(&d);
+  int nn = 0;
+  push(a, r->exe);
+  push(a, "eval");
+  for (int i = 0; i < NOPTS; i++) {
+    const opt_t *o = &opts[i];
+    if (!written(r, &d, o)) continue;
+    push(a, o->flag);
+    if (o->kind == K_FLAG) continue;
+    if (o->kind == K_STR) {
+      push(a, *AT(r, o, const char *const));
+      continue;
+    }
+    char *v = a->num[nn++];
+    size_t n = sizeof a->num[0];
+    switch (o->kind) {
+    case K_INT: snprintf(v, n, "%d", *AT(r, o, const int)); break;
+    case K_LONG: snprintf(v, n, "%ld", *AT(r, o, const long)); break;
+    case K_SEED: snprintf(v, n, "%llu", (unsigned long long)*AT(r, o, const uint64_t)); break;
+    default: snprintf(v, n, "%.17g", *AT(r, o, const double)); break;
+    }
+    push(a, v);
+  }
+  return 0;
+}
+
+/* Sets one option's field from its text; -1 when a number does not parse. */
+static int set_opt(syno_evalreq_t *r, const opt_t *o, const char *arg) {
+  char *end = NULL;
+  switch (o->kind) {
+  case K_STR: *AT(r, o, const char *) = arg; return 0;
+  case K_FLAG: *AT(r, o, int) = 1; return 0;
+  case K_IGNORED: return 0;
+  case K_INT: *AT(r, o, int) = (int)strtol(arg, &end, 10); break;
+  case K_LONG: *AT(r, o, long) = strtol(arg, &end, 10); break;
+  case K_SEED: *AT(r, o, uint64_t) = strtoull(arg, &end, 10); break;
+  case K_REAL: *AT(r, o, double) = strtod(arg, &end); break;
+  }
+  return *end || end == arg ? -1 : 0;
+}
+
+int syno_evalreq_from_argv(int argc, char **argv, syno_evalreq_t *r, syno_error_t *err) {
+  struct option lo[NOPTS + 2];
+  for (int i = 0; i < NOPTS; i++) {
+    int arg = opts[i].kind == K_FLAG || opts[i].kind == K_IGNORED ? no_argument : required_argument;
+    lo[i] = (struct option){opts[i].flag + 2, arg, 0, OPT_VAL0 + i};
+  }
+  lo[NOPTS] = (struct option){"help", no_argument, 0, 'h'};
+  lo[NOPTS + 1] = (struct option){0, 0, 0, 0};
+  int saved = opterr;
+  opterr = 0;
+  optind = 1;
+  int rc = 0;
+  for (int o; rc == 0 && (o = getopt_long(argc, argv, ":h", lo, NULL)) != -1;) {
+    if (o == 'h') rc = 1;
+    else if (o == ':') rc = syno_error_set(err, "option '%s' requires an argument", argv[optind - 1]);
+    else if (o == '?') rc = syno_error_set(err, "unrecognized option '%s'", argv[optind - 1]);
+    else if (set_opt(r, &opts[o - OPT_VAL0], optarg))
+      rc = syno_error_set(err, "%s: '%s' is not a number", opts[o - OPT_VAL0].flag, optarg);
+  }
+  opterr = saved;
+  if (rc == 0 && optind < argc)
+    rc = syno_error_set(err, "unexpected argument '%s' (the operator goes after --op)", argv[optind]);
+  return rc;
+}
+
+/* ------------------------------------------------------------ the reply */
+
+const char *syno_evalres_line(const char *out) {
+  const char *best = NULL;
+  for (const char *p = out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (*p == '{') best = p;
+  return best;
+}
+
+/* The reply line as a JSON object (cJSON_Delete it), or NULL with err set. */
+static cJSON *reply_object(const char *out, const char *what, syno_error_t *err) {
+  const char *line = syno_evalres_line(out);
+  if (!line) {
+    syno_error_set(err, "the worker printed no %s (no line starting with '{')", what);
+    return NULL;
+  }
+  const char *end = NULL;
+  cJSON *o = cJSON_ParseWithOpts(line, &end, 0);
+  if (o && end) {
+    while (*end == ' ' || *end == '\t' || *end == '\r') end++;
+    if (*end && *end != '\n') {
+      cJSON_Delete(o);
+      o = NULL;
+    }
+  }
+  size_t len = strcspn(line, "\n");
+  if (!o) {
+    syno_error_set(err, "the worker's %s is not valid JSON: %.*s%s", what, len > 80 ? 80 : (int)len, line,
+                   len > 80 ? "..." : "");
+    return NULL;
+  }
+  if (!cJSON_IsObject(o)) {
+    cJSON_Delete(o);
+    syno_error_set(err, "the worker's %s is not a JSON object", what);
+    return NULL;
+  }
+  return o;
+}
+
+int syno_evalres_parse(const char *out, syno_db_cand_t *rec, syno_error_t *err) {
+  memset(rec, 0, sizeof *rec);
+  cJSON *o = reply_object(out, "result", err);
+  if (!o) return -1;
+  const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+  const cJSON *acc = cJSON_GetObjectItemCaseSensitive(o, "accuracy");
+  int rc = 0;
+  if (!cJSON_IsNumber(st)) rc = syno_error_set(err, "the worker's result has no number \"status\"");
+  else if (st->valuedouble != 0 && st->valuedouble != 1)
+    rc = syno_error_set(err, "the worker's result has status %g (0 ok or 1 failed)", st->valuedouble);
+  else if (st->valuedouble == 0 && !cJSON_IsNumber(acc))
+    rc = syno_error_set(err, "the worker's result has status 0 but no number \"accuracy\"");
+  cJSON_Delete(o);
+  if (rc) return rc;
+  char *line = strndup(syno_evalres_line(out), strcspn(syno_evalres_line(out), "\n"));
+  if (!line) return syno_error_set(err, "out of memory");
+  rc = syno_db_cand_from_json(line, rec, err);
+  free(line);
+  return rc;
+}
+
+void syno_evalres_from_job(const syno_job_t *job, double timeout_s, syno_db_cand_t *rec) {
+  syno_error_t err;
+  int exited = job->end == SYNO_JOB_EXITED && job->exit_code == 0;
+  if (!exited || syno_evalres_parse(job->out, rec, &err)) {
+    char how[600], why[SYNO_ERROR_LEN + sizeof how + 4];
+    syno_pool_job_describe(job, timeout_s, how, sizeof how);
+    /* A worker that ended well but wrote no usable reply: that first. */
+    if (exited) snprintf(why, sizeof why, "%s (%s)", err.msg, how);
+    else snprintf(why, sizeof why, "%s", how);
+    memset(rec, 0, sizeof *rec);
+    rec->status = 1;
+    rec->reason = strdup(why);
+  }
+  rec->started_at = job->started;
+  rec->finished_at = job->finished;
+}
+
+char *syno_evalres_json(const syno_db_cand_t *rec) { return syno_db_cand_to_json(rec); }
+
+/* ------------------------------------------------------------ the plan */
+
+static const char *const slot_keys[4] = {"c_in", "c_out", "h", "w"};
+
+int syno_evalplan_parse(const char *out, syno_evalplan_t *p, syno_error_t *err) {
+  memset(p, 0, sizeof *p);
+  cJSON *o = reply_object(out, "slot plan", err);
+  if (!o) return -1;
+  const cJSON *slots = cJSON_GetObjectItemCaseSensitive(o, "slots");
+  int rc = cJSON_IsArray(slots) ? 0 : syno_error_set(err, "the worker's slot plan has no \"slots\" array");
+  int i = 0;
+  for (const cJSON *s = rc ? NULL : slots->child; s && rc == 0; s = s->next, i++) {
+    long v[4];
+    for (int k = 0; k < 4 && rc == 0; k++) {
+      const cJSON *x = cJSON_GetObjectItemCaseSensitive(s, slot_keys[k]);
+      if (cJSON_IsNumber(x)) v[k] = (long)x->valuedouble;
+      else rc = syno_error_set(err, "slot %d of the worker's slot plan has no number \"%s\"", i, slot_keys[k]);
+    }
+    int dup = 0;
+    for (int j = 0; rc == 0 && j < p->n; j++) {
+      const syno_evalslot_t *e = &p->slot[j];
+      dup |= e->c_in == v[0] && e->c_out == v[1] && e->h == v[2] && e->w == v[3];
+    }
+    if (rc || dup) continue;
+    if (p->n == SYNO_MAX_BINDINGS) {
+      rc = syno_error_set(err, "the backbone has more than %d distinct slot shapes", SYNO_MAX_BINDINGS);
+      break;
+    }
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "flops");
+    p->slot[p->n++] = (syno_evalslot_t){v[0], v[1], v[2], v[3], cJSON_IsNumber(f) ? f->valuedouble : 0};
+  }
+  cJSON_Delete(o);
+  if (rc == 0 && p->n == 0) rc = syno_error_set(err, "the backbone has no operator slots");
+  return rc;
+}
+
+char *syno_evalplan_json(const syno_evalslot_t *slots, int n, double flops, double params) {
+  cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "slots");
+  for (int i = 0; i < n; i++) {
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, slot_keys[0], (double)slots[i].c_in);
+    cJSON_AddNumberToObject(s, slot_keys[1], (double)slots[i].c_out);
+    cJSON_AddNumberToObject(s, slot_keys[2], (double)slots[i].h);
+    cJSON_AddNumberToObject(s, slot_keys[3], (double)slots[i].w);
+    cJSON_AddNumberToObject(s, "flops", slots[i].flops);
+    cJSON_AddItemToArray(a, s);
+  }
+  cJSON_AddNumberToObject(o, "flops", flops);
+  cJSON_AddNumberToObject(o, "params", params);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return s;
+}
