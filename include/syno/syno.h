@@ -14,7 +14,7 @@
  *            sets (nn.h, train.h, data.h)
  *   model    operator slots, backbones and the training driver (backbone.h)
  *   search   MCTS and random search (search.h), worker processes (pool.h),
- *            the evaluation protocol and the search driver (driver.h), the
+ *            the evaluation protocol (evalproto.h), the search driver (driver.h), the
  *            results database (store.h)
  *
  * Link with the libraries of the layers used (syno_base, syno_core,
@@ -49,6 +49,7 @@
 #include "syno/backbone.h"
 
 #include "syno/driver.h"
+#include "syno/evalproto.h"
 #include "syno/pool.h"
 #include "syno/search.h"
 #include "syno/store.h"
