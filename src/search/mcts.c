@@ -57,7 +57,8 @@ typedef struct {
   double n, sum, sumsq;
   int vl;        /* outstanding proposals through here */
   int dead;      /* no operator left to propose below */
-  int n_order, cap_order;
+  int n_order;
+  size_t cap_order;
   int *order;    /* revealed children (indices into the node's steps) */
 } stat_t;
 
@@ -228,12 +229,7 @@ static int widen(syno_search_t *s, uint32_t node, stat_t *t, const syno_step_t *
       if (score > best_score) best_score = score, best = i;
     }
     if (best < 0) break;
-    if (t->n_order == t->cap_order) {
-      int cap = t->cap_order ? 2 * t->cap_order : 8;
-      int *g = realloc(t->order, (size_t)cap * sizeof *g);
-      if (!g) return -1;
-      t->order = g, t->cap_order = cap;
-    }
+    if (syno_grow((void **)&t->order, &t->cap_order, (size_t)t->n_order + 1, sizeof *t->order)) return -1;
     t->order[t->n_order++] = best;
   }
   return 0;
