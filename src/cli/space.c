@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "syno/grow.h"
 #include "syno/normal.h"
 #include "syno/space.h"
 #include "syno/train.h"
@@ -52,12 +53,10 @@ static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
     c->failed++;
     return 0;
   }
-  if (c->n == c->cap) {
-    c->cap = c->cap ? 2 * c->cap : 1024;
-    c->text = realloc(c->text, c->cap * sizeof *c->text);
-    c->form = realloc(c->form, c->cap * sizeof *c->form);
-    if (!c->text || !c->form) return -1;
-  }
+  size_t cap = c->cap;
+  if (syno_grow((void **)&c->text, &cap, c->n + 1, sizeof *c->text) ||
+      syno_grow((void **)&c->form, &c->cap, c->n + 1, sizeof *c->form))
+    return -1;
   c->text[c->n] = strdup(text);
   c->form[c->n++] = strdup(form);
   return 0;

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "syno/backbone.h"
+#include "syno/grow.h"
 #include "syno/store.h"
 
 static const char *help =
@@ -79,13 +80,9 @@ static char *read_file(const char *path)
     size_t k;
     while (buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
         n += k;
-        if (n + 1 == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) {
-                free(buf);
-                buf = NULL;
-            }
-            buf = p;
+        if (n + 1 == cap && syno_grow((void **)&buf, &cap, cap + 1, 1)) {
+            free(buf);
+            buf = NULL;
         }
     }
     fclose(f);

@@ -10,16 +10,18 @@
 #include <string.h>
 
 #include "syno/graph.h"
+#include "syno/grow.h"
 
 struct syno_graph {
   syno_vars_t vars;
   syno_dimension_t *dims;
   syno_color_t *colors; /* parallel to dims */
-  uint32_t n_dims, cap_dims;
+  uint32_t n_dims;
+  size_t cap_dims;
   syno_prim_t *prims;
-  uint32_t n_prims, cap_prims;
-  uint32_t *leaf_table, *prim_table; /* ids, 0 = empty; capacity a power of two */
-  uint32_t leaf_cap, prim_cap, n_leaves;
+  uint32_t n_prims;
+  size_t cap_prims;
+  syno_table_t leaf_table, prim_table; /* dim ids of leaves; primitive ids */
 };
 
 
@@ -39,14 +41,10 @@ syno_graph_t *syno_graph_new(const syno_vars_t *vars) {
   g->vars = *vars;
   g->cap_dims = 256;
   g->cap_prims = 256;
-  g->leaf_cap = 64;
-  g->prim_cap = 512;
   g->dims = calloc(g->cap_dims, sizeof *g->dims);
   g->colors = calloc(g->cap_dims, sizeof *g->colors);
   g->prims = calloc(g->cap_prims, sizeof *g->prims);
-  g->leaf_table = calloc(g->leaf_cap, sizeof *g->leaf_table);
-  g->prim_table = calloc(g->prim_cap, sizeof *g->prim_table);
-  if (!g->dims || !g->colors || !g->prims || !g->leaf_table || !g->prim_table) {
+  if (!g->dims || !g->colors || !g->prims) {
     syno_graph_free(g);
     return NULL;
   }
@@ -60,8 +58,8 @@ void syno_graph_free(syno_graph_t *g) {
   free(g->dims);
   free(g->colors);
   free(g->prims);
-  free(g->leaf_table);
-  free(g->prim_table);
+  syno_table_free(&g->leaf_table);
+  syno_table_free(&g->prim_table);
   free(g);
 }
 
@@ -100,13 +98,11 @@ bool syno_graph_adjacent(const syno_graph_t *g, syno_dim_t a, syno_dim_t b) {
 
 static syno_dim_t new_dim(syno_graph_t *g, const syno_dimension_t *d, const syno_color_t *c) {
   if (g->n_dims == g->cap_dims) {
-    syno_dimension_t *nd = realloc(g->dims, 2 * g->cap_dims * sizeof *nd);
-    if (!nd) return 0;
-    g->dims = nd;
-    syno_color_t *nc = realloc(g->colors, 2 * g->cap_dims * sizeof *nc);
-    if (!nc) return 0;
-    g->colors = nc;
-    g->cap_dims *= 2;
+    size_t cap = g->cap_dims;
+    if (syno_grow((void **)&g->dims, &cap, (size_t)g->n_dims + 1, sizeof *g->dims)) return 0;
+    cap = g->cap_dims;
+    if (syno_grow((void **)&g->colors, &cap, (size_t)g->n_dims + 1, sizeof *g->colors)) return 0;
+    g->cap_dims = cap;
   }
   g->dims[g->n_dims] = *d;
   g->colors[g->n_dims] = *c;
@@ -190,56 +186,44 @@ static syno_color_t input_color(const syno_graph_t *g, const syno_prim_t *p, uin
   return c;
 }
 
-/* Inserts id into an open-addressing table, growing it at 50% load. */
-static int table_insert(uint32_t **table, uint32_t *cap, uint32_t count, uint32_t id, uint64_t hash,
-                        const void *base, size_t stride, size_t hash_offset) {
-  if (2 * (count + 1) > *cap) {
-    uint32_t ncap = *cap * 2;
-    uint32_t *nt = calloc(ncap, sizeof *nt);
-    if (!nt) return -1;
-    for (uint32_t i = 0; i < *cap; i++) {
-      uint32_t e = (*table)[i];
-      if (!e) continue;
-      uint64_t h;
-      memcpy(&h, (const char *)base + e * stride + hash_offset, sizeof h);
-      uint32_t j = (uint32_t)h & (ncap - 1);
-      while (nt[j]) j = (j + 1) & (ncap - 1);
-      nt[j] = e;
-    }
-    free(*table);
-    *table = nt;
-    *cap = ncap;
-  }
-  uint32_t j = (uint32_t)hash & (*cap - 1);
-  while ((*table)[j]) j = (j + 1) & (*cap - 1);
-  (*table)[j] = id;
-  return 0;
-}
-
 static bool leaf_equal(const syno_dimension_t *a, const syno_dimension_t *b) {
   if (a->kind != b->kind || !syno_size_eq(a->size, b->size)) return false;
   if (a->kind == SYNO_DIM_ITERATOR) return a->index == b->index && a->unordered == b->unordered;
   return a->reduce == b->reduce && a->index == b->index;
 }
 
+/* What a table lookup compares candidates against. */
+typedef struct {
+  const syno_graph_t *g;
+  const void *key;
+} probe_t;
+
+static bool leaf_eq(const void *ctx, uint32_t id) {
+  const probe_t *p = ctx;
+  return leaf_equal(&p->g->dims[id], p->key);
+}
+
+static bool prim_eq(const void *ctx, uint32_t id) {
+  const probe_t *pr = ctx;
+  const syno_prim_t *p = &pr->g->prims[id], *key = pr->key;
+  return p->kind == key->kind && p->weight == key->weight && syno_size_eq(p->param, key->param) &&
+         p->out[0] == key->out[0] && p->out[1] == key->out[1];
+}
+
 static int intern_leaf(syno_graph_t *g, syno_dimension_t *key, syno_dim_t *out, syno_error_t *err) {
   uint64_t h = syno_hash_mix(key->kind * 0x51ed27u, syno_size_hash(key->size));
   h = syno_hash_mix(syno_hash_mix(h, (uint64_t)key->index), key->unordered);
   key->hash = syno_hash_mix(h, key->reduce);
-  for (uint32_t j = (uint32_t)key->hash & (g->leaf_cap - 1);; j = (j + 1) & (g->leaf_cap - 1)) {
-    uint32_t e = g->leaf_table[j];
-    if (!e) break;
-    if (leaf_equal(&g->dims[e], key)) {
-      *out = e;
-      return 0;
-    }
+  uint64_t th = syno_hash_fmix64(key->hash);
+  probe_t probe = {g, key};
+  uint32_t e = syno_table_find(&g->leaf_table, th, leaf_eq, &probe);
+  if (e) {
+    *out = e;
+    return 0;
   }
   syno_color_t color = leaf_color(key, g->n_dims);
   syno_dim_t id = new_dim(g, key, &color);
-  if (!id || table_insert(&g->leaf_table, &g->leaf_cap, g->n_leaves, id, key->hash, g->dims,
-                          sizeof *g->dims, offsetof(syno_dimension_t, hash)))
-    return syno_error_set(err, "out of memory");
-  g->n_leaves++;
+  if (!id || syno_table_insert(&g->leaf_table, th, id)) return syno_error_set(err, "out of memory");
   *out = id;
   return 0;
 }
@@ -293,22 +277,15 @@ static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_
   uint64_t h = prim_hash_start(key);
   for (int i = 0; i < key->n_out; i++) h = prim_hash_out(h, i, g->dims[key->out[i]].hash);
   key->hash = h;
-  for (uint32_t j = (uint32_t)h & (g->prim_cap - 1);; j = (j + 1) & (g->prim_cap - 1)) {
-    uint32_t e = g->prim_table[j];
-    if (!e) break;
-    const syno_prim_t *p = &g->prims[e];
-    if (p->kind == key->kind && p->weight == key->weight && syno_size_eq(p->param, key->param) &&
-        p->out[0] == key->out[0] && p->out[1] == key->out[1]) {
-      *id_out = e;
-      return 0;
-    }
+  uint64_t th = syno_hash_fmix64(h);
+  probe_t probe = {g, key};
+  uint32_t e = syno_table_find(&g->prim_table, th, prim_eq, &probe);
+  if (e) {
+    *id_out = e;
+    return 0;
   }
-  if (g->n_prims == g->cap_prims) {
-    syno_prim_t *np = realloc(g->prims, 2 * g->cap_prims * sizeof *np);
-    if (!np) return syno_error_set(err, "out of memory");
-    g->prims = np;
-    g->cap_prims *= 2;
-  }
+  if (syno_grow((void **)&g->prims, &g->cap_prims, (size_t)g->n_prims + 1, sizeof *g->prims))
+    return syno_error_set(err, "out of memory");
   uint32_t id = g->n_prims;
   g->prims[id] = *key;
   for (int i = 0; i < key->n_in; i++) {
@@ -320,9 +297,7 @@ static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_
     g->prims[id].in[i] = key->in[i];
   }
   g->n_prims++;
-  if (table_insert(&g->prim_table, &g->prim_cap, id - 1, id, h, g->prims, sizeof *g->prims,
-                   offsetof(syno_prim_t, hash)))
-    return syno_error_set(err, "out of memory");
+  if (syno_table_insert(&g->prim_table, th, id)) return syno_error_set(err, "out of memory");
   *id_out = id;
   return 0;
 }

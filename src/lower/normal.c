@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/grow.h"
+
 /* --- a bump arena for terms and atom lists, freed at once --- */
 
 typedef struct chunk {
@@ -81,9 +83,11 @@ typedef struct {
   bool failed;
   chunk_t *arena;
   atom_t *atom;
-  int n_atoms, cap_atoms;
+  int n_atoms;
+  size_t cap_atoms;
   cond_t *cond;
-  int n_conds, cap_conds;
+  int n_conds;
+  size_t cap_conds;
   bool done[SYNO_MAX_NODES];
   poly_t memo[SYNO_MAX_NODES];
   poly_t idx[SYNO_MAX_TENSORS][SYNO_MAX_RANK];
@@ -256,15 +260,9 @@ static int intern(ctx_t *c, atom_t a) {
     const atom_t *b = &c->atom[i];
     if (b->kind == a.kind && b->var == a.var && poly_eq(&b->a, &a.a) && poly_eq(&b->b, &a.b)) return i;
   }
-  if (c->n_atoms == c->cap_atoms) {
-    int cap = c->cap_atoms ? 2 * c->cap_atoms : 32;
-    atom_t *na = realloc(c->atom, sizeof *na * (size_t)cap);
-    if (!na) {
-      fail(c, "out of memory");
-      return 0;
-    }
-    c->atom = na;
-    c->cap_atoms = cap;
+  if (syno_grow((void **)&c->atom, &c->cap_atoms, (size_t)c->n_atoms + 1, sizeof *c->atom)) {
+    fail(c, "out of memory");
+    return 0;
   }
   switch (a.kind) {
     case AT_OUTER: a.mask = 0; break;
@@ -276,15 +274,9 @@ static int intern(ctx_t *c, atom_t a) {
 }
 
 static void add_cond(ctx_t *c, cond_kind_t kind, poly_t a, poly_t b) {
-  if (c->n_conds == c->cap_conds) {
-    int cap = c->cap_conds ? 2 * c->cap_conds : 16;
-    cond_t *nc = realloc(c->cond, sizeof *nc * (size_t)cap);
-    if (!nc) {
-      fail(c, "out of memory");
-      return;
-    }
-    c->cond = nc;
-    c->cap_conds = cap;
+  if (syno_grow((void **)&c->cond, &c->cap_conds, (size_t)c->n_conds + 1, sizeof *c->cond)) {
+    fail(c, "out of memory");
+    return;
   }
   cond_t *d = &c->cond[c->n_conds++];
   d->kind = kind;
@@ -421,16 +413,9 @@ typedef struct {
 
 static void sb_putn(sb_t *b, const char *s, size_t n) {
   if (b->oom) return;
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *ns = realloc(b->s, cap);
-    if (!ns) {
-      b->oom = true;
-      return;
-    }
-    b->s = ns;
-    b->cap = cap;
+  if (syno_grow((void **)&b->s, &b->cap, b->len + n + 1, 1)) {
+    b->oom = true;
+    return;
   }
   memcpy(b->s + b->len, s, n);
   b->len += n;
@@ -662,7 +647,8 @@ static char *render_factor(ctx_t *c, int f, names_t names, int *perm) {
 
 typedef struct {
   char **s;
-  int n, cap;
+  int n;
+  size_t cap;
   bool oom;
 } strv_t;
 
@@ -671,16 +657,10 @@ static void strv_push(strv_t *v, char *s) {
     v->oom = true;
     return;
   }
-  if (v->n == v->cap) {
-    int cap = v->cap ? 2 * v->cap : 16;
-    char **ns = realloc(v->s, sizeof *ns * (size_t)cap);
-    if (!ns) {
-      free(s);
-      v->oom = true;
-      return;
-    }
-    v->s = ns;
-    v->cap = cap;
+  if (syno_grow((void **)&v->s, &v->cap, (size_t)v->n + 1, sizeof *v->s)) {
+    free(s);
+    v->oom = true;
+    return;
   }
   v->s[v->n++] = s;
 }

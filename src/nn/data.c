@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "syno/data.h"
+#include "syno/grow.h"
 #include "syno/train.h"
 
 static int ds_alloc(syno_dataset_t *ds, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -119,7 +120,8 @@ int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *e
         return syno_error_set(err, "%s: cannot open (%s); expected the UCI digits CSV "
                               "(data/digits.csv.gz in the syno source tree)",
                               path, errno ? strerror(errno) : "out of memory");
-    int64_t cap = 2048, n = 0, lineno = 0;
+    int64_t n = 0, lineno = 0;
+    size_t cap = 2048;
     uint8_t *px = malloc((size_t)cap * 64);
     int32_t *lab = malloc((size_t)cap * sizeof *lab);
     char line[1024];
@@ -149,18 +151,11 @@ int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *e
                                 nf, expect);
             break;
         }
-        if (n == cap) {
-            cap *= 2;
-            uint8_t *p2 = realloc(px, (size_t)cap * 64);
-            if (p2)
-                px = p2;
-            int32_t *l2 = p2 ? realloc(lab, (size_t)cap * sizeof *lab) : NULL;
-            if (l2)
-                lab = l2;
-            if (!p2 || !l2) {
-                rc = syno_error_set(err, "%s: out of memory", path);
-                break;
-            }
+        size_t px_cap = cap;
+        if (syno_grow((void **)&px, &px_cap, (size_t)n + 1, 64) ||
+            syno_grow((void **)&lab, &cap, (size_t)n + 1, sizeof *lab)) {
+            rc = syno_error_set(err, "%s: out of memory", path);
+            break;
         }
         for (int i = 0; i < 64 && !rc; i++) {
             if (v[i] < 0 || v[i] > 16)

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "syno/data.h"
+#include "syno/grow.h"
 
 #define TEXT_MAX_BYTES (64 << 20)
 
@@ -50,11 +51,9 @@ int syno_text_load(const char *path, syno_text_t *train, syno_text_t *val, syno_
             gzclose(f);
             return syno_error_set(err, "%s: larger than %d bytes", path, TEXT_MAX_BYTES);
         }
-        if (n == cap) {
-            uint8_t *p = realloc(buf, cap *= 2);
-            if (!p)
-                free(buf);
-            buf = p;
+        if (n == cap && syno_grow((void **)&buf, &cap, cap + 1, 1)) {
+            free(buf);
+            buf = NULL;
         }
     }
     int code = Z_OK;

@@ -4,68 +4,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "syno/search.h"
+#include "syno/grow.h"
+#include "syno/hash.h"
 #include "syno/rng.h"
+#include "syno/search.h"
 
-/* ------------------------------------------------------------ hash map uint64 -> int */
+/* ------------------------------------------------------------ key sets */
 
+/* A set of uint64 keys: the keys in an array, an id table (id = index + 1)
+ * over it. */
 typedef struct {
-  uint64_t *keys; /* 0 = empty; stored keys are key + 1 */
-  int *vals;
-  size_t cap, n;
-} map_t;
+  uint64_t *key;
+  size_t n, cap;
+  syno_table_t t;
+} keyset_t;
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  return x ^ (x >> 33);
+/* What a table lookup compares candidates against: an array whose element
+ * id - 1 carries a key (a keyset's keys, or statistics). */
+typedef struct {
+  const void *arr;
+  uint64_t key;
+} probe_t;
+
+static bool key_eq(const void *ctx, uint32_t id) {
+  const probe_t *p = ctx;
+  return ((const uint64_t *)p->arr)[id - 1] == p->key;
 }
 
-static int map_find(const map_t *m, uint64_t key) {
-  if (!m->cap) return -1;
-  for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-    if (m->keys[i] == 0) return -1;
-    if (m->keys[i] == key + 1) return m->vals[i];
-  }
+static bool keyset_has(const keyset_t *k, uint64_t key) {
+  return syno_table_find(&k->t, syno_hash_fmix64(key), key_eq, &(probe_t){k->key, key}) != 0;
 }
 
-static int map_put(map_t *m, uint64_t key, int val) {
-  if (2 * (m->n + 1) > m->cap) {
-    map_t g = {0};
-    g.cap = m->cap ? 2 * m->cap : 1024;
-    g.keys = calloc(g.cap, sizeof *g.keys);
-    g.vals = calloc(g.cap, sizeof *g.vals);
-    if (!g.keys || !g.vals) {
-      free(g.keys), free(g.vals);
-      return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++)
-      if (m->keys[i]) map_put(&g, m->keys[i] - 1, m->vals[i]);
-    free(m->keys), free(m->vals);
-    *m = g;
-  }
-  size_t i = mix(key) & (m->cap - 1);
-  while (m->keys[i] && m->keys[i] != key + 1) i = (i + 1) & (m->cap - 1);
-  if (!m->keys[i]) m->n++;
-  m->keys[i] = key + 1;
-  m->vals[i] = val;
+static int keyset_add(keyset_t *k, uint64_t key) {
+  if (keyset_has(k, key)) return 0;
+  if (k->n >= UINT32_MAX || syno_grow((void **)&k->key, &k->cap, k->n + 1, sizeof *k->key)) return -1;
+  k->key[k->n] = key;
+  if (syno_table_insert(&k->t, syno_hash_fmix64(key), (uint32_t)k->n + 1)) return -1;
+  k->n++;
   return 0;
 }
 
-static void map_free(map_t *m) {
-  free(m->keys), free(m->vals);
-  memset(m, 0, sizeof *m);
+static void keyset_free(keyset_t *k) {
+  free(k->key);
+  syno_table_free(&k->t);
+  memset(k, 0, sizeof *k);
 }
 
 /* ------------------------------------------------------------ statistics */
 
 typedef struct {
+  uint64_t key;  /* the tree or step key these statistics belong to */
   double n, sum, sumsq;
   int vl;        /* outstanding proposals through here */
   int dead;      /* no operator left to propose below */
-  int n_order, cap_order;
+  int n_order;
+  size_t cap_order;
   int *order;    /* revealed children (indices into the node's steps) */
 } stat_t;
 
@@ -73,14 +66,16 @@ struct syno_search {
   syno_space_t *space;
   syno_search_opts_t o;
   syno_rng_t rng;
-  map_t index;      /* tree key -> stats */
+  syno_table_t index;      /* tree key -> stats */
   stat_t *stats;
-  int n_stats, cap_stats;
-  map_t grave_index; /* step key -> grave stats */
+  int n_stats;
+  size_t cap_stats;
+  syno_table_t grave_index; /* step key -> grave stats */
   stat_t *grave;
-  int n_grave, cap_grave;
-  map_t proposed;   /* hash of operator text -> 1 */
-  map_t rdead;      /* node -> 1: no unproposed operator below */
+  int n_grave;
+  size_t cap_grave;
+  keyset_t proposed;   /* hashes of operator texts, finalization keys */
+  keyset_t rdead;      /* nodes with no unproposed operator below */
   syno_search_stats_t st;
   syno_operator_t op;
 };
@@ -91,17 +86,24 @@ static uint64_t step_key(const syno_step_t *s) {
   return (uint64_t)s->kind << 56 | (uint64_t)s->prim << 48 | (s->kind == SYNO_STEP_BEGIN ? 0 : s->prim_id);
 }
 
-static stat_t *stat_get(syno_search_t *s, map_t *idx, stat_t **arr, int *n, int *cap, uint64_t key) {
-  int i = map_find(idx, key);
-  if (i >= 0) return &(*arr)[i];
-  if (*n == *cap) {
-    int c = *cap ? 2 * *cap : 1024;
-    stat_t *g = realloc(*arr, (size_t)c * sizeof *g);
-    if (!g) return NULL;
-    *arr = g, *cap = c;
-  }
+static bool stat_eq(const void *ctx, uint32_t id) {
+  const probe_t *p = ctx;
+  return ((const stat_t *)p->arr)[id - 1].key == p->key;
+}
+
+/* The statistics under key in arr (indexed by idx), or NULL. */
+static stat_t *stat_find(const syno_table_t *idx, stat_t *arr, uint64_t key) {
+  uint32_t id = syno_table_find(idx, syno_hash_fmix64(key), stat_eq, &(probe_t){arr, key});
+  return id ? &arr[id - 1] : NULL;
+}
+
+static stat_t *stat_get(syno_search_t *s, syno_table_t *idx, stat_t **arr, int *n, size_t *cap, uint64_t key) {
+  stat_t *t = stat_find(idx, *arr, key);
+  if (t) return t;
+  if (syno_grow((void **)arr, cap, (size_t)*n + 1, sizeof **arr)) return NULL;
   memset(&(*arr)[*n], 0, sizeof **arr);
-  if (map_put(idx, key, *n)) return NULL;
+  (*arr)[*n].key = key;
+  if (syno_table_insert(idx, syno_hash_fmix64(key), (uint32_t)*n + 1)) return NULL;
   (void)s;
   return &(*arr)[(*n)++];
 }
@@ -111,10 +113,7 @@ static stat_t *tree_stat(syno_search_t *s, uint64_t key) {
   s->st.tree_nodes = s->n_stats;
   return t;
 }
-static stat_t *tree_peek(syno_search_t *s, uint64_t key) {
-  int i = map_find(&s->index, key);
-  return i >= 0 ? &s->stats[i] : NULL;
-}
+static stat_t *tree_peek(syno_search_t *s, uint64_t key) { return stat_find(&s->index, s->stats, key); }
 
 static double mean_of(const stat_t *t) { return t && t->n > 0 ? t->sum / t->n : 0; }
 static double var_of(const stat_t *t) {
@@ -141,7 +140,7 @@ static uint64_t text_hash(const char *t) {
 static int final_text(syno_search_t *s, uint32_t node, uint32_t final, syno_candidate_t *c, syno_error_t *err) {
   if (syno_node_final(s->space, node, final, &s->op, err)) return -1;
   syno_operator_print(&s->op, c->text, sizeof c->text);
-  return map_find(&s->proposed, text_hash(c->text)) < 0;
+  return !keyset_has(&s->proposed, text_hash(c->text));
 }
 
 static void path_add(syno_search_t *s, syno_candidate_t *c, const syno_step_t *st) {
@@ -160,7 +159,7 @@ static void path_add(syno_search_t *s, syno_candidate_t *c, const syno_step_t *s
 #define ROLLOUT_GIVEUPS 8
 
 static int is_rdead(syno_search_t *s, uint32_t node) {
-  return syno_node_dead(s->space, node) || map_find(&s->rdead, node) >= 0;
+  return syno_node_dead(s->space, node) || keyset_has(&s->rdead, node);
 }
 
 /* A random completion from `start` (whose path is already in c) to an
@@ -180,7 +179,7 @@ static int rollout(syno_search_t *s, uint32_t start, syno_candidate_t *c, syno_e
     if (r == 0) return is_rdead(s, start) ? 0 : 2;
     int fresh = final_text(s, node, final, c, err);
     if (fresh < 0) return -1;
-    map_put(&s->proposed, final_key(node, final), 1); /* spent either way */
+    keyset_add(&s->proposed, final_key(node, final)); /* spent either way */
     if (!fresh) { /* another finalization printing as one proposed before */
       s->st.repeats++;
       continue;
@@ -223,20 +222,14 @@ static int widen(syno_search_t *s, uint32_t node, stat_t *t, const syno_step_t *
       if (steps[i].kind != SYNO_STEP_FINALIZE && is_rdead(s, steps[i].target)) continue;
       double score = syno_rng_uniform(&s->rng) * 0.3;
       if (s->o.rave) {
-        int gi = map_find(&s->grave_index, step_key(&steps[i]));
-        const stat_t *g = gi >= 0 ? &s->grave[gi] : NULL;
+        const stat_t *g = stat_find(&s->grave_index, s->grave, step_key(&steps[i]));
         double nl = c ? c->n : 0, beta = s->o.rave_c / (s->o.rave_c + nl);
         score += ((1 - beta) * rave_value(c) + beta * rave_value(g)) * 0.7;
       }
       if (score > best_score) best_score = score, best = i;
     }
     if (best < 0) break;
-    if (t->n_order == t->cap_order) {
-      int cap = t->cap_order ? 2 * t->cap_order : 8;
-      int *g = realloc(t->order, (size_t)cap * sizeof *g);
-      if (!g) return -1;
-      t->order = g, t->cap_order = cap;
-    }
+    if (syno_grow((void **)&t->order, &t->cap_order, (size_t)t->n_order + 1, sizeof *t->order)) return -1;
     t->order[t->n_order++] = best;
   }
   return 0;
@@ -287,7 +280,7 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
           if (t->n_order > before) goto select;
         }
         t->dead = 1;
-        map_put(&s->rdead, cur, 1);
+        keyset_add(&s->rdead, cur);
         break;
       }
       const syno_step_t *st = &steps[best];
@@ -298,7 +291,7 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
       if (st->kind == SYNO_STEP_FINALIZE) {
         int fresh = final_text(s, cur, st->target, c, err);
         if (fresh < 0) return -1;
-        map_put(&s->proposed, key, 1);
+        keyset_add(&s->proposed, key);
         syno_node_final_take(s->space, cur, st->target); /* rollouts skip it too */
         ch->dead = 1; /* proposed once, never again */
         if (!fresh) {
@@ -376,7 +369,8 @@ void syno_search_free(syno_search_t *s) {
   for (int i = 0; i < s->n_stats; i++) free(s->stats[i].order);
   free(s->stats);
   free(s->grave);
-  map_free(&s->index), map_free(&s->grave_index), map_free(&s->proposed), map_free(&s->rdead);
+  syno_table_free(&s->index), syno_table_free(&s->grave_index);
+  keyset_free(&s->proposed), keyset_free(&s->rdead);
   free(s);
 }
 
@@ -396,7 +390,7 @@ int syno_search_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
     r = mcts_propose(s, c, err);
   }
   if (r != 0) return r;
-  map_put(&s->proposed, text_hash(c->text), 1);
+  keyset_add(&s->proposed, text_hash(c->text));
   syno_node_final_cost(s->space, c->node, c->final, &c->flops, &c->params);
   /* Virtual loss on the tree part of the path. */
   for (int i = 0; i < c->n_tree; i++) {

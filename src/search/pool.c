@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "syno/grow.h"
+
 typedef struct {
   int busy;
   int out_fd, err_fd; /* -1 once at end of file */
@@ -134,14 +136,8 @@ static int drain(slot_t *s, int which, syno_error_t *err) {
   }
   if (which == 0) {
     syno_job_t *j = &s->job;
-    if (j->out_len + (size_t)r + 1 > s->out_cap) {
-      size_t cap = s->out_cap ? s->out_cap : 4096;
-      while (cap < j->out_len + (size_t)r + 1) cap *= 2;
-      char *o = realloc(j->out, cap);
-      if (!o) return syno_error_set(err, "out of memory for a worker's output");
-      j->out = o;
-      s->out_cap = cap;
-    }
+    if (syno_grow((void **)&j->out, &s->out_cap, j->out_len + (size_t)r + 1, 1))
+      return syno_error_set(err, "out of memory for a worker's output");
     memcpy(j->out + j->out_len, buf, (size_t)r);
     j->out_len += (size_t)r;
     j->out[j->out_len] = 0;

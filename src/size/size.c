@@ -62,7 +62,9 @@ int syno_size_cmp(syno_size_t a, syno_size_t b) {
 }
 
 uint64_t syno_size_hash(syno_size_t a) {
-  /* FNV-1a over the 16 exponent bytes, then a final avalanche. */
+  /* FNV-1a over the 16 exponent bytes, then a final avalanche: the first
+   * half of MurmurHash3's fmix64 only (not syno_hash_fmix64), and it stays
+   * so, since every stored structural hash of the graph is built on it. */
   const unsigned char *b = (const unsigned char *)&a;
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < sizeof a; i++) h = (h ^ b[i]) * 1099511628211ull;

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "syno/grow.h"
+
 #define SYNO_DB_APPLICATION_ID 0x53594E4F /* "SYNO" */
 
 struct syno_db {
@@ -256,20 +258,16 @@ static int select_rows(syno_db_t *db, const char *where, const char *param, syno
   sqlite3_stmt *q;
   if (sqlite3_prepare_v2(db->h, sql, -1, &q, NULL) != SQLITE_OK) return db_error(db, err, "select");
   if (param) sqlite3_bind_text(q, 1, param, -1, SQLITE_TRANSIENT);
-  int cap = 0, r;
+  size_t cap = 0;
+  int r;
   *out = NULL;
   *n = 0;
   while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? 2 * cap : 16;
-      syno_db_cand_t *g = realloc(*out, (size_t)cap * sizeof *g);
-      if (!g) {
-        sqlite3_finalize(q);
-        syno_db_list_free(*out, *n);
-        *out = NULL, *n = 0;
-        return syno_error_set(err, "out of memory");
-      }
-      *out = g;
+    if (syno_grow((void **)out, &cap, (size_t)*n + 1, sizeof **out)) {
+      sqlite3_finalize(q);
+      syno_db_list_free(*out, *n);
+      *out = NULL, *n = 0;
+      return syno_error_set(err, "out of memory");
     }
     read_row(q, &(*out)[(*n)++]);
   }

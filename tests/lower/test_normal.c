@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/grow.h"
 #include "syno/normal.h"
 #include "synotest.h"
 
@@ -450,16 +451,13 @@ typedef struct {
 
 typedef struct {
   entry_t *e;
-  int n, cap;
+  int n;
+  size_t cap;
 } entries_t;
 
 static void add(entries_t *es, int family, const char *label, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void add(entries_t *es, int family, const char *label, const char *fmt, ...) {
-  if (es->n == es->cap) {
-    es->cap = es->cap ? 2 * es->cap : 64;
-    es->e = realloc(es->e, sizeof *es->e * (size_t)es->cap);
-    assert_non_null(es->e);
-  }
+  assert_int_equal(syno_grow((void **)&es->e, &es->cap, (size_t)es->n + 1, sizeof *es->e), 0);
   entry_t *e = &es->e[es->n++];
   e->family = family;
   e->label = label;

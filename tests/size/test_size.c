@@ -144,6 +144,11 @@ static void test_arithmetic_and_traits(void **state) {
   assert_true(syno_size_cmp(h, hw) < 0);
   assert_int_equal(syno_size_cmp(h, h), 0);
   assert_int_not_equal(syno_size_hash(h), syno_size_hash(c));
+  /* The hash's values are frozen: every structural hash is built on them. */
+  assert_int_equal(syno_size_hash(syno_size_one()), 0x2c1670827a0447b6ull);
+  syno_size_t x = syno_size_one();
+  x.p[0] = 1, x.p[1] = 2, x.c[0] = -1;
+  assert_int_equal(syno_size_hash(x), 0x95feb2307ecb1e58ull);
 }
 
 static void test_eval(void **state) {
