@@ -93,7 +93,7 @@ int syno_node_distance(syno_space_t *s, uint32_t id) {
 int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
   if (d >= s->cap_dinfo) {
     size_t cap = s->cap_dinfo;
-    if (space_grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
+    if (syno_grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
     memset(s->dinfo + s->cap_dinfo, 0, (cap - s->cap_dinfo) * sizeof *s->dinfo);
     s->cap_dinfo = cap;
   }

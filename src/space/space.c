@@ -159,17 +159,6 @@ static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stag
          !memcmp(node_exps(s, n), f->exp, sizeof(syno_dim_t) * (size_t)f->n_exp);
 }
 
-int space_grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  size_t nc = *cap ? *cap : 64;
-  while (nc < need) nc *= 2;
-  void *np = realloc(*p, nc * elem);
-  if (!np) return -1;
-  *p = np;
-  *cap = nc;
-  return 0;
-}
-
 /* Finds or creates the node; *id receives it, *created whether it is new.
  * With `prune`, the interface is first checked against the shape distance:
  * when depth + distance exceeds the space's depth, *id = 0 and nothing is
@@ -218,11 +207,9 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
     s->table_cap = ncap;
     mask = ncap - 1;
   }
-  size_t cap_nodes = s->cap_nodes;
-  if (space_grow((void **)&s->nodes, &cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
-      space_grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool))
+  if (syno_grow((void **)&s->nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
+      syno_grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool))
     return syno_error_set(err, "out of memory");
-  s->cap_nodes = (uint32_t)cap_nodes;
   node_t *n = &s->nodes[s->n_nodes];
   memset(n, 0, sizeof *n);
   n->stage = stage;
@@ -249,7 +236,7 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
 }
 
 static int push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
-  if (space_grow((void **)&s->steps, &s->cap_steps, s->n_steps + 1, sizeof *s->steps)) return syno_error_set(err, "out of memory");
+  if (syno_grow((void **)&s->steps, &s->cap_steps, s->n_steps + 1, sizeof *s->steps)) return syno_error_set(err, "out of memory");
   s->steps[s->n_steps++] = st;
   return 0;
 }
@@ -377,11 +364,10 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   s->n_nodes = 1; /* id 0 is "none" */
   s->walk_bias = 2.0;
   s->walk_fused_penalty = 2.0;
-  if (!s->g || !s->table || !s->group_memo || space_grow((void **)&s->nodes, &(size_t){0}, 1, sizeof *s->nodes)) {
+  if (!s->g || !s->table || !s->group_memo || syno_grow((void **)&s->nodes, &s->cap_nodes, 1, sizeof *s->nodes)) {
     syno_space_free(s);
     return syno_error_set(err, "out of memory");
   }
-  s->cap_nodes = 1;
   for (int b = 0; b < spec->vars.nbind; b++) {
     s->input_numel[b] = syno_size_value(&spec->vars, syno_shape_numel(&spec->input), b);
     s->output_numel[b] = syno_size_value(&spec->vars, syno_shape_numel(&spec->output), b);
@@ -641,7 +627,7 @@ static int gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   assign(s, cand, n_cand, 0, taken, &fin, best, &n_best);
   n = &s->nodes[id];
   if (n_best == 0) return 0;
-  if (space_grow((void **)&s->finals, &s->cap_finals, s->n_finals + (size_t)n_best, sizeof *s->finals))
+  if (syno_grow((void **)&s->finals, &s->cap_finals, s->n_finals + (size_t)n_best, sizeof *s->finals))
     return syno_error_set(err, "out of memory");
   n->finals = (uint32_t)s->n_finals;
   int kept = 0;
@@ -764,15 +750,9 @@ int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int m
       rc = -1;
       break;
     }
-    if ((size_t)n > wcap) {
-      size_t nc = (size_t)n + 256;
-      double *nw = realloc(wgt, nc * sizeof *nw);
-      if (!nw) {
-        rc = syno_error_set(err, "out of memory");
-        break;
-      }
-      wgt = nw;
-      wcap = nc;
+    if (syno_grow((void **)&wgt, &wcap, (size_t)n, sizeof *wgt)) {
+      rc = syno_error_set(err, "out of memory");
+      break;
     }
     /* Choose among live children, weighting each by exp(-bias * distance):
      * every live child stays possible, but walks lean toward finishing. A
@@ -862,11 +842,11 @@ int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, ui
     uint32_t node;
     int next;
   } frame_t;
-  size_t cap = 256, top = 0;
-  frame_t *stack = malloc(cap * sizeof *stack);
+  size_t cap = 0, top = 0;
+  frame_t *stack = NULL;
   bool *seen = calloc(s->n_nodes + 1, 1);
   size_t seen_cap = s->n_nodes + 1;
-  if (!stack || !seen) {
+  if (syno_grow((void **)&stack, &cap, 256, sizeof *stack) || !seen) {
     free(stack);
     free(seen);
     return syno_error_set(err, "out of memory");
@@ -894,27 +874,19 @@ int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, ui
       continue;
     }
     if (st.target >= seen_cap) { /* the space grew */
-      size_t nc = s->n_nodes + 1024;
-      bool *ns = realloc(seen, nc);
-      if (!ns) {
+      size_t old = seen_cap;
+      if (syno_grow((void **)&seen, &seen_cap, (size_t)s->n_nodes + 1, sizeof *seen)) {
         rc = syno_error_set(err, "out of memory");
         break;
       }
-      memset(ns + seen_cap, 0, nc - seen_cap);
-      seen = ns;
-      seen_cap = nc;
+      memset(seen + old, 0, seen_cap - old);
     }
     if (seen[st.target]) continue;
     seen[st.target] = true;
     if (nodes_by_depth) nodes_by_depth[s->nodes[st.target].depth]++;
-    if (top == cap) {
-      frame_t *ns = realloc(stack, 2 * cap * sizeof *ns);
-      if (!ns) {
-        rc = syno_error_set(err, "out of memory");
-        break;
-      }
-      stack = ns;
-      cap *= 2;
+    if (syno_grow((void **)&stack, &cap, top + 1, sizeof *stack)) {
+      rc = syno_error_set(err, "out of memory");
+      break;
     }
     stack[top++] = (frame_t){st.target, 0};
   }

@@ -3,6 +3,8 @@
 #ifndef SYNO_SPACE_INTERNAL_H
 #define SYNO_SPACE_INTERNAL_H
 
+#include "syno/grow.h"
+#include "syno/hash.h"
 #include "syno/space.h"
 
 #define SPACE_MAX_IFACE 24 /* dims in one interface */
@@ -81,7 +83,8 @@ struct syno_space {
   syno_space_spec_t spec;
   syno_graph_t *g;
   node_t *nodes;
-  uint32_t n_nodes, cap_nodes;
+  uint32_t n_nodes;
+  size_t cap_nodes;
   syno_dim_t *pool;
   size_t n_pool, cap_pool;
   syno_step_t *steps;
@@ -172,9 +175,6 @@ uint64_t space_final_key(const syno_space_t *s, const final_t *f);
 /* Whether a function with f's key (in f->hash) and f's expressions was
  * finalized before; if not, records f as the next of the space's finals. */
 int space_final_seen(syno_space_t *s, const final_t *f, bool *seen, syno_error_t *err);
-
-/* Grows *p (an array of elem-sized items, *cap of them) to hold need. */
-int space_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* The shape distance (distance.c). */
 int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out);
