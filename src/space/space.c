@@ -140,23 +140,28 @@ static uint64_t iface_hash(syno_stage_t stage, const iface_t *f) {
   for (int i = 0; i < f->n_dims; i++) h = (h ^ f->dims[i]) * 0x100000001b3ull;
   h ^= 0xabcdefull;
   for (int i = 0; i < f->n_exp; i++) h = (h ^ f->exp[i]) * 0x100000001b3ull;
-  /* Mix the high bits into the low ones the table indexes by. */
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 33);
+  /* Spread every bit over the half the table indexes by. */
+  return syno_hash_fmix64(h);
 }
-
-/* A table entry is a node id (never 0) with the hash's high half beside it,
- * so that a probe compares tags before it touches a node. */
-static inline uint32_t table_tag(uint64_t h) { return (uint32_t)(h >> 32); }
-static inline uint64_t table_entry(uint64_t h, uint32_t id) { return (uint64_t)table_tag(h) << 32 | id; }
 
 static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stage, const iface_t *f) {
   return n->stage == stage && n->n_dims == f->n_dims && n->n_exp == f->n_exp &&
          !memcmp(node_dims(s, n), f->dims, sizeof(syno_dim_t) * (size_t)f->n_dims) &&
          !memcmp(node_exps(s, n), f->exp, sizeof(syno_dim_t) * (size_t)f->n_exp);
+}
+
+/* A table probe for interface f at stage `stage`, whose hash is `hash`. */
+typedef struct {
+  const syno_space_t *s;
+  syno_stage_t stage;
+  const iface_t *f;
+  uint64_t hash;
+} probe_t;
+
+static bool node_is(const void *ctx, uint32_t id) {
+  const probe_t *p = ctx;
+  const node_t *n = &p->s->nodes[id];
+  return n->hash == p->hash && same_iface(p->s, n, p->stage, p->f);
 }
 
 /* Finds or creates the node; *id receives it, *created whether it is new.
@@ -181,34 +186,12 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
     }
   }
   uint64_t h = iface_hash(stage, f);
-  uint32_t mask = s->table_cap - 1, tag = table_tag(h);
-  for (uint32_t j = (uint32_t)h & mask;; j = (j + 1) & mask) {
-    uint64_t e = s->table[j];
-    if (!e) break;
-    uint32_t cand = (uint32_t)e;
-    if ((uint32_t)(e >> 32) == tag && s->nodes[cand].hash == h && same_iface(s, &s->nodes[cand], stage, f)) {
-      *id = cand;
-      *created = false;
-      return 0;
-    }
-  }
+  probe_t probe = {s, stage, f, h};
   *created = false;
-  if (2 * (s->n_nodes + 1) > s->table_cap) { /* rehash */
-    uint32_t ncap = s->table_cap * 2;
-    uint64_t *nt = calloc(ncap, sizeof *nt);
-    if (!nt) return syno_error_set(err, "out of memory");
-    for (uint32_t i = 1; i < s->n_nodes; i++) {
-      uint32_t j = (uint32_t)s->nodes[i].hash & (ncap - 1);
-      while (nt[j]) j = (j + 1) & (ncap - 1);
-      nt[j] = table_entry(s->nodes[i].hash, i);
-    }
-    free(s->table);
-    s->table = nt;
-    s->table_cap = ncap;
-    mask = ncap - 1;
-  }
+  if ((*id = syno_table_find(&s->table, h, node_is, &probe))) return 0;
   if (syno_grow((void **)&s->nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
-      syno_grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool))
+      syno_grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool) ||
+      syno_table_insert(&s->table, h, s->n_nodes))
     return syno_error_set(err, "out of memory");
   node_t *n = &s->nodes[s->n_nodes];
   memset(n, 0, sizeof *n);
@@ -226,9 +209,6 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   n->distance = distance;
   n->dead_at = -1;
   n->hash = h;
-  uint32_t j = (uint32_t)h & mask;
-  while (s->table[j]) j = (j + 1) & mask;
-  s->table[j] = table_entry(h, s->n_nodes);
   *id = s->n_nodes++;
   *created = true;
   s->stats.nodes++;
@@ -358,13 +338,11 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   if (!s) return syno_error_set(err, "out of memory");
   s->spec = *spec;
   s->g = syno_graph_new(&spec->vars);
-  s->table_cap = 1024;
-  s->table = calloc(s->table_cap, sizeof *s->table);
   s->group_memo = calloc(SPACE_GROUP_MEMO, sizeof *s->group_memo);
   s->n_nodes = 1; /* id 0 is "none" */
   s->walk_bias = 2.0;
   s->walk_fused_penalty = 2.0;
-  if (!s->g || !s->table || !s->group_memo || syno_grow((void **)&s->nodes, &s->cap_nodes, 1, sizeof *s->nodes)) {
+  if (!s->g || !s->group_memo || syno_grow((void **)&s->nodes, &s->cap_nodes, 1, sizeof *s->nodes)) {
     syno_space_free(s);
     return syno_error_set(err, "out of memory");
   }
@@ -411,8 +389,8 @@ void syno_space_free(syno_space_t *s) {
   free(s->pool);
   free(s->steps);
   free(s->finals);
-  free(s->fkeys);
-  free(s->table);
+  syno_table_free(&s->fkeys);
+  syno_table_free(&s->table);
   free(s->dinfo);
   free(s->group_memo);
   free(s);

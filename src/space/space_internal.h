@@ -45,13 +45,6 @@ typedef struct {
   uint64_t hash; /* its function key (space_final_key): the same in every space, and for every spelling of one function */
 } final_t;
 
-/* A function met at finalization (rule C4, fkey.c): its key and 1 + its
- * index in the space's finals (0: an empty slot). */
-typedef struct {
-  uint64_t key;
-  uint32_t final;
-} fkey_t;
-
 /* What the shape distance needs of a dim: a pure function of the dim (dims
  * are hash-consed), computed once per dim (space_dim_info). */
 enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16, DI_NO_MERGE = 32, DI_REDUCE = 64 };
@@ -91,8 +84,7 @@ struct syno_space {
   size_t n_steps, cap_steps;
   final_t *finals;
   size_t n_finals, cap_finals;
-  uint64_t *table; /* node ids by interface, open addressing, with hash tags */
-  uint32_t table_cap;
+  syno_table_t table; /* node ids by interface (node_t.hash) */
   syno_dim_t iter[SYNO_MAX_RANK];   /* the output iterators */
   int n_want;
   syno_size_t want[SYNO_MAX_RANK];  /* input sizes the search must reach (fixed axes excluded) */
@@ -108,8 +100,7 @@ struct syno_space {
   double walk_fused_penalty; /* ... counting this many more steps when the fused FLOPs bound is over max */
   int part, parts;  /* random walks return only operators with hash % parts == part */
   size_t gen_start; /* the first step of the node being expanded */
-  fkey_t *fkeys;    /* the functions finalized so far, open addressing (rule C4) */
-  uint32_t fkey_cap, n_fkeys;
+  syno_table_t fkeys; /* the functions finalized so far (rule C4): 1 + their index in finals, by key */
 };
 
 /* A candidate child interface under construction. */
