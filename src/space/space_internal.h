@@ -1,5 +1,6 @@
-/* Internals shared by the space's files: the node store and the child
- * builder. Not part of the public API. */
+/* Internals shared by the space's files (see space.c for which file does
+ * what): the node store, the interface builder, and the functions one file
+ * calls in another. Not part of the public API. */
 #ifndef SYNO_SPACE_INTERNAL_H
 #define SYNO_SPACE_INTERNAL_H
 
@@ -123,7 +124,8 @@ static inline node_t *space_node(const syno_space_t *s, uint32_t id) { return &s
 static inline const syno_dim_t *node_dims(const syno_space_t *s, const node_t *n) { return s->pool + n->off; }
 static inline const syno_dim_t *node_exps(const syno_space_t *s, const node_t *n) { return s->pool + n->off + n->n_dims; }
 
-/* Starts a child interface as a copy of node n's. */
+/* Interfaces under construction (iface.c). Starts a child interface as a
+ * copy of node n's. */
 void iface_from(const syno_space_t *s, const node_t *n, iface_t *f);
 bool iface_remove(iface_t *f, syno_dim_t d);
 bool iface_add(iface_t *f, syno_dim_t d);
@@ -132,11 +134,28 @@ bool iface_add_exp(iface_t *f, syno_dim_t d);
  * false when some variable would exceed its occurrence limit. */
 bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only);
 
-/* Records a child step from `parent` to the node with interface f (found or
- * created), unless the depth would be exceeded or the shape distance says it
- * cannot finish. Returns -1 on error. */
+/* Calls keep on every size whose exponents lie in [lo, hi] per variable
+ * (coefficients vary fastest) and stores those it keeps, up to max. */
+int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
+                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max);
+/* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
+int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
+/* Whether a size is valid for the space: legal, integral under every
+ * binding, and within the per-size variable limits. */
+bool space_size_valid(const syno_space_t *s, syno_size_t x);
+
+/* The node store (store.c). Records a child step from `parent` to the node
+ * with interface f (found or created), unless the depth would be exceeded
+ * or the shape distance says it cannot finish. Returns -1 on error. */
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err);
+/* Creates the root, node 1, with interface f. */
+int space_add_root(syno_space_t *s, iface_t *f, syno_error_t *err);
+/* Appends a step to the node being expanded. */
+int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err);
+
+/* Finalization (final.c): the FINALIZE steps of a Normal-stage node. */
+int space_gen_finals(syno_space_t *s, uint32_t node, syno_error_t *err);
 
 /* Rule U4 (twins.c): replaces the interface f by its canonical renaming of
  * equal-domain reductions. */
@@ -185,15 +204,6 @@ int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *
 
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);
-/* Calls keep on every size whose exponents lie in [lo, hi] per variable
- * (coefficients vary fastest) and stores those it keeps, up to max. */
-int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
-                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max);
-/* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
-int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
-/* Whether a size is valid for the space: legal, integral under every
- * binding, and within the per-size variable limits. */
-bool space_size_valid(const syno_space_t *s, syno_size_t x);
 
 static inline void count_rule(syno_space_t *s, syno_rule_t r) { s->stats.rule[r]++; }
 static inline bool rule_on(const syno_space_t *s, syno_rule_t r) { return s->spec.opts.rule[r]; }
