@@ -123,8 +123,8 @@ int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
  *    is the product of the reduction domains the weight reads: the weight's
  *    stage is the last and spans those too, multiplying and adding. A
  *    finished operator's weightless reductions multiply to at most
- *    max_pooling (cost_final), so W >= R / max_pooling for the product R of
- *    all of them, which only grows while reductions are added
+ *    max_pooling (cost_final in final.c), so W >= R / max_pooling for the
+ *    product R of all of them, which only grows while reductions are added
  *    (set_reductions). An operator without a weight pools every
  *    reduction, so cost_final rejects it once R > max_pooling.
  *  - In the normal stage the reductions are fixed, and the FLOPs game of the
