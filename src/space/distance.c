@@ -1,9 +1,9 @@
 /* The shape distance (spec 4.4): a lower bound on the steps an interface
  * still needs before it can be finalized.
  *
- * Two bounds are combined. The counting bound (1)-(7) looks at the sizes as
- * multisets and is cheap; the reshape-group bound (8) decides which current
- * dims become which input axes and is exact about products. */
+ * Two bounds are combined. The counting bound ((1)-(7), (9)-(11)) looks at
+ * the sizes as multisets and is cheap; the reshape-group bound (8) decides
+ * which current dims become which input axes and is exact about products. */
 #include <math.h>
 #include <string.h>
 
@@ -18,42 +18,29 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
 
 /* --- the counting bound ---
  *
- * A lower bound on the steps still needed. Let the current dims be the
- * interface's non-weight dims, and the wanted ones the input sizes. m is the
- * size of the largest matching between current and wanted sizes (equal sizes,
- * never a data-discarding dim), t = wanted - m, u = current - m.
- *  (1) Each step raises the matching by at most 2 (a Merge makes two new
- *      dims; every other primitive at most one; a Contraction none), so at
- *      least ceil(t/2) steps remain.
- *  (2) Each unmatched current dim must be consumed. Splits and Unfolds
- *      consume two per step, other views one; only a Contraction removes
- *      several at once, and only dims it can broadcast (outer dims). With e
- *      unmatched broadcastable dims and u - e others, at least
- *      min(ceil(u/2), 1 + ceil((u-e)/2)) steps remain when a Contraction is
- *      still possible, else ceil(u/2). With two Contractions left, the
- *      first can share a reduction's dim that the second then broadcasts
- *      (within the WeightsSharing size limits): with e2 such dims and
- *      broadcastable ones, 2 + ceil((u-e2)/2) too.
- *  (3) With no weight yet, or a reduction that must still be read by a
- *      weight (10), a Contraction is still needed, and it consumes no
- *      non-broadcastable dim: at least 1 + ceil((u-e)/2), or the
- *      two-Contraction count of (2).
- *  (4) Numel: Split, Merge, Shift and plain Shares keep the product of the
- *      current sizes; an Unfold divides it by its window (at least 3), an
- *      expansion by its size, a Stride multiplies it. With R = current
- *      product / input numel under some binding: without Stride, R < 1 can
- *      never be repaired; R != 1 needs at least one step; and when only
- *      Unfolds can still divide, at least log(R) / log(max window) of them.
- *  (5) When only Unfolds can still change the numel, R is a product of odd
- *      windows: it must be an odd integer under every binding.
- *  (6) A dim whose chain is used up must already be an input axis.
- *  (7) The three-per-step bound on the symmetric difference (below).
- *  (8) The reshape-group bound (further below).
- *  (9) The factors 2 of R that one Contraction can broadcast (below).
- * (10) The pooling limit (below).
- * (11) The allowance (below).
- * The bound is the largest of these; tests compare it with the true shortest
- * completion on exhaustively enumerated small spaces. */
+ * A lower bound on the steps still needed: the largest of the terms below,
+ * one function each. Let the current dims be the interface's non-weight
+ * dims, and the wanted ones the input sizes. m is the size of the largest
+ * matching between current and wanted sizes (equal sizes, never a
+ * data-discarding dim), t = wanted - m, u = current - m (match). Under the
+ * caps of max_count only the Merges left raise the matching by 2, only the
+ * Splits and Unfolds left consume two dims, and only these lower the
+ * symmetric difference of (7) by 3.
+ *  (1) matching_bound: the matching still to make.
+ *  (2) consume_bound: the unmatched current dims still to consume.
+ *  (3) contraction_bound: a Contraction still needed.
+ *  (4) ratio_bound and unfold_bound: the numel ratio R; (4')
+ *      primaries_bound: its primary variables.
+ *  (5) odd_bound: R as a product of odd windows.
+ *  (6) chain_bound: dims whose chain is used up.
+ *  (7) symdiff_bound: the symmetric difference, three per step.
+ *  (8) group_bound: the reshape-group bound (further below).
+ *  (9) factor2_bound: the factors 2 of R that one Contraction can broadcast.
+ * (10) pooling_bound: the pooling limit.
+ * (11) allowance_bound: the variables' occurrence allowance.
+ * A term that finds no completion possible returns NEVER, and that is the
+ * distance. The bound is the largest of these; tests compare it with the
+ * true shortest completion on exhaustively enumerated small spaces. */
 
 /* Follows the Shares below d down to the first other dim and tells whether
  * a Contraction could broadcast d (spec 3.9 types Merge and
@@ -93,7 +80,7 @@ int syno_node_distance(syno_space_t *s, uint32_t id) {
 int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
   if (d >= s->cap_dinfo) {
     size_t cap = s->cap_dinfo;
-    if (space_grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
+    if (syno_grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
     memset(s->dinfo + s->cap_dinfo, 0, (cap - s->cap_dinfo) * sizeof *s->dinfo);
     s->cap_dinfo = cap;
   }
@@ -152,6 +139,9 @@ int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *
 }
 
 #define GB_INF 1000
+#define NEVER 1000 /* the distance of an interface that can never be finalized */
+
+static int imax(int a, int b) { return a > b ? a : b; }
 
 /* How many more primitives of a kind the caps allow: none when the kind is
  * off, GB_INF when it has no cap. */
@@ -171,42 +161,97 @@ static int steps_for(int q, int small, int big, int few) {
   return s;
 }
 
-int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
-                        const int8_t *count, const int8_t *usage, int budget) {
-  const syno_space_opts_t *o = &s->spec.opts;
-  left_t left = {kind_left(o, count, SYNO_PRIM_MERGE),
-                 kind_left(o, count, SYNO_PRIM_SPLIT) + kind_left(o, count, SYNO_PRIM_UNFOLD),
-                 kind_left(o, count, SYNO_PRIM_UNFOLD)};
-  /* (6) A dim whose chain is used up is never touched again (no primitive
-   *     and no Contraction sees it), so it must already be an input axis. */
-  for (int i = 0; i < n_dims; i++)
-    if (!(info[i].flags & DI_WEIGHT) && info[i].height >= o->max_chain &&
+/* What the terms of the counting bound share: the interface, and the facts
+ * computed once for several terms. A term that needs a fact another term
+ * records is called after it (space_info_distance keeps the order). */
+typedef struct {
+  const syno_space_t *s;
+  const syno_space_opts_t *o;
+  syno_stage_t stage;
+  const dim_info_t *info;
+  int n_dims, n_weights;
+  const int8_t *usage;
+  left_t left;       /* the primitives the caps still allow */
+  syno_size_t ratio; /* R = the current sizes' product / the input numel, symbolically */
+  bool can_contract; /* a Contraction is still allowed */
+  bool two;          /* two are */
+  /* The matching (match): t wanted and u current sizes unmatched; e of the
+   * u that one Contraction can broadcast (R2 included), e2 for two. */
+  int t, u, e, e2;
+  int by_contract;    /* the least steps of (2) when Contractions consume what they can */
+  bool must_contract; /* no weight yet, or (10) says a reduction needs one */
+  double pool;        /* (10): the product of the pooled reductions' domains */
+  int need_unfold;    /* (11): an Unfold is needed */
+  double r[SYNO_MAX_BINDINGS]; /* (4): R under each binding */
+  double rmax;        /* (4): the largest, and at least 1 */
+} dist_t;
+
+/* (6) A dim whose chain is used up is never touched again (no primitive
+ *     and no Contraction sees it), so it must already be an input axis:
+ *     NEVER when one is not, else 0. */
+static int chain_bound(const dist_t *D) {
+  const dim_info_t *info = D->info;
+  for (int i = 0; i < D->n_dims; i++)
+    if (!(info[i].flags & DI_WEIGHT) && info[i].height >= D->o->max_chain &&
         ((info[i].flags & DI_DISCARD) || !info[i].want_eq))
-      return 1000;
-  /* (4) the numel ratio, symbolically first. */
+      return NEVER;
+  return 0;
+}
+
+/* (4) the numel ratio R, symbolically first. */
+static syno_size_t numel_ratio(const dist_t *D) {
   syno_size_t prod = syno_size_one();
-  for (int i = 0; i < n_dims; i++)
-    if (!(info[i].flags & DI_WEIGHT)) prod = syno_size_mul(prod, info[i].size);
-  syno_size_t ratio = syno_size_div(prod, s->want_numel);
-  /* (4') In the normal stage only a Stride can multiply the product by a
-   *      new factor; every other step keeps it or divides it by the size of
-   *      a dim it removes (an Unfold's window, an expanded or outer-shared
-   *      dim), and every dim's size has non-negative primary powers. So
-   *      without Stride a primary variable the input needs more of than the
-   *      interface holds can never appear (R = C_in^-1 ... may still
-   *      evaluate to an odd integer under one binding). */
-  if (stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE])
-    for (int v = 0; v < s->spec.vars.n[SYNO_PRIMARY]; v++)
-      if (ratio.p[v] < 0) return 1000;
-  bool can_contract = n_weights < o->max_tensors - 1;
+  for (int i = 0; i < D->n_dims; i++)
+    if (!(D->info[i].flags & DI_WEIGHT)) prod = syno_size_mul(prod, D->info[i].size);
+  return syno_size_div(prod, D->s->want_numel);
+}
+
+/* (4') In the normal stage only a Stride can multiply the product by a
+ *      new factor; every other step keeps it or divides it by the size of
+ *      a dim it removes (an Unfold's window, an expanded or outer-shared
+ *      dim), and every dim's size has non-negative primary powers. So
+ *      without Stride a primary variable the input needs more of than the
+ *      interface holds can never appear (R = C_in^-1 ... may still
+ *      evaluate to an odd integer under one binding): NEVER, else 0. */
+static int primaries_bound(const dist_t *D) {
+  if (D->stage == SYNO_STAGE_NORMAL && !D->o->enable[SYNO_PRIM_STRIDE])
+    for (int v = 0; v < D->s->spec.vars.n[SYNO_PRIMARY]; v++)
+      if (D->ratio.p[v] < 0) return NEVER;
+  return 0;
+}
+
+/* R2: one Contraction broadcasts no two adjacent dims (the halves of a
+ *     Merge). Those it broadcasts are independent in the adjacency graph
+ *     of the broadcastable dims bc, so they are at most as many as these
+ *     less the edges of any matching in that graph: the least of that and
+ *     e. */
+static int r2_broadcasts(const syno_space_t *s, const syno_dim_t *bc, int n_bc, int e) {
+  int edges = 0;
+  unsigned taken = 0;
+  for (int a = 0; a < n_bc; a++)
+    for (int b = 0; b < n_bc && !(taken >> a & 1); b++)
+      if (b != a && !(taken >> b & 1) &&
+          (syno_graph_adjacent(s->g, bc[a], bc[b]) || syno_graph_adjacent(s->g, bc[b], bc[a]))) {
+        taken |= 1u << a | 1u << b;
+        edges++;
+      }
+  return n_bc - edges < e ? n_bc - edges : e;
+}
+
+/* The matching between current and wanted sizes, and what the terms count
+ * of it: t, u, e, e2 and by_contract. */
+static void match(dist_t *D) {
+  const syno_space_t *s = D->s;
+  const syno_space_opts_t *o = D->o;
+  const dim_info_t *info = D->info;
   /* Match dims a Contraction cannot broadcast first: the matching is then
    * the best for every term of the bound at once. */
   unsigned used = 0;
   int cur = 0, matched = 0, exp_unmatched = 0, shareable = 0, n_bc = 0;
-  bool two = o->max_tensors - 1 - n_weights >= 2;
+  bool two = D->two;
   syno_dim_t bc[SPACE_MAX_IFACE]; /* the broadcastable dims */
   for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < n_dims; i++) {
+    for (int i = 0; i < D->n_dims; i++) {
       if (info[i].flags & DI_WEIGHT) continue;
       bool broadcastable = (info[i].flags & DI_BCAST) != 0;
       if (broadcastable != (pass == 1)) continue;
@@ -224,144 +269,228 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
           shareable++;
       }
     }
-  int t = s->n_want - matched, u = cur - matched, e = exp_unmatched;
-  /* R2: one Contraction broadcasts no two adjacent dims (the halves of a
-   *     Merge). Those it broadcasts are independent in the adjacency graph
-   *     of the broadcastable dims, so they are at most as many as these
-   *     less the edges of any matching in that graph. */
-  if (!two && !o->enable[SYNO_PRIM_EXPAND] && o->rule[SYNO_RULE_R2] && n_bc > 1) {
-    int edges = 0;
-    unsigned taken = 0;
-    for (int a = 0; a < n_bc; a++)
-      for (int b = 0; b < n_bc && !(taken >> a & 1); b++)
-        if (b != a && !(taken >> b & 1) &&
-            (syno_graph_adjacent(s->g, bc[a], bc[b]) || syno_graph_adjacent(s->g, bc[b], bc[a]))) {
-          taken |= 1u << a | 1u << b;
-          edges++;
-        }
-    if (n_bc - edges < e) e = n_bc - edges;
-  }
+  D->t = s->n_want - matched;
+  D->u = cur - matched;
+  D->e = exp_unmatched;
+  if (!two && !o->enable[SYNO_PRIM_EXPAND] && o->rule[SYNO_RULE_R2] && n_bc > 1)
+    D->e = r2_broadcasts(s, bc, n_bc, D->e);
   /* With two Contractions left, the first can share a reduction's dim and
    * the second broadcast its data side (a WeightsSharing dim, spec 3.9):
    * those dims count as broadcastable for two Contractions (e2). */
-  int e2 = e + shareable;
-  /* Under the caps of max_count only the Merges left raise the matching by
-   * 2, only the Splits and Unfolds left consume two dims, and only these
-   * lower the symmetric difference of (7) by 3. */
-  int SU = left.splits_unfolds, K = left.merges + left.splits_unfolds;
-  int b1 = steps_for(t, 1, 2, left.merges);
-  int b2 = steps_for(u, 1, 2, SU);
-  /* The least steps when Contractions consume what they can. */
-  int by_contract = 1 + steps_for(u - e, 1, 2, SU);
-  if (two && 2 + steps_for(u - e2, 1, 2, SU) < by_contract) by_contract = 2 + steps_for(u - e2, 1, 2, SU);
-  if (can_contract && (e > 0 || (two && e2 > 0)) && by_contract < b2) b2 = by_contract;
-  /* (10) Pooling (spec 5.7): the reductions no weight reads directly are a
-   *      box sum whose domains multiply to at most max_pooling. A weight
-   *      reads a reduction only through Shares of its own dim, so one that
-   *      another primitive consumed first pools for good; one whose dim is
-   *      still in the interface needs a Contraction to read it. */
-  bool must_contract = n_weights == 0;
-  int need_unfold = 0;
-  {
-    syno_dim_t pooled[SPACE_MAX_IFACE * DI_MAX_POOLED];
-    int n_pooled = 0;
-    double pool = 1, open = 1;
-    for (int i = 0; i < n_dims; i++) {
-      for (int k = 0; k < info[i].n_pooled; k++) {
-        int j = 0;
-        while (j < n_pooled && pooled[j] != info[i].pooled[k]) j++;
-        if (j < n_pooled) continue;
-        pooled[n_pooled++] = info[i].pooled[k];
-        pool *= syno_size_upper_bound(&s->spec.vars, syno_graph_dim(s->g, info[i].pooled[k])->size);
-      }
-      if (info[i].flags & DI_REDUCE) open *= syno_size_upper_bound(&s->spec.vars, info[i].size);
+  D->e2 = D->e + shareable;
+  /* The least steps when Contractions consume what they can (2). */
+  int SU = D->left.splits_unfolds, by_contract = 1 + steps_for(D->u - D->e, 1, 2, SU);
+  if (two && 2 + steps_for(D->u - D->e2, 1, 2, SU) < by_contract) by_contract = 2 + steps_for(D->u - D->e2, 1, 2, SU);
+  D->by_contract = by_contract;
+}
+
+/* (1) Each step raises the matching by at most 2 (a Merge makes two new
+ *     dims; every other primitive at most one; a Contraction none), so at
+ *     least ceil(t/2) steps remain. */
+static int matching_bound(const dist_t *D) { return steps_for(D->t, 1, 2, D->left.merges); }
+
+/* (2) Each unmatched current dim must be consumed. Splits and Unfolds
+ *     consume two per step, other views one; only a Contraction removes
+ *     several at once, and only dims it can broadcast (outer dims). With e
+ *     unmatched broadcastable dims and u - e others, at least
+ *     min(ceil(u/2), 1 + ceil((u-e)/2)) steps remain when a Contraction is
+ *     still possible, else ceil(u/2). With two Contractions left, the
+ *     first can share a reduction's dim that the second then broadcasts
+ *     (within the WeightsSharing size limits): with e2 such dims and
+ *     broadcastable ones, 2 + ceil((u-e2)/2) too. */
+static int consume_bound(const dist_t *D) {
+  int b2 = steps_for(D->u, 1, 2, D->left.splits_unfolds);
+  if (D->can_contract && (D->e > 0 || (D->two && D->e2 > 0)) && D->by_contract < b2) b2 = D->by_contract;
+  return b2;
+}
+
+/* (10) Pooling (spec 5.7): the reductions no weight reads directly are a
+ *      box sum whose domains multiply to at most max_pooling. A weight
+ *      reads a reduction only through Shares of its own dim, so one that
+ *      another primitive consumed first pools for good: NEVER when those
+ *      already pool too much, else 0. One whose dim is still in the
+ *      interface needs a Contraction to read it: records must_contract
+ *      when the open ones would pool too much, and the pooled product. */
+static int pooling_bound(dist_t *D) {
+  const syno_space_t *s = D->s;
+  const dim_info_t *info = D->info;
+  syno_dim_t pooled[SPACE_MAX_IFACE * DI_MAX_POOLED];
+  int n_pooled = 0;
+  double pool = 1, open = 1;
+  for (int i = 0; i < D->n_dims; i++) {
+    for (int k = 0; k < info[i].n_pooled; k++) {
+      int j = 0;
+      while (j < n_pooled && pooled[j] != info[i].pooled[k]) j++;
+      if (j < n_pooled) continue;
+      pooled[n_pooled++] = info[i].pooled[k];
+      pool *= syno_size_upper_bound(&s->spec.vars, syno_graph_dim(s->g, info[i].pooled[k])->size);
     }
-    if (pool > o->max_pooling * (1 + 1e-9)) return 1000;
-    if (pool * open > o->max_pooling * (1 + 1e-9)) must_contract = true;
-    /* (11) The allowance (spec 1.5): every Share uses the primary powers of
-     *      its size. Without Stride and Expand, the primary powers R holds
-     *      beyond the input's leave through the dims the Contractions
-     *      broadcast, which use as many, or through Unfold windows. A
-     *      reduction that alone would pool too much must be shared, and
-     *      uses its powers first. What the allowance left cannot carry
-     *      takes an Unfold. */
-    if (!o->enable[SYNO_PRIM_STRIDE] && !o->enable[SYNO_PRIM_EXPAND]) {
-      const syno_vars_t *v = &s->spec.vars;
-      int allow[SYNO_MAX_VARS];
-      for (int k = 0; k < v->n[SYNO_PRIMARY]; k++) allow[k] = v->var[SYNO_PRIMARY][k].max_occurrence - usage[k];
-      for (int i = 0; i < n_dims; i++)
-        if ((info[i].flags & DI_REDUCE) && pool * syno_size_upper_bound(v, info[i].size) > o->max_pooling * (1 + 1e-9))
-          for (int k = 0; k < v->n[SYNO_PRIMARY]; k++) allow[k] -= info[i].size.p[k];
-      for (int k = 0; k < v->n[SYNO_PRIMARY]; k++)
-        if (ratio.p[k] > allow[k]) need_unfold = 1;
-      if (need_unfold && left.unfolds == 0) return 1000;
-    }
+    if (info[i].flags & DI_REDUCE) open *= syno_size_upper_bound(&s->spec.vars, info[i].size);
   }
-  int b3 = must_contract ? by_contract : 0;
-  if (need_unfold + must_contract > b3) b3 = need_unfold + must_contract;
-  if (must_contract && !can_contract) return 1000;
-  /* (7) D = t + u is the size of the symmetric difference between the
-   *     current and the wanted multisets of sizes. A primitive removes at
-   *     most two dims and adds at most one, or removes one and adds two
-   *     (Split, Unfold; Merge), so it lowers D by at most 3; a Contraction
-   *     lowers it only by its outer dims. Dims a step makes only to have a
-   *     Contraction remove them later cost that step 2 of its 3, so no play
-   *     beats removing the e unmatched broadcastable dims there are now:
-   *     at least ceil(D/3) steps without a Contraction, 1 + ceil((D-e)/3)
-   *     with one. */
-  int D = t + u;
-  int b4 = steps_for(D, 2, 3, K), b4c = 1 + steps_for(D - e, 2, 3, K);
-  if (two && 2 + steps_for(D - e2, 2, 3, K) < b4c) b4c = 2 + steps_for(D - e2, 2, 3, K);
-  if (must_contract) b4 = b4c;
-  else if (can_contract && b4c < b4) b4 = b4c;
-  int d = b1 > b2 ? b1 : b2;
-  if (b3 > d) d = b3;
-  if (b4 > d) d = b4;
-  double rmax = 1;
+  D->pool = pool;
+  if (pool > D->o->max_pooling * (1 + 1e-9)) return NEVER;
+  if (pool * open > D->o->max_pooling * (1 + 1e-9)) D->must_contract = true;
+  return 0;
+}
+
+/* (11) The allowance (spec 1.5): every Share uses the primary powers of
+ *      its size. Without Stride and Expand, the primary powers R holds
+ *      beyond the input's leave through the dims the Contractions
+ *      broadcast, which use as many, or through Unfold windows. A
+ *      reduction that alone would pool too much (after (10)) must be
+ *      shared, and uses its powers first. What the allowance left cannot
+ *      carry takes an Unfold: 1 step, or NEVER when no Unfold is left;
+ *      else 0. */
+static int allowance_bound(const dist_t *D) {
+  const syno_space_opts_t *o = D->o;
+  const dim_info_t *info = D->info;
+  if (o->enable[SYNO_PRIM_STRIDE] || o->enable[SYNO_PRIM_EXPAND]) return 0;
+  const syno_vars_t *v = &D->s->spec.vars;
+  int allow[SYNO_MAX_VARS], need_unfold = 0;
+  for (int k = 0; k < v->n[SYNO_PRIMARY]; k++) allow[k] = v->var[SYNO_PRIMARY][k].max_occurrence - D->usage[k];
+  for (int i = 0; i < D->n_dims; i++)
+    if ((info[i].flags & DI_REDUCE) && D->pool * syno_size_upper_bound(v, info[i].size) > o->max_pooling * (1 + 1e-9))
+      for (int k = 0; k < v->n[SYNO_PRIMARY]; k++) allow[k] -= info[i].size.p[k];
+  for (int k = 0; k < v->n[SYNO_PRIMARY]; k++)
+    if (D->ratio.p[k] > allow[k]) need_unfold = 1;
+  if (need_unfold && D->left.unfolds == 0) return NEVER;
+  return need_unfold;
+}
+
+/* (3) With no weight yet, or a reduction that must still be read by a
+ *     weight (10), a Contraction is still needed (NEVER when none is
+ *     allowed), and it consumes no non-broadcastable dim: at least
+ *     1 + ceil((u-e)/2), or the two-Contraction count of (2). An Unfold the
+ *     allowance needs (11) is one step more than the Contraction. */
+static int contraction_bound(const dist_t *D) {
+  int b3 = D->must_contract ? D->by_contract : 0;
+  if (D->need_unfold + D->must_contract > b3) b3 = D->need_unfold + D->must_contract;
+  if (D->must_contract && !D->can_contract) return NEVER;
+  return b3;
+}
+
+/* (7) sd = t + u is the size of the symmetric difference between the
+ *     current and the wanted multisets of sizes. A primitive removes at
+ *     most two dims and adds at most one, or removes one and adds two
+ *     (Split, Unfold; Merge), so it lowers sd by at most 3; a Contraction
+ *     lowers it only by its outer dims. Dims a step makes only to have a
+ *     Contraction remove them later cost that step 2 of its 3, so no play
+ *     beats removing the e unmatched broadcastable dims there are now:
+ *     at least ceil(sd/3) steps without a Contraction, 1 + ceil((sd-e)/3)
+ *     with one. */
+static int symdiff_bound(const dist_t *D) {
+  int K = D->left.merges + D->left.splits_unfolds;
+  int sd = D->t + D->u;
+  int b4 = steps_for(sd, 2, 3, K), b4c = 1 + steps_for(sd - D->e, 2, 3, K);
+  if (D->two && 2 + steps_for(sd - D->e2, 2, 3, K) < b4c) b4c = 2 + steps_for(sd - D->e2, 2, 3, K);
+  if (D->must_contract) b4 = b4c;
+  else if (D->can_contract && b4c < b4) b4 = b4c;
+  return b4;
+}
+
+/* (4) Numel: Split, Merge, Shift and plain Shares keep the product of the
+ *     current sizes; an Unfold divides it by its window (at least 3), an
+ *     expansion by its size, a Stride multiplies it. With R = current
+ *     product / input numel under some binding: without Stride, R < 1 can
+ *     never be repaired (NEVER); R != 1 needs at least one step. Records R
+ *     under each binding, and the largest. */
+static int ratio_bound(dist_t *D) {
+  const syno_vars_t *v = &D->s->spec.vars;
   bool differs = false;
-  /* (5) When only Unfolds can still change the numel (no Contraction,
-   *     Stride or Expand left), R is the product of their windows, and every
-   *     window is odd under every binding: R must be an odd integer. */
-  bool odd_only = !can_contract && !o->enable[SYNO_PRIM_EXPAND] && !o->enable[SYNO_PRIM_STRIDE];
-  for (int b = 0; b < s->spec.vars.nbind; b++) {
-    double r = syno_size_value(&s->spec.vars, ratio, b);
-    if (r < 1 - 1e-9 && !o->enable[SYNO_PRIM_STRIDE]) return 1000;
+  D->rmax = 1;
+  for (int b = 0; b < v->nbind; b++) {
+    double r = D->r[b] = syno_size_value(v, D->ratio, b);
+    if (r < 1 - 1e-9 && !D->o->enable[SYNO_PRIM_STRIDE]) return NEVER;
     if (r < 1 - 1e-9 || r > 1 + 1e-9) differs = true;
-    if (r > rmax) rmax = r;
-    if (odd_only) {
-      double q = floor(r + 0.5);
-      if (fabs(r - q) > 1e-9 * (q > 1 ? q : 1) || fmod(q, 2.0) == 0) return 1000;
-    }
+    if (r > D->rmax) D->rmax = r;
   }
-  if (differs && d < 1) d = 1;
-  /* (9) Without Stride and Expand, R is the product of the dims the
-   *     Contractions broadcast and of the Unfold windows. The windows are
-   *     odd, so the broadcast dims carry every factor 2 of R. With one
-   *     Contraction left, those of type Merge multiply to at most
-   *     max_expansion_merge, and each of type WeightsSharing (a dim over a
-   *     reduction that an earlier weight shares: one of the current dims)
-   *     is at most max_shared_weight_dim. Later reductions only multiply
-   *     R by integers. */
-  if (!o->enable[SYNO_PRIM_STRIDE] && !o->enable[SYNO_PRIM_EXPAND] && n_weights == o->max_tensors - 2) {
-    double cap = o->max_expansion_merge;
-    for (int i = 0; i < n_dims; i++)
-      if ((info[i].flags & (DI_WEIGHT | DI_BCAST | DI_BASE_REDUCE)) == (DI_BCAST | DI_BASE_REDUCE))
-        cap *= o->max_shared_weight_dim;
-    for (int b = 0; b < s->spec.vars.nbind; b++) {
-      double r = syno_size_value(&s->spec.vars, ratio, b), q = floor(r + 0.5);
-      if (q < 1 || q >= 0x1p53 || fabs(r - q) > 1e-9 * q) continue;
-      uint64_t n = (uint64_t)q;
-      if ((double)(n & (~n + 1)) > cap * (1 + 1e-9)) return 1000;
-    }
+  return differs;
+}
+
+/* (5) When only Unfolds can still change the numel (no Contraction,
+ *     Stride or Expand left), R is the product of their windows, and every
+ *     window is odd under every binding: NEVER unless R is an odd integer
+ *     under every binding, else 0. */
+static int odd_bound(const dist_t *D) {
+  const syno_space_opts_t *o = D->o;
+  if (D->can_contract || o->enable[SYNO_PRIM_EXPAND] || o->enable[SYNO_PRIM_STRIDE]) return 0;
+  for (int b = 0; b < D->s->spec.vars.nbind; b++) {
+    double r = D->r[b], q = floor(r + 0.5);
+    if (fabs(r - q) > 1e-9 * (q > 1 ? q : 1) || fmod(q, 2.0) == 0) return NEVER;
   }
-  if (rmax > 1 + 1e-9 && !can_contract && !o->enable[SYNO_PRIM_EXPAND]) {
-    int unfolds = (int)ceil(log(rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
-    if (unfolds > d) d = unfolds;
+  return 0;
+}
+
+/* (9) Without Stride and Expand, R is the product of the dims the
+ *     Contractions broadcast and of the Unfold windows. The windows are
+ *     odd, so the broadcast dims carry every factor 2 of R. With one
+ *     Contraction left, those of type Merge multiply to at most
+ *     max_expansion_merge, and each of type WeightsSharing (a dim over a
+ *     reduction that an earlier weight shares: one of the current dims)
+ *     is at most max_shared_weight_dim. Later reductions only multiply
+ *     R by integers. NEVER when the factors 2 of R exceed that, else 0. */
+static int factor2_bound(const dist_t *D) {
+  const syno_space_opts_t *o = D->o;
+  if (o->enable[SYNO_PRIM_STRIDE] || o->enable[SYNO_PRIM_EXPAND] || D->n_weights != o->max_tensors - 2) return 0;
+  double cap = o->max_expansion_merge;
+  for (int i = 0; i < D->n_dims; i++)
+    if ((D->info[i].flags & (DI_WEIGHT | DI_BCAST | DI_BASE_REDUCE)) == (DI_BCAST | DI_BASE_REDUCE))
+      cap *= o->max_shared_weight_dim;
+  for (int b = 0; b < D->s->spec.vars.nbind; b++) {
+    double r = D->r[b], q = floor(r + 0.5);
+    if (q < 1 || q >= 0x1p53 || fabs(r - q) > 1e-9 * q) continue;
+    uint64_t n = (uint64_t)q;
+    if ((double)(n & (~n + 1)) > cap * (1 + 1e-9)) return NEVER;
   }
-  if (o->group_distance && d <= budget && stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE]) {
-    int g = group_bound(s, info, n_dims, n_weights, left, d, budget + 1);
-    if (g > d) d = g;
-  }
+  return 0;
+}
+
+/* (4) When only Unfolds can still divide the numel (no Contraction or
+ *     Expand left), each by its window, at most max(3, max_unfold_kernel):
+ *     at least log(R) / log(max window) Unfolds. */
+static int unfold_bound(const dist_t *D) {
+  const syno_space_opts_t *o = D->o;
+  if (!(D->rmax > 1 + 1e-9) || D->can_contract || o->enable[SYNO_PRIM_EXPAND]) return 0;
+  return (int)ceil(log(D->rmax) / log(o->max_unfold_kernel > 3 ? o->max_unfold_kernel : 3) - 1e-9);
+}
+
+int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
+                        const int8_t *count, const int8_t *usage, int budget) {
+  const syno_space_opts_t *o = &s->spec.opts;
+  dist_t D;
+  D.s = s;
+  D.o = o;
+  D.stage = stage;
+  D.info = info;
+  D.n_dims = n_dims;
+  D.n_weights = n_weights;
+  D.usage = usage;
+  D.left = (left_t){kind_left(o, count, SYNO_PRIM_MERGE),
+                    kind_left(o, count, SYNO_PRIM_SPLIT) + kind_left(o, count, SYNO_PRIM_UNFOLD),
+                    kind_left(o, count, SYNO_PRIM_UNFOLD)};
+  /* Cheap terms that may find NEVER come first, and each term comes after
+   * those whose facts it reads. */
+  if (chain_bound(&D) == NEVER) return NEVER; /* (6) */
+  D.ratio = numel_ratio(&D);
+  if (primaries_bound(&D) == NEVER) return NEVER; /* (4') */
+  D.can_contract = n_weights < o->max_tensors - 1;
+  D.two = o->max_tensors - 1 - n_weights >= 2;
+  match(&D);
+  int b1 = matching_bound(&D), b2 = consume_bound(&D); /* (1), (2) */
+  D.must_contract = n_weights == 0;
+  if (pooling_bound(&D) == NEVER) return NEVER; /* (10) */
+  D.need_unfold = allowance_bound(&D); /* (11) */
+  if (D.need_unfold == NEVER) return NEVER;
+  int b3 = contraction_bound(&D); /* (3) */
+  if (b3 == NEVER) return NEVER;
+  int d = imax(imax(b1, b2), imax(b3, symdiff_bound(&D))); /* (7) */
+  int r = ratio_bound(&D); /* (4) */
+  if (r == NEVER || odd_bound(&D) == NEVER) return NEVER; /* (5) */
+  d = imax(d, r);
+  if (factor2_bound(&D) == NEVER) return NEVER; /* (9) */
+  d = imax(d, unfold_bound(&D)); /* (4) */
+  if (o->group_distance && d <= budget && stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE])
+    d = imax(d, group_bound(s, info, n_dims, n_weights, D.left, d, budget + 1)); /* (8) */
   return d;
 }
 
@@ -445,8 +574,6 @@ typedef struct {
 } gb_t;
 
 static int group_search(gb_t *B, int floor, int cap);
-
-static int imax(int a, int b) { return a > b ? a : b; }
 
 /* Unfolds alone: the least number of steps, or GB_INF; *unfolds gets the
  * least number of Unfolds among them. `tree` tells whether the group can be

@@ -107,6 +107,8 @@ static uint64_t key_under(const syno_space_t *s, const final_t *f, const ren_t *
   weight_t w[SYNO_MAX_TENSORS - 1];
   weights_of(s, f, r, w);
   for (int t = 0; t + 1 < f->n_tensors; t++) h = syno_hash_mix(h, w[t].key);
+  /* The first round of syno_hash_fmix64 only: the key chooses the thread
+   * of a partitioned walk (hash % parts), so it stays what it has been. */
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   return h ^ (h >> 33);
@@ -173,31 +175,23 @@ static bool same_function(const syno_space_t *s, const final_t *a, const final_t
   return true;
 }
 
+/* A table probe for the final f (rule C4). */
+typedef struct {
+  const syno_space_t *s;
+  const final_t *f;
+} probe_t;
+
+static bool same_final(const void *ctx, uint32_t id) {
+  const probe_t *p = ctx;
+  const final_t *g = &p->s->finals[id - 1];
+  return g->hash == p->f->hash && same_function(p->s, g, p->f);
+}
+
 int space_final_seen(syno_space_t *s, const final_t *f, bool *seen, syno_error_t *err) {
-  *seen = false;
-  if (2 * (s->n_fkeys + 1) > s->fkey_cap) {
-    uint32_t ncap = s->fkey_cap ? 2 * s->fkey_cap : 1024;
-    fkey_t *nt = calloc(ncap, sizeof *nt);
-    if (!nt) return syno_error_set(err, "out of memory");
-    for (uint32_t i = 0; i < s->fkey_cap; i++) {
-      if (!s->fkeys[i].final) continue;
-      uint32_t j = (uint32_t)s->fkeys[i].key & (ncap - 1);
-      while (nt[j].final) j = (j + 1) & (ncap - 1);
-      nt[j] = s->fkeys[i];
-    }
-    free(s->fkeys);
-    s->fkeys = nt;
-    s->fkey_cap = ncap;
-  }
-  uint32_t mask = s->fkey_cap - 1, j = (uint32_t)f->hash & mask;
-  for (; s->fkeys[j].final; j = (j + 1) & mask)
-    if (s->fkeys[j].key == f->hash && same_function(s, &s->finals[s->fkeys[j].final - 1], f)) {
-      *seen = true;
-      return 0;
-    }
+  probe_t probe = {s, f};
+  *seen = syno_table_find(&s->fkeys, f->hash, same_final, &probe) != 0;
+  if (*seen) return 0;
   /* f is about to become s->finals[s->n_finals]. */
-  s->fkeys[j].key = f->hash;
-  s->fkeys[j].final = (uint32_t)s->n_finals + 1;
-  s->n_fkeys++;
+  if (syno_table_insert(&s->fkeys, f->hash, (uint32_t)s->n_finals + 1)) return syno_error_set(err, "out of memory");
   return 0;
 }

@@ -1,8 +1,11 @@
-/* Internals shared by the space's files: the node store and the child
- * builder. Not part of the public API. */
+/* Internals shared by the space's files (see space.c for which file does
+ * what): the node store, the interface builder, and the functions one file
+ * calls in another. Not part of the public API. */
 #ifndef SYNO_SPACE_INTERNAL_H
 #define SYNO_SPACE_INTERNAL_H
 
+#include "syno/grow.h"
+#include "syno/hash.h"
 #include "syno/space.h"
 
 #define SPACE_MAX_IFACE 24 /* dims in one interface */
@@ -43,13 +46,6 @@ typedef struct {
   uint64_t hash; /* its function key (space_final_key): the same in every space, and for every spelling of one function */
 } final_t;
 
-/* A function met at finalization (rule C4, fkey.c): its key and 1 + its
- * index in the space's finals (0: an empty slot). */
-typedef struct {
-  uint64_t key;
-  uint32_t final;
-} fkey_t;
-
 /* What the shape distance needs of a dim: a pure function of the dim (dims
  * are hash-consed), computed once per dim (space_dim_info). */
 enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16, DI_NO_MERGE = 32, DI_REDUCE = 64 };
@@ -81,15 +77,15 @@ struct syno_space {
   syno_space_spec_t spec;
   syno_graph_t *g;
   node_t *nodes;
-  uint32_t n_nodes, cap_nodes;
+  uint32_t n_nodes;
+  size_t cap_nodes;
   syno_dim_t *pool;
   size_t n_pool, cap_pool;
   syno_step_t *steps;
   size_t n_steps, cap_steps;
   final_t *finals;
   size_t n_finals, cap_finals;
-  uint64_t *table; /* node ids by interface, open addressing, with hash tags */
-  uint32_t table_cap;
+  syno_table_t table; /* node ids by interface (node_t.hash) */
   syno_dim_t iter[SYNO_MAX_RANK];   /* the output iterators */
   int n_want;
   syno_size_t want[SYNO_MAX_RANK];  /* input sizes the search must reach (fixed axes excluded) */
@@ -105,8 +101,7 @@ struct syno_space {
   double walk_fused_penalty; /* ... counting this many more steps when the fused FLOPs bound is over max */
   int part, parts;  /* random walks return only operators with hash % parts == part */
   size_t gen_start; /* the first step of the node being expanded */
-  fkey_t *fkeys;    /* the functions finalized so far, open addressing (rule C4) */
-  uint32_t fkey_cap, n_fkeys;
+  syno_table_t fkeys; /* the functions finalized so far (rule C4): 1 + their index in finals, by key */
 };
 
 /* A candidate child interface under construction. */
@@ -129,7 +124,8 @@ static inline node_t *space_node(const syno_space_t *s, uint32_t id) { return &s
 static inline const syno_dim_t *node_dims(const syno_space_t *s, const node_t *n) { return s->pool + n->off; }
 static inline const syno_dim_t *node_exps(const syno_space_t *s, const node_t *n) { return s->pool + n->off + n->n_dims; }
 
-/* Starts a child interface as a copy of node n's. */
+/* Interfaces under construction (iface.c). Starts a child interface as a
+ * copy of node n's. */
 void iface_from(const syno_space_t *s, const node_t *n, iface_t *f);
 bool iface_remove(iface_t *f, syno_dim_t d);
 bool iface_add(iface_t *f, syno_dim_t d);
@@ -138,11 +134,28 @@ bool iface_add_exp(iface_t *f, syno_dim_t d);
  * false when some variable would exceed its occurrence limit. */
 bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only);
 
-/* Records a child step from `parent` to the node with interface f (found or
- * created), unless the depth would be exceeded or the shape distance says it
- * cannot finish. Returns -1 on error. */
+/* Calls keep on every size whose exponents lie in [lo, hi] per variable
+ * (coefficients vary fastest) and stores those it keeps, up to max. */
+int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
+                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max);
+/* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
+int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
+/* Whether a size is valid for the space: legal, integral under every
+ * binding, and within the per-size variable limits. */
+bool space_size_valid(const syno_space_t *s, syno_size_t x);
+
+/* The node store (store.c). Records a child step from `parent` to the node
+ * with interface f (found or created), unless the depth would be exceeded
+ * or the shape distance says it cannot finish. Returns -1 on error. */
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err);
+/* Creates the root, node 1, with interface f. */
+int space_add_root(syno_space_t *s, iface_t *f, syno_error_t *err);
+/* Appends a step to the node being expanded. */
+int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err);
+
+/* Finalization (final.c): the FINALIZE steps of a Normal-stage node. */
+int space_gen_finals(syno_space_t *s, uint32_t node, syno_error_t *err);
 
 /* Rule U4 (twins.c): replaces the interface f by its canonical renaming of
  * equal-domain reductions. */
@@ -173,9 +186,6 @@ uint64_t space_final_key(const syno_space_t *s, const final_t *f);
  * finalized before; if not, records f as the next of the space's finals. */
 int space_final_seen(syno_space_t *s, const final_t *f, bool *seen, syno_error_t *err);
 
-/* Grows *p (an array of elem-sized items, *cap of them) to hold need. */
-int space_grow(void **p, size_t *cap, size_t need, size_t elem);
-
 /* The shape distance (distance.c). */
 int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out);
 /* The info of the data-side input of a Share of a dim with info d. */
@@ -194,15 +204,6 @@ int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *
 
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);
-/* Calls keep on every size whose exponents lie in [lo, hi] per variable
- * (coefficients vary fastest) and stores those it keeps, up to max. */
-int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
-                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max);
-/* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
-int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
-/* Whether a size is valid for the space: legal, integral under every
- * binding, and within the per-size variable limits. */
-bool space_size_valid(const syno_space_t *s, syno_size_t x);
 
 static inline void count_rule(syno_space_t *s, syno_rule_t r) { s->stats.rule[r]++; }
 static inline bool rule_on(const syno_space_t *s, syno_rule_t r) { return s->spec.opts.rule[r]; }
