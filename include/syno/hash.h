@@ -24,11 +24,17 @@
 
 static inline uint64_t syno_hash_mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
 
-static inline uint64_t syno_hash_fmix64(uint64_t h) {
+/* The finalizer's first round (xorshift, multiply, xorshift). The size
+ * hash and the space's function key end with it alone: their values are
+ * pinned (stored structural hashes, thread partitions), so they keep it. */
+static inline uint64_t syno_hash_fmix64_half(uint64_t h) {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+static inline uint64_t syno_hash_fmix64(uint64_t h) {
+  h = syno_hash_fmix64_half(h) * 0xc4ceb9fe1a85ec53ull;
   return h ^ (h >> 33);
 }
 

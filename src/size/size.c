@@ -3,6 +3,7 @@
  * All arithmetic is on int8 exponents; evaluation multiplies bound values
  * into an int64 fraction with overflow checks, so a size that does not fit
  * is an error, never a wrapped number. */
+#include "syno/hash.h"
 #include "syno/size.h"
 #include "syno/strbuf.h"
 
@@ -62,16 +63,12 @@ int syno_size_cmp(syno_size_t a, syno_size_t b) {
 }
 
 uint64_t syno_size_hash(syno_size_t a) {
-  /* FNV-1a over the 16 exponent bytes, then a final avalanche: the first
-   * half of MurmurHash3's fmix64 only (not syno_hash_fmix64), and it stays
-   * so, since every stored structural hash of the graph is built on it. */
+  /* FNV-1a over the 16 exponent bytes, then the finalizer's first round
+   * only: every stored structural hash of the graph is built on it. */
   const unsigned char *b = (const unsigned char *)&a;
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < sizeof a; i++) h = (h ^ b[i]) * 1099511628211ull;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
+  return syno_hash_fmix64_half(h);
 }
 
 syno_trait_t syno_size_trait(syno_size_t a) {

@@ -107,11 +107,9 @@ static uint64_t key_under(const syno_space_t *s, const final_t *f, const ren_t *
   weight_t w[SYNO_MAX_TENSORS - 1];
   weights_of(s, f, r, w);
   for (int t = 0; t + 1 < f->n_tensors; t++) h = syno_hash_mix(h, w[t].key);
-  /* The first round of syno_hash_fmix64 only: the key chooses the thread
-   * of a partitioned walk (hash % parts), so it stays what it has been. */
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  return h ^ (h >> 33);
+  /* The finalizer's first round only: the key chooses the thread of a
+   * partitioned walk (hash % parts), so it stays what it has been. */
+  return syno_hash_fmix64_half(h);
 }
 
 /* The renamings of f's equal-domain reductions (rule U4 renames a node's
