@@ -791,14 +791,11 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
    * per-dim hashes. */
   uint64_t kb = (uint64_t)n_weights | (uint64_t)B.left.merges << 8 | (uint64_t)B.left.splits_unfolds << 16 |
                 (uint64_t)B.left.unfolds << 24;
-  uint64_t k1 = 0x51afd7ed558ccdull * (kb + 1), k2 = kb;
+  uint64_t k1 = syno_hash_fmix64(kb), k2 = kb;
   for (int i = 0; i < B.n; i++) {
     uint64_t h = syno_size_hash(B.cur[i]) ^ ((uint64_t)(B.bcast[i] | B.used_up[i] << 1 | B.no_merge[i] << 2) << 59);
-    h ^= h >> 31;
-    h *= 0x9e3779b97f4a7c15ull;
-    k1 += h ^ (h >> 29);
-    h *= 0xc2b2ae3d27d4eb4full;
-    k2 += h ^ (h >> 32);
+    k1 += syno_hash_fmix64(h);
+    k2 += syno_hash_fmix64(syno_hash_mix(h, 1));
   }
   group_memo_t *memo = &s->group_memo[k1 & (SPACE_GROUP_MEMO - 1)];
   if (memo->k1 == k1 && memo->k2 == k2) {
