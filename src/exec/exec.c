@@ -21,7 +21,7 @@ struct syno_exec {
   int64_t flops;
   const char *strategy;
   const char *fallback_reason; /* NULL on a fast path */
-  syno_chain_t *chain;
+  exec_chain_t *chain;
 };
 
 int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err) {
@@ -39,10 +39,10 @@ int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_e
     if (syno_nest_target_numel(&e->low.backward[t], &e->vars, b, &e->numel[t], err)) goto fail;
   if (syno_forward_flops(&e->op, &e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
   const char *reason = NULL;
-  if (syno_chain_new(&e->op, &e->low.forward, &e->vars, b, false, &e->chain, &reason, err)) goto fail;
+  if (exec_chain_new(&e->op, &e->low.forward, &e->vars, b, false, &e->chain, &reason, err)) goto fail;
   if (e->chain) {
-    e->strategy = syno_chain_stages(e->chain) == 1 ? "gemm" : "chain";
-    e->fallback_reason = syno_chain_generic(e->chain); /* a stage that runs as a loop, or NULL */
+    e->strategy = exec_chain_stages(e->chain) == 1 ? "gemm" : "chain";
+    e->fallback_reason = exec_chain_generic(e->chain); /* a stage that runs as a loop, or NULL */
   } else {
     e->strategy = "interp";
     e->fallback_reason = reason;
@@ -56,7 +56,7 @@ fail:
 
 void syno_exec_free(syno_exec_t *e) {
   if (!e) return;
-  syno_chain_free(e->chain);
+  exec_chain_free(e->chain);
   free(e);
 }
 
@@ -72,7 +72,7 @@ const char *syno_exec_fallback_reason(const syno_exec_t *e) { return e->fallback
 
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
   if (e->chain) {
-    syno_chain_forward(e->chain, tensors, out);
+    exec_chain_forward(e->chain, tensors, out);
     return 0;
   }
   return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);
@@ -81,7 +81,7 @@ int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, s
 int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,
                        syno_error_t *err) {
   if (e->chain) {
-    syno_chain_backward(e->chain, tensors, grad_out, grads);
+    exec_chain_backward(e->chain, tensors, grad_out, grads);
     return 0;
   }
   for (int t = 0; t < e->op.n_tensors; t++) {

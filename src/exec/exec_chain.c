@@ -10,33 +10,33 @@
 struct syno_chain {
   int n_stages;
   int weight[SYNO_MAX_STAGES]; /* the stage's weight tensor, 0 = none */
-  syno_gemm_plan_t *plan[SYNO_MAX_STAGES];
+  exec_gemm_plan_t *plan[SYNO_MAX_STAGES];
   float *t[SYNO_MAX_STAGES], *dt[SYNO_MAX_STAGES]; /* result of stage s < n_stages-1, its gradient */
   const char *generic;
 };
 
-int syno_chain_stages(const syno_chain_t *c) { return c->n_stages; }
-const char *syno_chain_generic(const syno_chain_t *c) { return c->generic; }
+int exec_chain_stages(const exec_chain_t *c) { return c->n_stages; }
+const char *exec_chain_generic(const exec_chain_t *c) { return c->generic; }
 
-void syno_chain_free(syno_chain_t *c) {
+void exec_chain_free(exec_chain_t *c) {
   if (!c) return;
   for (int k = 0; k < c->n_stages; k++) {
-    syno_gemm_plan_free(c->plan[k]);
+    exec_gemm_plan_free(c->plan[k]);
     free(c->t[k]);
     free(c->dt[k]);
   }
   free(c);
 }
 
-int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
-                   syno_chain_t **out, const char **reason, syno_error_t *err) {
+int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
+                   exec_chain_t **out, const char **reason, syno_error_t *err) {
   *out = NULL;
   *reason = NULL;
-  syno_stages_t s;
-  if (syno_stages_plan(op, fwd, v, b, &s, reason, err)) return -1;
+  lower_stages_t s;
+  if (lower_stages_plan(op, fwd, v, b, &s, reason, err)) return -1;
   if (*reason) return 0;
-  syno_chain_t *c = calloc(1, sizeof *c);
-  syno_gemm_stage_t *st = calloc(1, sizeof *st);
+  exec_chain_t *c = calloc(1, sizeof *c);
+  exec_gemm_stage_t *st = calloc(1, sizeof *st);
   if (!c || !st) {
     free(c);
     free(st);
@@ -73,8 +73,8 @@ int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
       st->choose_layout = true;
     }
     c->n_stages = k + 1;
-    if (syno_gemm_plan_new(st, v, b, &c->plan[k], err)) goto fail;
-    if (!c->generic) c->generic = syno_gemm_plan_generic(c->plan[k]);
+    if (exec_gemm_plan_new(st, v, b, &c->plan[k], err)) goto fail;
+    if (!c->generic) c->generic = exec_gemm_plan_generic(c->plan[k]);
     if (!last) {
       c->t[k] = malloc(sizeof(float) * (size_t)st->res_numel);
       c->dt[k] = malloc(sizeof(float) * (size_t)st->res_numel);
@@ -91,28 +91,28 @@ int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
   return 0;
 fail:
   free(st);
-  syno_chain_free(c);
+  exec_chain_free(c);
   return -1;
 }
 
-static void run_forward(syno_chain_t *c, const float *const *tensors, int n, float *out) {
+static void run_forward(exec_chain_t *c, const float *const *tensors, int n, float *out) {
   for (int k = 0; k < n; k++) {
     const float *a = k ? c->t[k - 1] : tensors[0], *w = c->weight[k] ? tensors[c->weight[k]] : NULL;
-    syno_gemm_forward(c->plan[k], a, w, k == c->n_stages - 1 ? out : c->t[k]);
+    exec_gemm_forward(c->plan[k], a, w, k == c->n_stages - 1 ? out : c->t[k]);
   }
 }
 
-void syno_chain_forward(syno_chain_t *c, const float *const *tensors, float *out) {
+void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out) {
   run_forward(c, tensors, c->n_stages, out);
 }
 
-void syno_chain_backward(syno_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads) {
+void exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads) {
   run_forward(c, tensors, c->n_stages - 1, NULL);
   const float *g = grad_out;
   for (int k = c->n_stages - 1; k >= 0; k--) {
     const float *a = k ? c->t[k - 1] : tensors[0], *w = c->weight[k] ? tensors[c->weight[k]] : NULL;
     float *da = k ? c->dt[k - 1] : grads[0], *dw = c->weight[k] ? grads[c->weight[k]] : NULL;
-    syno_gemm_backward(c->plan[k], a, w, g, da, dw);
+    exec_gemm_backward(c->plan[k], a, w, g, da, dw);
     if (k) g = c->dt[k - 1];
   }
 }

@@ -3,7 +3,7 @@
  * time, in the stage order of spec section 7, each stage a GEMM
  * (exec_gemm.h) on the running tensor and one weight.
  *
- * The stages are those of the plan in stages.h (syno_stages_plan): the
+ * The stages are those of the plan in stages.h (lower_stages_plan): the
  * running tensor starts as the input, an optional leading stage without a
  * weight sums the reductions only the input reads, then each weight is
  * contracted into the running tensor in the planned order, and each stage
@@ -23,23 +23,23 @@
 #include "syno/graph.h"
 #include "syno/lower.h"
 
-typedef struct syno_chain syno_chain_t;
+typedef struct syno_chain exec_chain_t;
 
 /* Builds the chain of forward nest fwd of op under binding b. Returns 0 and
  * *out = the chain, or 0, *out = NULL and *reason = why the staged path does
  * not apply (static storage); -1 on error. The nest must outlive the chain.
  * With `loops`, every stage runs as the generic loop (tests check the loop
  * against the interpreter, as the table limits are rarely reached). */
-int syno_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
-                   syno_chain_t **out, const char **reason, syno_error_t *err);
-void syno_chain_free(syno_chain_t *c);
+int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
+                   exec_chain_t **out, const char **reason, syno_error_t *err);
+void exec_chain_free(exec_chain_t *c);
 
-int syno_chain_stages(const syno_chain_t *c);
+int exec_chain_stages(const exec_chain_t *c);
 /* NULL when every stage runs as a GEMM, else why one runs as a generic loop. */
-const char *syno_chain_generic(const syno_chain_t *c);
+const char *exec_chain_generic(const exec_chain_t *c);
 
-void syno_chain_forward(syno_chain_t *c, const float *const *tensors, float *out);
+void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out);
 /* grads[t] may be NULL (not wanted); the others are overwritten. */
-void syno_chain_backward(syno_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads);
+void exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads);
 
 #endif

@@ -49,7 +49,7 @@ typedef struct {
   int64_t numel;
 } opnd_t;
 
-struct syno_gemm_plan {
+struct exec_gemm_plan {
   int has_w;
   int64_t G, Mp, Me, N, K, chunk;
   int64_t numel_a, numel_w, numel_c;
@@ -98,7 +98,7 @@ static int64_t opnd_off(const ev_t *e, const opnd_t *o, int nv) {
   return ok ? off : -1;
 }
 
-static int opnd_init(opnd_t *o, const syno_gemm_operand_t *src, const syno_vars_t *v, int b, syno_error_t *err) {
+static int opnd_init(opnd_t *o, const exec_gemm_operand_t *src, const syno_vars_t *v, int b, syno_error_t *err) {
   memset(o, 0, sizeof *o);
   o->acc = src->acc;
   if (!o->acc) {
@@ -118,7 +118,7 @@ static void opnd_reads(const opnd_t *o, const syno_nest_t *n, int nv, int *cnt) 
   for (int i = 0; i < o->acc->rank; i++) syno_expr_count_vars(n, o->acc->idx[i], cnt);
 }
 
-void syno_gemm_plan_free(syno_gemm_plan_t *p) {
+void exec_gemm_plan_free(exec_gemm_plan_t *p) {
   if (!p) return;
   free(p->tin);
   free(p->run);
@@ -136,16 +136,16 @@ void syno_gemm_plan_free(syno_gemm_plan_t *p) {
   free(p);
 }
 
-const char *syno_gemm_plan_generic(const syno_gemm_plan_t *p) { return p->generic; }
-int64_t syno_gemm_plan_flops(const syno_gemm_plan_t *p) { return p->flops; }
+const char *exec_gemm_plan_generic(const exec_gemm_plan_t *p) { return p->generic; }
+int64_t exec_gemm_plan_flops(const exec_gemm_plan_t *p) { return p->flops; }
 
 static void *xcalloc(int64_t n, size_t sz) { return calloc((size_t)(n > 0 ? n : 1), sz); }
 
-int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_gemm_plan_t **out,
+int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_gemm_plan_t **out,
                        syno_error_t *err) {
   *out = NULL;
   const syno_nest_t *fwd = st->n;
-  syno_gemm_plan_t *p = calloc(1, sizeof *p);
+  exec_gemm_plan_t *p = calloc(1, sizeof *p);
   ev_t *e = p ? calloc(1, sizeof *e) : NULL;
   if (!e) {
     free(p);
@@ -362,12 +362,12 @@ generic:
   *out = p;
   return 0;
 fail:
-  syno_gemm_plan_free(p);
+  exec_gemm_plan_free(p);
   return -1;
 }
 
 /* The generic loop: forward when c, else backward (da, dw may be NULL). */
-static void generic_run(syno_gemm_plan_t *p, const float *a, const float *w, float *c, const float *dc, float *da,
+static void generic_run(exec_gemm_plan_t *p, const float *a, const float *w, float *c, const float *dc, float *da,
                         float *dw) {
   ev_t *e = p->ev;
   if (c) memset(c, 0, sizeof(float) * (size_t)p->numel_c);
@@ -433,13 +433,13 @@ static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
   }
 }
 
-static void gather_weight(syno_gemm_plan_t *p, const float *w) {
+static void gather_weight(exec_gemm_plan_t *p, const float *w) {
   if (!p->has_w) return;
   int64_t n = p->G * p->N * p->K;
   for (int64_t i = 0; i < n; i++) p->wg[i] = p->tw[i] >= 0 ? w[p->tw[i]] : 0.0f;
 }
 
-static void gather_col(const syno_gemm_plan_t *p, int64_t g, int64_t mp0, int64_t nc, const float *x) {
+static void gather_col(const exec_gemm_plan_t *p, int64_t g, int64_t mp0, int64_t nc, const float *x) {
   const int64_t ld = nc * p->Me;
   for (int64_t k = 0; k < p->K; k++) {
     const int32_t *t = p->tin + (g * p->K + k) * p->Me;
@@ -462,7 +462,7 @@ static void gather_col(const syno_gemm_plan_t *p, int64_t g, int64_t mp0, int64_
   }
 }
 
-static void scatter_col_add(const syno_gemm_plan_t *p, int64_t g, int64_t mp0, int64_t nc, const float *dcol,
+static void scatter_col_add(const exec_gemm_plan_t *p, int64_t g, int64_t mp0, int64_t nc, const float *dcol,
                             float *dx) {
   const int64_t ld = nc * p->Me;
   for (int64_t k = 0; k < p->K; k++) {
@@ -486,7 +486,7 @@ static void scatter_col_add(const syno_gemm_plan_t *p, int64_t g, int64_t mp0, i
   }
 }
 
-void syno_gemm_forward(syno_gemm_plan_t *p, const float *x, const float *w, float *out) {
+void exec_gemm_forward(exec_gemm_plan_t *p, const float *x, const float *w, float *out) {
   if (p->generic) {
     generic_run(p, x, w, out, NULL, NULL, NULL);
     return;
@@ -514,7 +514,7 @@ void syno_gemm_forward(syno_gemm_plan_t *p, const float *x, const float *w, floa
     }
 }
 
-void syno_gemm_backward(syno_gemm_plan_t *p, const float *x, const float *w, const float *grad_out, float *dx,
+void exec_gemm_backward(exec_gemm_plan_t *p, const float *x, const float *w, const float *grad_out, float *dx,
                         float *dw) {
   if (!p->has_w) dw = NULL;
   if (!dx && !dw) return;

@@ -21,7 +21,7 @@
  *
  * When a table would not fit (too many entries, offsets beyond int32) the
  * stage runs as a generic loop over its iteration space instead: slower, but
- * exact and still allocation-free; syno_gemm_plan_generic says so.
+ * exact and still allocation-free; exec_gemm_plan_generic says so.
  *
  * The plan owns every buffer it uses; forward and backward allocate nothing.
  * Not thread-safe (one call at a time). */
@@ -36,13 +36,13 @@ typedef struct {
   const syno_access_t *acc;           /* an access of the nest, or NULL: linear */
   int64_t stride[SYNO_NEST_MAX_VARS]; /* linear: per loop variable, 0 = not read */
   int64_t numel;                      /* linear: element count */
-} syno_gemm_operand_t;
+} exec_gemm_operand_t;
 
 typedef struct {
   const syno_nest_t *n;              /* the forward nest: extents and index expressions */
   bool in_stage[SYNO_NEST_MAX_VARS]; /* the variables this stage iterates over */
   bool result[SYNO_NEST_MAX_VARS];   /* those kept in C (the others are summed) */
-  syno_gemm_operand_t a, w;
+  exec_gemm_operand_t a, w;
   bool has_w;
   /* The layout of C: when choose_layout, the plan picks it ([G][N][M], so
    * that the GEMM writes C in place) and fills res_stride and res_numel;
@@ -52,29 +52,29 @@ typedef struct {
   int64_t res_numel;
   int64_t divisor; /* alpha = 1 / divisor */
   bool loop;       /* run as the generic loop even when the tables fit (tests) */
-} syno_gemm_stage_t;
+} exec_gemm_stage_t;
 
-typedef struct syno_gemm_plan syno_gemm_plan_t;
+typedef struct exec_gemm_plan exec_gemm_plan_t;
 
 /* Builds a plan for stage st under binding b of v (fills st->res_stride and
  * st->res_numel when st->choose_layout). The nest and the accesses must
  * outlive the plan. 0 on success; -1 on error (out of memory, a size that
  * does not evaluate, an empty loop). */
-int syno_gemm_plan_new(syno_gemm_stage_t *st, const syno_vars_t *v, int b, syno_gemm_plan_t **out,
+int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_gemm_plan_t **out,
                        syno_error_t *err);
-void syno_gemm_plan_free(syno_gemm_plan_t *p);
+void exec_gemm_plan_free(exec_gemm_plan_t *p);
 
 /* NULL when the stage runs as gather + GEMM + scatter, else why it runs as a
  * generic loop (static storage). */
-const char *syno_gemm_plan_generic(const syno_gemm_plan_t *p);
+const char *exec_gemm_plan_generic(const exec_gemm_plan_t *p);
 /* Multiply-adds of the stage, 2 each (the product of its extents, times 2). */
-int64_t syno_gemm_plan_flops(const syno_gemm_plan_t *p);
+int64_t exec_gemm_plan_flops(const exec_gemm_plan_t *p);
 
 /* c = alpha * sum A W (w ignored without a weight); c is overwritten. */
-void syno_gemm_forward(syno_gemm_plan_t *p, const float *a, const float *w, float *c);
+void exec_gemm_forward(exec_gemm_plan_t *p, const float *a, const float *w, float *c);
 /* da = dL/dA, dw = dL/dW given dc = dL/dC; either may be NULL (not wanted),
  * the others are overwritten. */
-void syno_gemm_backward(syno_gemm_plan_t *p, const float *a, const float *w, const float *dc, float *da,
+void exec_gemm_backward(exec_gemm_plan_t *p, const float *a, const float *w, const float *dc, float *da,
                         float *dw);
 
 #endif

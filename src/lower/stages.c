@@ -22,7 +22,7 @@ static unsigned tensors_above(const syno_operator_t *op, syno_dim_t d) {
   return 0; /* an expanded dim */
 }
 
-static double set_numel(const syno_stages_t *s, syno_varset_t m) {
+static double set_numel(const lower_stages_t *s, syno_varset_t m) {
   double x = 1;
   for (int i = 0; i < s->nv; i++)
     if (m >> i & 1) x *= (double)s->ext[i];
@@ -30,7 +30,7 @@ static double set_numel(const syno_stages_t *s, syno_varset_t m) {
 }
 
 /* The variable sets of each stage of sequence seq; returns the total size. */
-static double stage_sets(const syno_stages_t *s, const int *seq, int n, syno_varset_t *part,
+static double stage_sets(const lower_stages_t *s, const int *seq, int n, syno_varset_t *part,
                          syno_varset_t *result) {
   syno_varset_t run = s->reads[0];
   double size = 0;
@@ -50,7 +50,7 @@ static double stage_sets(const syno_stages_t *s, const int *seq, int n, syno_var
   return size;
 }
 
-static void consider(syno_stages_t *s, const int *seq, int n) {
+static void consider(lower_stages_t *s, const int *seq, int n) {
   syno_varset_t part[SYNO_MAX_STAGES], result[SYNO_MAX_STAGES];
   double f = stage_sets(s, seq, n, part, result);
   if (s->n_stages == 0 || f < s->size || (f == s->size && n > s->n_stages)) {
@@ -63,7 +63,7 @@ static void consider(syno_stages_t *s, const int *seq, int n) {
 }
 
 /* Every order of the weights the Shares allow, after `early` leading stages. */
-static void orders(syno_stages_t *s, int *seq, int n, int early, unsigned placed) {
+static void orders(lower_stages_t *s, int *seq, int n, int early, unsigned placed) {
   if (n - early == s->nw) {
     consider(s, seq, n);
     return;
@@ -75,8 +75,8 @@ static void orders(syno_stages_t *s, int *seq, int n, int early, unsigned placed
   }
 }
 
-int syno_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
-                     syno_stages_t *s, const char **reason, syno_error_t *err) {
+int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
+                     lower_stages_t *s, const char **reason, syno_error_t *err) {
   memset(s, 0, sizeof *s);
   *reason = NULL;
   if (fwd->target != -1) return syno_error_set(err, "stages: not a forward nest");
@@ -148,7 +148,7 @@ int syno_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const sy
   return 0;
 }
 
-double syno_stages_flops(const syno_stages_t *s) {
+double lower_stages_flops(const lower_stages_t *s) {
   double flops = 0;
   for (int k = 0; k < s->n_stages; k++)
     flops += set_numel(s, s->part[k]) * ((s->seq[k] > 0) + (s->part[k] != s->result[k]));
@@ -158,11 +158,11 @@ double syno_stages_flops(const syno_stages_t *s) {
 
 int syno_forward_flops(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
                        int64_t *flops, syno_error_t *err) {
-  syno_stages_t s;
+  lower_stages_t s;
   const char *reason;
-  if (syno_stages_plan(op, fwd, v, b, &s, &reason, err)) return -1;
+  if (lower_stages_plan(op, fwd, v, b, &s, &reason, err)) return -1;
   if (reason) return syno_nest_flops(fwd, v, b, flops, err);
-  double f = syno_stages_flops(&s);
+  double f = lower_stages_flops(&s);
   if (!(f < 0x1p62)) return syno_error_set(err, "FLOP count overflows 64 bits");
   *flops = (int64_t)f;
   return 0;

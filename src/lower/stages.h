@@ -39,18 +39,18 @@ typedef struct {
   int seq[SYNO_MAX_STAGES];             /* 0: the early reduction, else a weight */
   syno_varset_t part[SYNO_MAX_STAGES], result[SYNO_MAX_STAGES];
   double size;                          /* sum of the stages' sizes */
-} syno_stages_t;
+} lower_stages_t;
 
 /* Plans the stages of forward nest fwd of op under binding b. Returns 0 and
  * fills *p, or 0 with *reason set (static storage) when the nest cannot be
  * staged (guards, a tensor read by several factors or by none, an empty
  * loop); -1 on error. */
-int syno_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
-                     syno_stages_t *p, const char **reason, syno_error_t *err);
+int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
+                     lower_stages_t *p, const char **reason, syno_error_t *err);
 
 /* The plan's FLOPs (multiply-add = 2): per point of a stage, one multiply
  * when it has a weight and one add when it sums a variable; one division
  * per output element for a Mean. With one stage this is syno_nest_flops. */
-double syno_stages_flops(const syno_stages_t *p);
+double lower_stages_flops(const lower_stages_t *p);
 
 #endif

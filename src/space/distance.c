@@ -71,7 +71,7 @@ static int pooled_add(syno_dim_t *list, int n, syno_dim_t r) {
 int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   if (n->distance < 0)
-    n->distance = space_iface_distance(s, n->stage, node_dims(s, n), n->n_dims, n->n_weights, n->count,
+    n->distance = space_iface_distance(s, n->stage, space_node_dims(s, n), n->n_dims, n->n_weights, n->count,
                                        n->usage[SYNO_PRIMARY],
                                        s->spec.opts.depth - n->depth);
   return n->distance;

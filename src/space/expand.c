@@ -21,7 +21,7 @@ static int gen_reductions(syno_space_t *s, uint32_t id, syno_error_t *err) {
   syno_size_t last = syno_size_one(), total = syno_size_one();
   /* A copy: the pool may move while children are added. */
   syno_dim_t dims[SPACE_MAX_IFACE];
-  memcpy(dims, node_dims(s, &n), sizeof(syno_dim_t) * (size_t)n.n_dims);
+  memcpy(dims, space_node_dims(s, &n), sizeof(syno_dim_t) * (size_t)n.n_dims);
   for (int i = 0; i < n.n_dims; i++) {
     const syno_dimension_t *d = syno_graph_dim(s->g, dims[i]);
     if (d->kind != SYNO_DIM_REDUCE) continue;
@@ -54,8 +54,8 @@ static int gen_reductions(syno_space_t *s, uint32_t id, syno_error_t *err) {
         continue;
       }
       iface_t f;
-      iface_from(s, &n, &f);
-      if (!iface_use(s, &f, cand[c], false) || !iface_add(&f, r)) {
+      space_iface_from(s, &n, &f);
+      if (!space_iface_use(s, &f, cand[c], false) || !space_iface_add(&f, r)) {
         s->stats.prune[SYNO_PRUNE_LIMIT]++;
         continue;
       }
@@ -64,7 +64,7 @@ static int gen_reductions(syno_space_t *s, uint32_t id, syno_error_t *err) {
     }
   }
   iface_t f;
-  iface_from(s, &n, &f);
+  space_iface_from(s, &n, &f);
   syno_step_t st = {.kind = SYNO_STEP_BEGIN};
   return space_add_child(s, id, SYNO_STAGE_NORMAL, &f, st, err);
 }

@@ -108,7 +108,7 @@ static void sort_by_hash(const syno_graph_t *g, syno_dim_t *d, int n) {
 int space_gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   node_t *n = &s->nodes[id];
   if (n->n_weights == 0) return 0;
-  const syno_dim_t *dims = node_dims(s, n);
+  const syno_dim_t *dims = space_node_dims(s, n);
   syno_dim_t cand[SPACE_MAX_IFACE];
   int n_cand = 0;
   final_t fin;
@@ -131,7 +131,7 @@ int space_gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
     if (fin.rank[t] == 0) return 0;
   for (int f = 0; f < s->spec.n_fixed; f++) fin.axes[0][s->spec.fixed_in[f]] = s->iter[s->spec.fixed_out[f]];
   fin.n_exp = n->n_exp;
-  memcpy(fin.exp, node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
+  memcpy(fin.exp, space_node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
   /* Weight axes and expansions in structural-hash order (spec 4.3), so an
    * operator prints the same in every space. */
   for (int t = 1; t < fin.n_tensors; t++) sort_by_hash(s->g, fin.axes[t], fin.rank[t]);
@@ -148,11 +148,11 @@ int space_gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   int kept = 0;
   for (int i = 0; i < n_best; i++) {
     best[i].hash = space_final_key(s, &best[i]);
-    if (rule_on(s, SYNO_RULE_C4)) {
+    if (space_rule_on(s, SYNO_RULE_C4)) {
       bool seen;
       if (space_final_seen(s, &best[i], &seen, err)) return -1;
       if (seen) {
-        count_rule(s, SYNO_RULE_C4);
+        space_count_rule(s, SYNO_RULE_C4);
         continue;
       }
     }

@@ -23,8 +23,8 @@ typedef struct {
 
 /* Checks rule r: when it is on and `hit`, count and report a rejection. */
 static bool reject(gen_t *G, syno_rule_t r, bool hit) {
-  if (!hit || !rule_on(G->s, r)) return false;
-  count_rule(G->s, r);
+  if (!hit || !space_rule_on(G->s, r)) return false;
+  space_count_rule(G->s, r);
   return true;
 }
 
@@ -61,12 +61,12 @@ static int emit(gen_t *G, const syno_dim_t *gone, int n_gone, const syno_dim_t *
       return 0;
     }
   iface_t f;
-  iface_from(G->s, &G->n, &f);
+  space_iface_from(G->s, &G->n, &f);
   f.count[kind]++;
-  for (int i = 0; i < n_gone; i++) iface_remove(&f, gone[i]);
+  for (int i = 0; i < n_gone; i++) space_iface_remove(&f, gone[i]);
   for (int i = 0; i < n_made; i++)
-    if (!iface_add(&f, made[i])) return 0;
-  if (use && !iface_use(G->s, &f, *use, primary_only)) {
+    if (!space_iface_add(&f, made[i])) return 0;
+  if (use && !space_iface_use(G->s, &f, *use, primary_only)) {
     G->s->stats.prune[SYNO_PRUNE_LIMIT]++;
     return 0;
   }
@@ -192,7 +192,7 @@ static int gen_merge(gen_t *G) {
         syno_size_t k = dsize(G, p->out[1]);
         if (reject(G, SYNO_RULE_O3, lb(G, syno_size_div(B, k)) >= 1)) continue;
         if (syno_size_trait(syno_size_div(k, B)) == SYNO_TRAIT_COEFFICIENT) { /* B properly divides the window */
-          count_rule(G->s, SYNO_RULE_O3);
+          space_count_rule(G->s, SYNO_RULE_O3);
           continue;
         }
       }
@@ -286,7 +286,7 @@ static int gen_unfold(gen_t *G) {
 
 /* A stand-alone Expand of a Merge's minor input: repeat_interleave (spec 3.7). */
 static int gen_expand(gen_t *G) {
-  const syno_dim_t *exps = node_exps(G->s, &G->n);
+  const syno_dim_t *exps = space_node_exps(G->s, &G->n);
   double repeat = 1;
   for (int i = 0; i < G->n.n_exp; i++)
     if (below_is(G, exps[i], SYNO_PRIM_MERGE)) repeat *= ub(G, dsize(G, exps[i]));
@@ -305,10 +305,10 @@ static int gen_expand(gen_t *G) {
     uint32_t prim;
     if (syno_graph_expand(G->g, d, &prim, NULL)) continue;
     iface_t f;
-    iface_from(G->s, &G->n, &f);
+    space_iface_from(G->s, &G->n, &f);
     f.count[SYNO_PRIM_EXPAND]++;
-    iface_remove(&f, d);
-    iface_add_exp(&f, d);
+    space_iface_remove(&f, d);
+    space_iface_add_exp(&f, d);
     syno_step_t st = {.kind = SYNO_STEP_PRIM, .prim = SYNO_PRIM_EXPAND, .prim_id = prim};
     if (space_add_child(G->s, G->id, SYNO_STAGE_NORMAL, &f, st, G->err)) return -1;
   }
@@ -422,7 +422,7 @@ static int finish_contraction(contract_t *C) {
     }
   }
   iface_t f;
-  iface_from(G->s, &G->n, &f);
+  space_iface_from(G->s, &G->n, &f);
   memcpy(f.usage, C->usage, sizeof f.usage);
   f.n_weights = C->w;
   f.count[SYNO_PRIM_SHARE] = (int8_t)(f.count[SYNO_PRIM_SHARE] + shares);
@@ -433,11 +433,11 @@ static int finish_contraction(contract_t *C) {
       G->s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
       return 0;
     }
-    iface_remove(&f, C->cand[i]);
-    if (!iface_add(&f, wdim)) return 0;
+    space_iface_remove(&f, C->cand[i]);
+    if (!space_iface_add(&f, wdim)) return 0;
     if (C->choice[i] == 2) {
-      if (syno_graph_expand(G->g, data, NULL, NULL) || !iface_add_exp(&f, data)) return 0;
-    } else if (!iface_add(&f, data)) {
+      if (syno_graph_expand(G->g, data, NULL, NULL) || !space_iface_add_exp(&f, data)) return 0;
+    } else if (!space_iface_add(&f, data)) {
       return 0;
     }
     if (color(G, data)->height > opts(G)->max_chain) {
@@ -578,7 +578,7 @@ int space_gen_normal(syno_space_t *s, uint32_t id, syno_error_t *err) {
   G.err = err;
   /* The node's dims are copied: the pool may move while children are added. */
   syno_dim_t dims[SPACE_MAX_IFACE];
-  memcpy(dims, node_dims(s, &G.n), sizeof(syno_dim_t) * (size_t)G.n.n_dims);
+  memcpy(dims, space_node_dims(s, &G.n), sizeof(syno_dim_t) * (size_t)G.n.n_dims);
   G.dims = dims;
   for (int i = 0; i < G.n.n_dims; i++) {
     syno_dim_t d = dims[i];

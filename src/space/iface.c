@@ -1,14 +1,14 @@
 /* Interfaces under construction, and the sizes a step may bring into one.
  *
  * A generator builds each child as an iface_t: a copy of its node's
- * interface (iface_from), less the dims the step consumes, plus the dims and
+ * interface (space_iface_from), less the dims the step consumes, plus the dims and
  * expansions it makes, with the powers of every new size counted against
  * the variables' occurrence limits (spec 1.5). The store (store.c) then
  * sorts and interns it; until then its dims are in no particular order.
  *
  * Invariants: an iface_t holds at most SPACE_MAX_IFACE dims and as many
  * expansions, and its usage never exceeds a variable's max_occurrence: the
- * adders and iface_use return false instead (having possibly changed f,
+ * adders and space_iface_use return false instead (having possibly changed f,
  * which the caller then drops). The sizes offered to a step (the odometer,
  * space_enum_sizes) are in a fixed order, coefficients varying fastest, so
  * a space's children come out in the same order every time. */
@@ -17,17 +17,17 @@
 
 #include "space_internal.h"
 
-void iface_from(const syno_space_t *s, const node_t *n, iface_t *f) {
+void space_iface_from(const syno_space_t *s, const node_t *n, iface_t *f) {
   f->n_dims = n->n_dims;
   f->n_exp = n->n_exp;
-  memcpy(f->dims, node_dims(s, n), sizeof(syno_dim_t) * (size_t)n->n_dims);
-  memcpy(f->exp, node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
+  memcpy(f->dims, space_node_dims(s, n), sizeof(syno_dim_t) * (size_t)n->n_dims);
+  memcpy(f->exp, space_node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
   f->n_weights = n->n_weights;
   memcpy(f->usage, n->usage, sizeof f->usage);
   memcpy(f->count, n->count, sizeof f->count);
 }
 
-bool iface_remove(iface_t *f, syno_dim_t d) {
+bool space_iface_remove(iface_t *f, syno_dim_t d) {
   for (int i = 0; i < f->n_dims; i++)
     if (f->dims[i] == d) {
       f->dims[i] = f->dims[--f->n_dims];
@@ -36,19 +36,19 @@ bool iface_remove(iface_t *f, syno_dim_t d) {
   return false;
 }
 
-bool iface_add(iface_t *f, syno_dim_t d) {
+bool space_iface_add(iface_t *f, syno_dim_t d) {
   if (f->n_dims >= SPACE_MAX_IFACE) return false;
   f->dims[f->n_dims++] = d;
   return true;
 }
 
-bool iface_add_exp(iface_t *f, syno_dim_t d) {
+bool space_iface_add_exp(iface_t *f, syno_dim_t d) {
   if (f->n_exp >= SPACE_MAX_IFACE) return false;
   f->exp[f->n_exp++] = d;
   return true;
 }
 
-bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only) {
+bool space_iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only) {
   const syno_vars_t *v = &s->spec.vars;
   for (int k = 0; k < (primary_only ? 1 : 2); k++) {
     const int8_t *pw = k == SYNO_PRIMARY ? size.p : size.c;

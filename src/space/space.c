@@ -47,7 +47,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
     }
     bool fixed = false;
     for (int f = 0; f < spec->n_fixed; f++) fixed = fixed || spec->fixed_out[f] == i;
-    if (!fixed) iface_add(&root, s->iter[i]);
+    if (!fixed) space_iface_add(&root, s->iter[i]);
   }
   if (space_add_root(s, &root, err)) {
     syno_space_free(s);
@@ -88,7 +88,7 @@ uint32_t syno_space_root(const syno_space_t *s) {
 syno_stage_t syno_node_stage(const syno_space_t *s, uint32_t node) { return s->nodes[node].stage; }
 int syno_node_depth(const syno_space_t *s, uint32_t node) { return s->nodes[node].depth; }
 int syno_node_dims(const syno_space_t *s, uint32_t node, const syno_dim_t **dims) {
-  *dims = node_dims(s, &s->nodes[node]);
+  *dims = space_node_dims(s, &s->nodes[node]);
   return s->nodes[node].n_dims;
 }
 

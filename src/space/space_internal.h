@@ -121,18 +121,18 @@ static inline bool space_weight_axis(const syno_graph_t *g, syno_dim_t d) {
 }
 
 static inline node_t *space_node(const syno_space_t *s, uint32_t id) { return &s->nodes[id]; }
-static inline const syno_dim_t *node_dims(const syno_space_t *s, const node_t *n) { return s->pool + n->off; }
-static inline const syno_dim_t *node_exps(const syno_space_t *s, const node_t *n) { return s->pool + n->off + n->n_dims; }
+static inline const syno_dim_t *space_node_dims(const syno_space_t *s, const node_t *n) { return s->pool + n->off; }
+static inline const syno_dim_t *space_node_exps(const syno_space_t *s, const node_t *n) { return s->pool + n->off + n->n_dims; }
 
 /* Interfaces under construction (iface.c). Starts a child interface as a
  * copy of node n's. */
-void iface_from(const syno_space_t *s, const node_t *n, iface_t *f);
-bool iface_remove(iface_t *f, syno_dim_t d);
-bool iface_add(iface_t *f, syno_dim_t d);
-bool iface_add_exp(iface_t *f, syno_dim_t d);
+void space_iface_from(const syno_space_t *s, const node_t *n, iface_t *f);
+bool space_iface_remove(iface_t *f, syno_dim_t d);
+bool space_iface_add(iface_t *f, syno_dim_t d);
+bool space_iface_add_exp(iface_t *f, syno_dim_t d);
 /* Adds |powers| of `size` (primary only when primary_only) to the usage;
  * false when some variable would exceed its occurrence limit. */
-bool iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only);
+bool space_iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool primary_only);
 
 /* Calls keep on every size whose exponents lie in [lo, hi] per variable
  * (coefficients vary fastest) and stores those it keeps, up to max. */
@@ -205,7 +205,7 @@ int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *
 /* The normal-stage generators (gen.c). */
 int space_gen_normal(syno_space_t *s, uint32_t node, syno_error_t *err);
 
-static inline void count_rule(syno_space_t *s, syno_rule_t r) { s->stats.rule[r]++; }
-static inline bool rule_on(const syno_space_t *s, syno_rule_t r) { return s->spec.opts.rule[r]; }
+static inline void space_count_rule(syno_space_t *s, syno_rule_t r) { s->stats.rule[r]++; }
+static inline bool space_rule_on(const syno_space_t *s, syno_rule_t r) { return s->spec.opts.rule[r]; }
 
 #endif

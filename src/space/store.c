@@ -40,8 +40,8 @@ static uint64_t iface_hash(syno_stage_t stage, const iface_t *f) {
 
 static bool same_iface(const syno_space_t *s, const node_t *n, syno_stage_t stage, const iface_t *f) {
   return n->stage == stage && n->n_dims == f->n_dims && n->n_exp == f->n_exp &&
-         !memcmp(node_dims(s, n), f->dims, sizeof(syno_dim_t) * (size_t)f->n_dims) &&
-         !memcmp(node_exps(s, n), f->exp, sizeof(syno_dim_t) * (size_t)f->n_exp);
+         !memcmp(space_node_dims(s, n), f->dims, sizeof(syno_dim_t) * (size_t)f->n_dims) &&
+         !memcmp(space_node_exps(s, n), f->exp, sizeof(syno_dim_t) * (size_t)f->n_exp);
 }
 
 /* A table probe for interface f at stage `stage`, whose hash is `hash`. */
@@ -145,7 +145,7 @@ static void set_flops_bound(syno_space_t *s, uint32_t id) {
   for (int b = 0; b < s->spec.vars.nbind; b++) {
     syno_flops_game_t fg;
     double cost;
-    if (syno_flops_game_build(s->g, node_dims(s, n), n->n_dims, node_exps(s, n), n->n_exp, s->input_numel[b], b,
+    if (syno_flops_game_build(s->g, space_node_dims(s, n), n->n_dims, space_node_exps(s, n), n->n_exp, s->input_numel[b], b,
                               &fg, NULL) ||
         syno_flops_game_solve(&fg, &cost, NULL))
       return;
@@ -170,7 +170,7 @@ static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_s
   n->twins = n->twins || syno_graph_dim(s->g, step.prim_id)->index > 0;
   const syno_space_opts_t *o = &s->spec.opts;
   bool pooling_term = o->max_tensors == 2 && o->max_pooling >= 1;
-  const syno_dim_t *dims = node_dims(s, n);
+  const syno_dim_t *dims = space_node_dims(s, n);
   n->red_numel = n->red_bound = 0;
   for (int b = 0; b < s->spec.vars.nbind; b++) {
     double r = 1;
@@ -192,7 +192,7 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
    * whose children are renamings of each other then reach one node, and
    * the second is dropped. */
   bool twins = stage == SYNO_STAGE_NORMAL && step.kind != SYNO_STEP_BEGIN && s->nodes[parent].twins &&
-               rule_on(s, SYNO_RULE_U4);
+               space_rule_on(s, SYNO_RULE_U4);
   if (twins && space_canon_twins(s, f, err)) return -1;
   uint32_t id;
   bool created;
@@ -204,7 +204,7 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
   if (twins && !created)
     for (size_t i = s->gen_start; i < s->n_steps; i++)
       if (s->steps[i].target == id) {
-        count_rule(s, SYNO_RULE_U4);
+        space_count_rule(s, SYNO_RULE_U4);
         return 0;
       }
   if (created) {

@@ -55,20 +55,20 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
     if (!(ge <= TOL)) fail_msg("%s [%s]: gradient of tensor %d differs by %g", what, syno_exec_strategy(e), i, ge);
   }
   /* The generic loop of every stage, where the staged path applies. */
-  syno_chain_t *loops = NULL;
+  exec_chain_t *loops = NULL;
   const char *why = NULL;
-  if (syno_chain_new(op, &low->forward, v, 0, true, &loops, &why, &err)) fail_msg("%s: %s", what, err.msg);
+  if (exec_chain_new(op, &low->forward, v, 0, true, &loops, &why, &err)) fail_msg("%s: %s", what, err.msg);
   if (loops) {
     for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
-    syno_chain_forward(loops, (const float *const *)t, out);
+    exec_chain_forward(loops, (const float *const *)t, out);
     fe = st_rel_err(out, want, n_out);
     if (!(fe <= TOL)) fail_msg("%s [loops]: forward differs by %g", what, fe);
-    syno_chain_backward(loops, (const float *const *)t, gout, g);
+    exec_chain_backward(loops, (const float *const *)t, gout, g);
     for (int i = 0; i < nt; i++) {
       double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
       if (!(ge <= TOL)) fail_msg("%s [loops]: gradient of tensor %d differs by %g", what, i, ge);
     }
-    syno_chain_free(loops);
+    exec_chain_free(loops);
   }
   int fast = syno_exec_fallback_reason(e) == NULL;
   if (fast) assert_true(strcmp(syno_exec_strategy(e), "interp") != 0);
