@@ -2,6 +2,7 @@
  * JSON, and checking a spec for contradictions. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +169,14 @@ static int get_int(const cJSON *obj, const char *key, int *out, syno_error_t *er
   return 0;
 }
 
+static int get_bool(const cJSON *obj, const char *key, bool *out, syno_error_t *err) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!x) return 0;
+  if (!cJSON_IsBool(x)) return syno_error_set(err, "field '%s' must be true or false", key);
+  *out = cJSON_IsTrue(x);
+  return 0;
+}
+
 static const char *get_string(const cJSON *obj, const char *key, syno_error_t *err, int *rc) {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!x) return NULL;
@@ -178,7 +187,9 @@ static const char *get_string(const cJSON *obj, const char *key, syno_error_t *e
 static const char *known_fields[] = {
     "preset", "vars", "input", "output", "bind", "fixed", "depth", "max_chain", "max_tensors", "max_reductions",
     "min_flops", "max_flops", "max_params", "max_pooling", "primitives", "max_count", "rules", "max_finalizations",
-    "min_weight_params", "max_rdom_multiplier", "max_unfold_kernel", "min_unfold_ratio", "max_shift_pattern", "max_expansion_merge", NULL};
+    "min_weight_params", "max_rdom_multiplier", "max_unfold_kernel", "min_unfold_ratio", "max_shift_pattern", "max_expansion_merge",
+    "max_expansion_repeat", "max_strided_dim", "min_shared_weight_dim", "max_shared_weight_dim", "max_enumerations",
+    "max_vars_in_size", "max_powers_in_size", "prune_distance", "group_distance", "prune_flops", NULL};
 
 int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_error_t *err) {
   cJSON *root = cJSON_Parse(json);
@@ -283,8 +294,21 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
       (rc = get_number(root, "max_unfold_kernel", &o->max_unfold_kernel, false, err)) ||
       (rc = get_number(root, "min_unfold_ratio", &o->min_unfold_ratio, false, err)) ||
       (rc = get_number(root, "max_shift_pattern", &o->max_shift_pattern, false, err)) ||
-      (rc = get_number(root, "max_expansion_merge", &o->max_expansion_merge, false, err)))
+      (rc = get_number(root, "max_expansion_merge", &o->max_expansion_merge, false, err)) ||
+      (rc = get_number(root, "max_expansion_repeat", &o->max_expansion_repeat, false, err)) ||
+      (rc = get_number(root, "max_strided_dim", &o->max_strided_dim, false, err)) ||
+      (rc = get_number(root, "min_shared_weight_dim", &o->min_shared_weight_dim, false, err)) ||
+      (rc = get_number(root, "max_shared_weight_dim", &o->max_shared_weight_dim, false, err)) ||
+      (rc = get_int(root, "max_enumerations", &o->max_enumerations, err)) ||
+      (rc = get_int(root, "max_vars_in_size", &o->max_vars_in_size, err)) ||
+      (rc = get_int(root, "max_powers_in_size", &o->max_powers_in_size, err)) ||
+      (rc = get_bool(root, "prune_distance", &o->prune_distance, err)) ||
+      (rc = get_bool(root, "group_distance", &o->group_distance, err)) ||
+      (rc = get_bool(root, "prune_flops", &o->prune_flops, err)))
     goto done;
+  /* -1: no limit on the variables or powers in a size (the C++ defaults) */
+  if (o->max_vars_in_size < 0) o->max_vars_in_size = INT_MAX;
+  if (o->max_powers_in_size < 0) o->max_powers_in_size = INT_MAX;
   /* "primitives": {"stride": true, "expand": false, ...}; "rules": {"R1": false, ...} */
   const cJSON *prims = cJSON_GetObjectItemCaseSensitive(root, "primitives");
   for (const cJSON *p = prims ? prims->child : NULL; p; p = p->next) {
