@@ -16,10 +16,10 @@
  * nest, and the forward nest plus every backward nest), medians of
  * --sample-reps repeats; the ratio is interpreter / executor (the speed-up).
  * Times are in ms. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 
 #include <cblas.h>
 
@@ -64,8 +64,8 @@ static int build(built_t *o, const char *bind, syno_error_t *err) {
 
 /* --- two-weight operators from the search space --- */
 
-#define SAMPLE_PICK 4     /* operators timed */
-#define SAMPLE_STRIDE 10  /* every 10th distinct two-weight operator of the enumeration */
+#define SAMPLE_PICK 4    /* operators timed */
+#define SAMPLE_STRIDE 10 /* every 10th distinct two-weight operator of the enumeration */
 #define SAMPLE_BIND "N=8,C_in=16,C_out=16,H=16,W=16,k=3,s=2"
 
 typedef struct {
@@ -112,8 +112,8 @@ static int bench_sample(int reps) {
     return 1;
   }
   printf("\ntwo-weight operators of the conv2d space at %s; %d repeats, medians in ms\n", SAMPLE_BIND, reps);
-  printf("%-3s %-6s %9s %9s %7s | %9s %9s %7s | %s\n", "op", "stages", "exec fwd", "interp", "speedup",
-         "exec f+b", "interp", "speedup", "rel err");
+  printf("%-3s %-6s %9s %9s %7s | %9s %9s %7s | %s\n", "op", "stages", "exec fwd", "interp", "speedup", "exec f+b",
+         "interp", "speedup", "rel err");
   int rc = 0;
   for (int k = 0; k < c->n_ops; k++) {
     const syno_operator_t *op = &c->ops[k];
@@ -173,7 +173,8 @@ static int bench_sample(int reps) {
       teb[r] = t3 - t2;
       tib[r] = t4 - t3;
     }
-    double ef = bench_median(tef, reps), inf = bench_median(tif, reps), eb = bench_median(teb, reps), ib = bench_median(tib, reps);
+    double ef = bench_median(tef, reps), inf = bench_median(tif, reps), eb = bench_median(teb, reps),
+           ib = bench_median(tib, reps);
     char label[16];
     snprintf(label, sizeof label, "#%d", k);
     printf("%-3s %-6s %9.2f %9.1f %7.0f | %9.2f %9.1f %7.0f | %.1e\n", label, syno_exec_strategy(e), 1e3 * ef,
@@ -238,8 +239,14 @@ int main(int argc, char **argv) {
     }
     syno_rng_t rng;
     syno_rng_seed(&rng, 42, s);
-    syno_conv2d_cfg_t cfg = {.backend = SYNO_CONV_IM2COL, .in_channels = C, .out_channels = C, .kernel_h = k, .kernel_w = k,
-                             .pad_h = k / 2, .pad_w = k / 2, .bias = 0};
+    syno_conv2d_cfg_t cfg = {.backend = SYNO_CONV_IM2COL,
+                             .in_channels = C,
+                             .out_channels = C,
+                             .kernel_h = k,
+                             .kernel_w = k,
+                             .pad_h = k / 2,
+                             .pad_w = k / 2,
+                             .bias = 0};
     syno_layer_t *conv = syno_nn_conv2d_create(&cfg, &rng);
     if (!conv) return 1;
     int64_t nx = syno_exec_numel(e, 0), nw = syno_exec_numel(e, 1), ny = syno_exec_numel(e, -1);
@@ -292,10 +299,11 @@ int main(int argc, char **argv) {
       teb[r] = t3 - t2;
       tnb[r] = t4 - t3;
     }
-    double ef = bench_median(tef, reps), nf = bench_median(tnf, reps), eb = bench_median(teb, reps), nb = bench_median(tnb, reps);
+    double ef = bench_median(tef, reps), nf = bench_median(tnf, reps), eb = bench_median(teb, reps),
+           nb = bench_median(tnb, reps);
     char label[64];
-    snprintf(label, sizeof label, "%lld, %lld, %lldx%lld, %lld", (long long)N, (long long)C, (long long)H,
-             (long long)W, (long long)k);
+    snprintf(label, sizeof label, "%lld, %lld, %lldx%lld, %lld", (long long)N, (long long)C, (long long)H, (long long)W,
+             (long long)k);
     printf("%-22s %9.2f %9.2f %6.2f | %9.2f %9.2f %6.2f | %.1e\n", label, 1e3 * ef, 1e3 * nf, ef / nf, 1e3 * eb,
            1e3 * nb, eb / nb, re);
     free(tf);

@@ -30,70 +30,73 @@ static const char usage[] =
     "Defaults: fashion-mnist, pad 2, batch 1, 1 thread, 101 repeats; without --op, the operator\n"
     "the Fashion-MNIST search found (a 1x3 convolution, see README).\n";
 
-int main(int argc, char **argv)
-{
-    const char *ops[MAX_OPS];
-    int nops = 0, reps = 101, threads = 1, pad = 2;
-    long batch = 1;
-    const char *dataset = "fashion-mnist";
-    for (int i = 1; i < argc; i++) {
-        if (!bench_common_opt("op", usage, argc, argv, &i, &reps, 1000))
-            continue;
-        if (i + 1 < argc && !strcmp(argv[i], "--op") && nops < MAX_OPS) ops[nops++] = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--dataset")) dataset = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--pad")) pad = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--batch")) batch = atol(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
-        else bench_unknown_opt("op", argv[i]);
+int main(int argc, char **argv) {
+  const char *ops[MAX_OPS];
+  int nops = 0, reps = 101, threads = 1, pad = 2;
+  long batch = 1;
+  const char *dataset = "fashion-mnist";
+  for (int i = 1; i < argc; i++) {
+    if (!bench_common_opt("op", usage, argc, argv, &i, &reps, 1000)) continue;
+    if (i + 1 < argc && !strcmp(argv[i], "--op") && nops < MAX_OPS)
+      ops[nops++] = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--dataset"))
+      dataset = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--pad"))
+      pad = atoi(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--batch"))
+      batch = atol(argv[++i]);
+    else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
+      threads = atoi(argv[++i]);
+    else
+      bench_unknown_opt("op", argv[i]);
+  }
+  int side = !strcmp(dataset, "digits") ? 8 : !strcmp(dataset, "fashion-mnist") ? 28 : 0;
+  if (!nops) ops[nops++] = default_op;
+  if (!side || pad < 0 || pad > 64 || batch < 1 || threads < 1) {
+    fprintf(stderr,
+            "op: the dataset is digits or fashion-mnist, pad 0..64, batch and threads positive "
+            "(see --help)\n");
+    return 2;
+  }
+  syno_nn_threads_set(threads);
+  bench_print_setup(reps);
+  printf("ResNet on %s (1x%dx%d), batch %ld, inference; times in ms\n", dataset, side + 2 * pad, side + 2 * pad, batch);
+  for (int k = 0; k < nops; k++) {
+    syno_error_t err = {0};
+    syno_slotop_t *op = NULL;
+    if (syno_slotop_parse(ops[k], &op, &err)) {
+      fprintf(stderr, "op: %s\n", err.msg);
+      return 2;
     }
-    int side = !strcmp(dataset, "digits") ? 8 : !strcmp(dataset, "fashion-mnist") ? 28 : 0;
-    if (!nops)
-        ops[nops++] = default_op;
-    if (!side || pad < 0 || pad > 64 || batch < 1 || threads < 1) {
-        fprintf(stderr, "op: the dataset is digits or fashion-mnist, pad 0..64, batch and threads positive "
-                        "(see --help)\n");
-        return 2;
+    syno_backbone_cfg_t bc = {
+        .name = "resnet", .in_c = 1, .in_h = side + 2 * pad, .in_w = side + 2 * pad, .nclasses = 10, .op = op};
+    syno_rng_t rng;
+    syno_rng_seed(&rng, 1, 1);
+    syno_backbone_t cand;
+    syno_latency_cmp_t lc;
+    if (syno_backbone_build(&bc, &rng, &cand, &err) ||
+        syno_backbone_latency_cmp(&cand, &bc, &rng, batch, reps, &lc, &err)) {
+      fprintf(stderr, "op: %s\n", err.msg);
+      return 1;
     }
-    syno_nn_threads_set(threads);
-    bench_print_setup(reps);
-    printf("ResNet on %s (1x%dx%d), batch %ld, inference; times in ms\n", dataset, side + 2 * pad,
-           side + 2 * pad, batch);
-    for (int k = 0; k < nops; k++) {
-        syno_error_t err = {0};
-        syno_slotop_t *op = NULL;
-        if (syno_slotop_parse(ops[k], &op, &err)) {
-            fprintf(stderr, "op: %s\n", err.msg);
-            return 2;
-        }
-        syno_backbone_cfg_t bc = {.name = "resnet", .in_c = 1, .in_h = side + 2 * pad, .in_w = side + 2 * pad,
-                                  .nclasses = 10, .op = op};
-        syno_rng_t rng;
-        syno_rng_seed(&rng, 1, 1);
-        syno_backbone_t cand;
-        syno_latency_cmp_t lc;
-        if (syno_backbone_build(&bc, &rng, &cand, &err) ||
-            syno_backbone_latency_cmp(&cand, &bc, &rng, batch, reps, &lc, &err)) {
-            fprintf(stderr, "op: %s\n", err.msg);
-            return 1;
-        }
-        printf("\noperator %d: %s\n", k + 1, ops[k]);
-        printf("  %-22s %9s %9s %9s  %8s %8s\n", "", "this op", "oneDNN", "im2col", "speed-up", "vs im2col");
-        int f = syno_latency_fastest(lc.net);
-        printf("  %-22s %9.4f %9.4f %9.4f  %7.2fx %8.2fx   FLOPs %.3gx\n", "whole network",
-               1e3 * lc.net[0], 1e3 * lc.net[1], 1e3 * lc.net[2], lc.net[f] / lc.net[0], lc.net[2] / lc.net[0],
-               (double)cand.flops / (double)lc.std_flops);
-        for (int i = 0; i < lc.nslots; i++) {
-            const double *t = lc.slot_t[i];
-            char name[64];
-            snprintf(name, sizeof name, "slot %lldx%lld %lldx%lld", (long long)lc.slot[i].c_in,
-                     (long long)lc.slot[i].c_out, (long long)lc.slot[i].h, (long long)lc.slot[i].w);
-            int g = syno_latency_fastest(t);
-            printf("  %-22s %9.4f %9.4f %9.4f  %7.2fx %8.2fx\n", name, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2],
-                   t[g] / t[0], t[2] / t[0]);
-        }
-        syno_backbone_free(&cand);
-        syno_slotop_free(op);
+    printf("\noperator %d: %s\n", k + 1, ops[k]);
+    printf("  %-22s %9s %9s %9s  %8s %8s\n", "", "this op", "oneDNN", "im2col", "speed-up", "vs im2col");
+    int f = syno_latency_fastest(lc.net);
+    printf("  %-22s %9.4f %9.4f %9.4f  %7.2fx %8.2fx   FLOPs %.3gx\n", "whole network", 1e3 * lc.net[0],
+           1e3 * lc.net[1], 1e3 * lc.net[2], lc.net[f] / lc.net[0], lc.net[2] / lc.net[0],
+           (double)cand.flops / (double)lc.std_flops);
+    for (int i = 0; i < lc.nslots; i++) {
+      const double *t = lc.slot_t[i];
+      char name[64];
+      snprintf(name, sizeof name, "slot %lldx%lld %lldx%lld", (long long)lc.slot[i].c_in, (long long)lc.slot[i].c_out,
+               (long long)lc.slot[i].h, (long long)lc.slot[i].w);
+      int g = syno_latency_fastest(t);
+      printf("  %-22s %9.4f %9.4f %9.4f  %7.2fx %8.2fx\n", name, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2], t[g] / t[0],
+             t[2] / t[0]);
     }
-    printf("\nspeed-up = the faster standard implementation's time / this operator's time\n");
-    return 0;
+    syno_backbone_free(&cand);
+    syno_slotop_free(op);
+  }
+  printf("\nspeed-up = the faster standard implementation's time / this operator's time\n");
+  return 0;
 }

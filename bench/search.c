@@ -20,8 +20,7 @@ typedef struct {
   double curve[1024]; /* best reward after each evaluation, in evaluation order */
 } result_t;
 
-static int run(const char *exe, const char *db, int random, int budget, const char *dataset, int epochs,
-               result_t *r) {
+static int run(const char *exe, const char *db, int random, int budget, const char *dataset, int epochs, result_t *r) {
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
   c.db_path = db;
@@ -88,8 +87,10 @@ int main(int argc, char **argv) {
   printf("%-8s %12s %12s %8s %10s\n", "", "best reward", "evaluations", "failed", "seconds");
   printf("%-8s %12.4f %12d %8d %10.1f\n", "random", r.best, r.n, r.failed, r.seconds);
   printf("%-8s %12.4f %12d %8d %10.1f\n", "MCTS", m.best, m.n, m.failed, m.seconds);
-  if (reach > 0) printf("MCTS reached random search's best reward after %d of %d evaluations\n", reach, m.n);
-  else printf("MCTS did not reach random search's best reward (%.4f) within %d evaluations\n", r.best, m.n);
+  if (reach > 0)
+    printf("MCTS reached random search's best reward after %d of %d evaluations\n", reach, m.n);
+  else
+    printf("MCTS did not reach random search's best reward (%.4f) within %d evaluations\n", r.best, m.n);
   printf("ratio of best rewards MCTS/random: %.3f\n", r.best > 0 ? m.best / r.best : 0.0);
   printf("databases kept in %s (syno report --db ...)\n", dir);
   return 0;

@@ -33,11 +33,11 @@
 #include "syno/space.h"
 
 #define SPEC_A "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\"}"
-#define SPEC_B                                                                                                    \
+#define SPEC_B                                                                                                   \
   "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=3, C_out=8, H=64, W=64\", \"depth\": 12, \"max_tensors\": 3, " \
   "\"max_reductions\": 3, \"max_chain\": 5, \"max_flops\": 5e6}"
-#define SPEC_D                                                                                                     \
-  "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\", "                                        \
+#define SPEC_D                                                                  \
+  "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\", " \
   "\"max_count\": {\"merge\": 1, \"split\": 3, \"shift\": 2}}"
 #define NODE_CAP 30000000u
 
@@ -119,10 +119,11 @@ static int exhaust_capped(const char *name, const char *json, double cap) {
   uint64_t tn = 0, tf = 0;
   for (int d = 0; d <= D; d++) tn += nodes[d], tf += finals[d];
   if (stopped) {
-    printf("(%s) STOPPED at the %s after %.2f s: the counts below are only the part visited so far "
-           "(%llu nodes created, %llu visited, %llu operators)\n",
-           name, stopped, t, (unsigned long long)syno_space_stats(s)->nodes, (unsigned long long)tn,
-           (unsigned long long)tf);
+    printf(
+        "(%s) STOPPED at the %s after %.2f s: the counts below are only the part visited so far "
+        "(%llu nodes created, %llu visited, %llu operators)\n",
+        name, stopped, t, (unsigned long long)syno_space_stats(s)->nodes, (unsigned long long)tn,
+        (unsigned long long)tf);
     /* Where the depth-first search stands: the share of the tree of
      * children behind it if every child's subtree were as large as its
      * siblings' (a rough guide: subtrees differ by orders of magnitude). */
@@ -136,9 +137,10 @@ static int exhaust_capped(const char *name, const char *json, double cap) {
       done += w * (stack[i].next > 0 ? stack[i].next - 1 : 0) / n;
       w /= n;
     }
-    printf("    depth-first position: child %d of the root's %d; %.2g%% of the space if sibling subtrees were "
-           "equal\n",
-           stack[0].next, n0, 100 * done);
+    printf(
+        "    depth-first position: child %d of the root's %d; %.2g%% of the space if sibling subtrees were "
+        "equal\n",
+        stack[0].next, n0, 100 * done);
   } else
     printf("(%s) complete in %.3f s: %llu nodes, %llu operators\n", name, t, (unsigned long long)tn,
            (unsigned long long)tf);
@@ -207,7 +209,8 @@ int main(int argc, char **argv) {
       samples = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = atoi(argv[++i]);
-    } else if (!strcmp(argv[i], "--only") && i + 1 < argc && strlen(argv[i + 1]) == 1 && strchr("abcd", argv[i + 1][0])) {
+    } else if (!strcmp(argv[i], "--only") && i + 1 < argc && strlen(argv[i + 1]) == 1 &&
+               strchr("abcd", argv[i + 1][0])) {
       only = argv[++i];
     } else {
       fprintf(stderr, "usage: space [--quick] [--cap SECONDS] [--samples N] [--reps R] [--only a|b|c|d]\n");

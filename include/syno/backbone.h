@@ -40,18 +40,17 @@ extern "C" {
 /* ---------------------------------------------------------------- symbolic slot operators */
 
 typedef struct syno_slotop {
-    syno_signature_t sig;   /* the preset's variables and shapes */
-    syno_graph_t *g;        /* owned */
-    syno_operator_t op;
-    char preset[16];        /* "conv2d" or "linear" */
+  syno_signature_t sig; /* the preset's variables and shapes */
+  syno_graph_t *g;      /* owned */
+  syno_operator_t op;
+  char preset[16]; /* "conv2d" or "linear" */
 } syno_slotop_t;
 
 /* Parses an operator's text form against a search preset's variables and shapes:
  * "conv2d" (N, C_in, C_out, H, W; k=3, s=2: conv slots) or "linear" (N, S, C_in, C_out;
  * k=4, s=2: linear slots); NULL means conv2d. Errors name the problem (parse error, shapes,
  * unknown preset). */
-int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t **out,
-                             syno_error_t *err);
+int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t **out, syno_error_t *err);
 /* The same with the conv2d preset. */
 int syno_slotop_parse(const char *text, syno_slotop_t **out, syno_error_t *err);
 void syno_slotop_free(syno_slotop_t *op);
@@ -61,11 +60,11 @@ void syno_slotop_free(syno_slotop_t *op);
 enum syno_slot_kind { SYNO_SLOT_CONV = 0, SYNO_SLOT_LINEAR = 1 };
 
 typedef struct syno_slot_info {
-    int64_t c_in, c_out, h, w; /* h, w: conv slots only (0 in linear slots) */
-    int64_t flops;  /* forward FLOPs per sample (image or sequence; multiply-add = 2) */
-    int64_t params; /* weight scalars */
-    int kind;       /* a syno_slot_kind value */
-    int64_t s;      /* linear slots: the sequence length S (0 in conv slots) */
+  int64_t c_in, c_out, h, w; /* h, w: conv slots only (0 in linear slots) */
+  int64_t flops;             /* forward FLOPs per sample (image or sequence; multiply-add = 2) */
+  int64_t params;            /* weight scalars */
+  int kind;                  /* a syno_slot_kind value */
+  int64_t s;                 /* linear slots: the sequence length S (0 in conv slots) */
 } syno_slot_info_t;
 
 /* A conv slot for [N, c_in, h, w] -> [N, c_out, h, w]. op NULL: the standard 3x3 conv2d
@@ -73,15 +72,15 @@ typedef struct syno_slot_info {
  * syno_conv_backend, picks how it computes). Otherwise compiles
  * op for the binding (checking that its shapes fit) and draws its weights from rng. Returns
  * 0 and *out, or -1 with err naming the slot's binding and the problem. */
-int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w,
-                     int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
+int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w, int conv_backend,
+                     syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
 /* A linear slot for [N, s, c_in] -> [N, s, c_out]. op NULL: the standard bias-free linear
  * (weights drawn from rng exactly as syno_nn_linear_create(c_in, c_out, 0, rng) draws them).
  * Otherwise op must come from the linear preset; it is compiled for the binding
  * (N, S=s, C_in, C_out) and its weights are drawn from rng. Returns 0 and *out, or -1 with
  * err naming the slot's binding and the problem. */
-int syno_slot_linear_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t s,
-                            syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
+int syno_slot_linear_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t s, syno_rng_t *rng,
+                            syno_layer_t **out, syno_error_t *err);
 /* 1 if l is a slot (then *info is filled when info is not NULL). */
 int syno_slot_info(const syno_layer_t *l, syno_slot_info_t *info);
 /* The message of a slot's last failed forward/backward ("" if none). */
@@ -92,29 +91,29 @@ const char *syno_slot_error(const syno_layer_t *l);
 #define SYNO_BACKBONE_MAX_SLOTS 64
 
 typedef struct syno_backbone_cfg {
-    const char *name;  /* "resnet", "vgg" or "gpt" */
-    int64_t in_c, in_h, in_w; /* images (resnet, vgg) */
-    int nclasses;             /* images (resnet, vgg) */
-    double width;      /* resnet/vgg: channel multiplier, 0 means 1 (ResNet widths
-                        * 16/32/64/128); gpt: the model dim C (an integer), 0 means 64 */
-    int depth;         /* blocks (ResNet, gpt) or convs (VGG) per stage; 0 means 2 */
-    const syno_slotop_t *op; /* NULL: the standard operator in every slot; a conv2d-preset
-                              * operator for resnet/vgg, a linear-preset one for gpt */
-    int64_t vocab;     /* gpt: tokens in the vocabulary */
-    int64_t context;   /* gpt: context length T, 0 means 64 */
-    int heads;         /* gpt: attention heads (C must be a multiple), 0 means 4 */
-    int conv_backend;  /* syno_conv_backend of every standard conv (slots, stem, shortcuts);
-                          0 (AUTO) is the default */
+  const char *name;         /* "resnet", "vgg" or "gpt" */
+  int64_t in_c, in_h, in_w; /* images (resnet, vgg) */
+  int nclasses;             /* images (resnet, vgg) */
+  double width;             /* resnet/vgg: channel multiplier, 0 means 1 (ResNet widths
+                             * 16/32/64/128); gpt: the model dim C (an integer), 0 means 64 */
+  int depth;                /* blocks (ResNet, gpt) or convs (VGG) per stage; 0 means 2 */
+  const syno_slotop_t *op;  /* NULL: the standard operator in every slot; a conv2d-preset
+                             * operator for resnet/vgg, a linear-preset one for gpt */
+  int64_t vocab;            /* gpt: tokens in the vocabulary */
+  int64_t context;          /* gpt: context length T, 0 means 64 */
+  int heads;                /* gpt: attention heads (C must be a multiple), 0 means 4 */
+  int conv_backend;         /* syno_conv_backend of every standard conv (slots, stem, shortcuts);
+                               0 (AUTO) is the default */
 } syno_backbone_cfg_t;
 
 typedef struct syno_backbone {
-    syno_layer_t *net; /* owned; [N, in_c, in_h, in_w] -> logits [N, nclasses];
-                        * gpt: token ids [N, T] (as floats) -> logits [N, T, vocab] */
-    int nslots;
-    syno_layer_t *slots[SYNO_BACKBONE_MAX_SLOTS]; /* borrowed from net */
-    int64_t flops;     /* forward FLOPs per image (gpt: per sequence of T tokens) of conv,
-                        * linear and slot layers (gpt: and the attention's two matmuls) */
-    int64_t params;
+  syno_layer_t *net; /* owned; [N, in_c, in_h, in_w] -> logits [N, nclasses];
+                      * gpt: token ids [N, T] (as floats) -> logits [N, T, vocab] */
+  int nslots;
+  syno_layer_t *slots[SYNO_BACKBONE_MAX_SLOTS]; /* borrowed from net */
+  int64_t flops;                                /* forward FLOPs per image (gpt: per sequence of T tokens) of conv,
+                                                 * linear and slot layers (gpt: and the attention's two matmuls) */
+  int64_t params;
 } syno_backbone_t;
 
 /* Builds the network. resnet: 3x3 stem conv (standard), 4 stages of BasicBlocks whose 3x3
@@ -128,16 +127,14 @@ typedef struct syno_backbone {
  * heads heads) and x += fc2(GELU(fc1(LN x))) (hidden 4C), a final LayerNorm and an LM head
  * (standard linear C -> vocab, no bias). Q, K, V, O, fc1 and fc2 are linear slots bound to
  * S = context, 6 per block, in that order. */
-int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb,
-                        syno_error_t *err);
+int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err);
 void syno_backbone_free(syno_backbone_t *bb);
 
 /* The gpt attention sublayer on its own: [B, T, dim] -> [B, T, dim] with T = context (the
- * slots are bound to S = context): O(causal_attention([Q(h) | K(h) | V(h)])) with h = LN(x), no residual. Q, K, V, O are
- * linear slots (op NULL: standard) returned in slots[0..3] (borrowed) when slots is not NULL. */
-int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t heads,
-                              int64_t context, syno_rng_t *rng, syno_layer_t **out,
-                              syno_layer_t **slots, syno_error_t *err);
+ * slots are bound to S = context): O(causal_attention([Q(h) | K(h) | V(h)])) with h = LN(x), no residual. Q, K, V, O
+ * are linear slots (op NULL: standard) returned in slots[0..3] (borrowed) when slots is not NULL. */
+int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t heads, int64_t context, syno_rng_t *rng,
+                              syno_layer_t **out, syno_layer_t **slots, syno_error_t *err);
 /* Writes one line per slot ("slot 3: C_in=16 C_out=32 H=14 W=14 flops=... params=...", or
  * "slot 3: linear S=64 C_in=64 C_out=256 flops=... params=..." for linear slots)
  * into buf (truncated to n); returns the number of slots. */
@@ -145,86 +142,86 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n);
 
 /* Median inference-forward seconds of net on a batch of `batch` random images of shape
  * [c, h, w] over `repeats` runs (after one warm-up run). */
-int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w,
-                     int repeats, double *median_seconds, syno_error_t *err);
+int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                     double *median_seconds, syno_error_t *err);
 /* The same for n nets on one input, timed round-robin (one forward of each in turn, so a
  * change of load hits all alike); medians[k] is net k's median. */
-int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h,
-                       int64_t w, int repeats, double *medians, syno_error_t *err);
+int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                       double *medians, syno_error_t *err);
 
 /* A candidate network timed against the standard one on both conv implementations. */
 enum { SYNO_LAT_CAND = 0, SYNO_LAT_ONEDNN = 1, SYNO_LAT_IM2COL = 2 };
 typedef struct syno_latency_cmp {
-    double net[3];     /* median seconds: candidate, standard on oneDNN, standard on im2col */
-    int64_t std_flops; /* forward FLOPs per image of the standard network */
-    int nslots;        /* distinct slot bindings, in slot order */
-    syno_slot_info_t slot[SYNO_BACKBONE_MAX_SLOTS];
-    double slot_t[SYNO_BACKBONE_MAX_SLOTS][3];
+  double net[3];     /* median seconds: candidate, standard on oneDNN, standard on im2col */
+  int64_t std_flops; /* forward FLOPs per image of the standard network */
+  int nslots;        /* distinct slot bindings, in slot order */
+  syno_slot_info_t slot[SYNO_BACKBONE_MAX_SLOTS];
+  double slot_t[SYNO_BACKBONE_MAX_SLOTS][3];
 } syno_latency_cmp_t;
 
 /* Builds the standard network of cfg (cfg->op ignored) once with oneDNN and once with im2col
  * convolutions and times inference of cand->net against both, round-robin, on batches of
  * `batch` random images; then each distinct slot binding alike. Returns 0, or -1 with err. */
-int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng,
-                              int64_t batch, int repeats, syno_latency_cmp_t *out, syno_error_t *err);
+int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng, int64_t batch,
+                              int repeats, syno_latency_cmp_t *out, syno_error_t *err);
 /* The faster standard implementation of a timing triple: SYNO_LAT_ONEDNN or SYNO_LAT_IM2COL. */
 int syno_latency_fastest(const double t[3]);
 
 /* ---------------------------------------------------------------- training driver */
 
 typedef struct syno_train_progress {
-    int epoch, epochs;
-    int64_t step, steps_per_epoch;
-    double loss;         /* mean train loss of the epoch so far (per label: per token for gpt) */
-    double train_acc;    /* of the epoch so far (gpt: next-token accuracy) */
-    double test_acc;     /* after the epoch; -1 while the epoch runs */
-    double images_per_s; /* samples (images or sequences) per second */
-    double test_loss;    /* after the epoch (mean per label); -1 while the epoch runs */
-    double tokens_per_s; /* gpt: training tokens per second; 0 for images */
+  int epoch, epochs;
+  int64_t step, steps_per_epoch;
+  double loss;         /* mean train loss of the epoch so far (per label: per token for gpt) */
+  double train_acc;    /* of the epoch so far (gpt: next-token accuracy) */
+  double test_acc;     /* after the epoch; -1 while the epoch runs */
+  double images_per_s; /* samples (images or sequences) per second */
+  double test_loss;    /* after the epoch (mean per label); -1 while the epoch runs */
+  double tokens_per_s; /* gpt: training tokens per second; 0 for images */
 } syno_train_progress_t;
 
 typedef struct syno_train_cfg {
-    const char *backbone;  /* resnet, vgg, gpt */
-    const char *dataset;   /* images: digits, fashion-mnist, or a path (a digits CSV or an IDX
-                            * dir); gpt: kjv (committed in data/) or a path to a text file
-                            * (gzip or plain); NULL: digits, or kjv for gpt */
-    int epochs;
-    int64_t batch;         /* 0: 128 (gpt: 32 sequences) */
-    double lr;             /* 0: 0.1 for SGD, 3e-3 for AdamW */
-    double momentum;       /* SGD: <0: 0; 0 means default 0.9 */
-    double weight_decay;   /* <0: 0; 0 means default 5e-4 for SGD, 0.1 for AdamW */
-    int warmup_epochs;     /* warm-up in epochs (0: none) */
-    int64_t subset;        /* 0: all training samples; images: a stratified seeded subset;
-                            * gpt: the first `subset` training windows */
-    int pad;               /* images: zero-pad every image by this many pixels per side (0: none) */
-    uint64_t seed;
-    double width;          /* see syno_backbone_cfg_t (gpt: the model dim) */
-    int depth;
-    const char *op_text;   /* NULL: standard operator; gpt: a linear-preset operator */
-    double time_limit;     /* seconds, 0 = none */
-    int quiet;
-    void (*progress)(const syno_train_progress_t *p, void *user); /* NULL: built-in printer */
-    void *user;
-    const char *optimizer; /* "sgd" or "adamw" (betas 0.9, 0.99; eps 1e-8); NULL: sgd for
-                            * resnet/vgg, adamw for gpt */
-    int heads;             /* gpt: attention heads, 0 means 4 */
-    int64_t context;       /* gpt: context length, 0 means 64 */
+  const char *backbone; /* resnet, vgg, gpt */
+  const char *dataset;  /* images: digits, fashion-mnist, or a path (a digits CSV or an IDX
+                         * dir); gpt: kjv (committed in data/) or a path to a text file
+                         * (gzip or plain); NULL: digits, or kjv for gpt */
+  int epochs;
+  int64_t batch;       /* 0: 128 (gpt: 32 sequences) */
+  double lr;           /* 0: 0.1 for SGD, 3e-3 for AdamW */
+  double momentum;     /* SGD: <0: 0; 0 means default 0.9 */
+  double weight_decay; /* <0: 0; 0 means default 5e-4 for SGD, 0.1 for AdamW */
+  int warmup_epochs;   /* warm-up in epochs (0: none) */
+  int64_t subset;      /* 0: all training samples; images: a stratified seeded subset;
+                        * gpt: the first `subset` training windows */
+  int pad;             /* images: zero-pad every image by this many pixels per side (0: none) */
+  uint64_t seed;
+  double width; /* see syno_backbone_cfg_t (gpt: the model dim) */
+  int depth;
+  const char *op_text; /* NULL: standard operator; gpt: a linear-preset operator */
+  double time_limit;   /* seconds, 0 = none */
+  int quiet;
+  void (*progress)(const syno_train_progress_t *p, void *user); /* NULL: built-in printer */
+  void *user;
+  const char *optimizer; /* "sgd" or "adamw" (betas 0.9, 0.99; eps 1e-8); NULL: sgd for
+                          * resnet/vgg, adamw for gpt */
+  int heads;             /* gpt: attention heads, 0 means 4 */
+  int64_t context;       /* gpt: context length, 0 means 64 */
 } syno_train_cfg_t;
 
 typedef struct syno_train_result {
-    double final_test_acc, max_test_acc; /* gpt: next-token accuracy on the validation text */
-    double final_train_loss;
-    int64_t flops, params;
-    double train_images_per_s;  /* samples (images or sequences) per second */
-    double wall_seconds;
-    int epochs_done;
-    int failed;            /* 1 when training stopped early (NaN loss, time limit) */
-    char failure[128];     /* the reason, e.g. "loss is NaN at step 17" */
-    double final_test_loss; /* mean cross-entropy per label on the test/validation set
-                             * (gpt: nats per token; perplexity = exp of it) */
-    double initial_test_loss; /* gpt: the same before the first step (0 for images) */
-    double train_tokens_per_s; /* gpt: training tokens per second; 0 for images */
-    int64_t steps;         /* optimizer steps taken */
+  double final_test_acc, max_test_acc; /* gpt: next-token accuracy on the validation text */
+  double final_train_loss;
+  int64_t flops, params;
+  double train_images_per_s; /* samples (images or sequences) per second */
+  double wall_seconds;
+  int epochs_done;
+  int failed;                /* 1 when training stopped early (NaN loss, time limit) */
+  char failure[128];         /* the reason, e.g. "loss is NaN at step 17" */
+  double final_test_loss;    /* mean cross-entropy per label on the test/validation set
+                              * (gpt: nats per token; perplexity = exp of it) */
+  double initial_test_loss;  /* gpt: the same before the first step (0 for images) */
+  double train_tokens_per_s; /* gpt: training tokens per second; 0 for images */
+  int64_t steps;             /* optimizer steps taken */
 } syno_train_result_t;
 
 /* Loads the data, builds the backbone, trains with SGD or AdamW and a cosine schedule (with

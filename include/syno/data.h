@@ -28,12 +28,12 @@ extern "C" {
 #endif
 
 typedef struct syno_dataset {
-    uint8_t *pixels;   /* [n, c, h, w], owned */
-    int32_t *labels;   /* [n], owned, in [0, nclasses) */
-    int64_t n, c, h, w;
-    int nclasses;
-    float scale, shift; /* normalisation applied by syno_data_gather */
-    char name[32];
+  uint8_t *pixels; /* [n, c, h, w], owned */
+  int32_t *labels; /* [n], owned, in [0, nclasses) */
+  int64_t n, c, h, w;
+  int nclasses;
+  float scale, shift; /* normalisation applied by syno_data_gather */
+  char name[32];
 } syno_dataset_t;
 
 /* Digits pixels are 0..16; they are mapped to v/16 and standardised with the mean and
@@ -56,38 +56,34 @@ int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *e
 
 /* Loads digits from path and splits it into the standard train (1,497) and test (300) sets:
  * syno_data_split with SYNO_DIGITS_TEST_SIZE and a PCG32 seeded with SYNO_DIGITS_SPLIT_SEED. */
-int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_dataset_t *test,
-                                syno_error_t *err);
+int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err);
 
 /* Reads an IDX image file (magic 0x00000803, uint8 [n, rows, cols]) and its IDX label file
  * (magic 0x00000801, uint8 [n]) into a [n, 1, rows, cols] set; labels must be < nclasses. */
-int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses,
-                       syno_dataset_t *out, syno_error_t *err);
+int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses, syno_dataset_t *out,
+                       syno_error_t *err);
 
 /* Fashion-MNIST from dir (NULL means SYNO_FASHION_MNIST_DIR): the training split
  * (train-*-ubyte.gz, 60,000 images) when train is non-zero, else the test split (t10k-*,
  * 10,000). Images must be 28x28. */
-int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out,
-                                 syno_error_t *err);
+int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out, syno_error_t *err);
 
 /* Stratified split: test receives n_test samples, each class contributing in proportion to
  * its size (largest-remainder rounding, ties to the lower class), chosen uniformly with rng;
  * train receives the rest. Both keep the source order. */
-int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng,
-                    syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err);
+int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng, syno_dataset_t *train,
+                    syno_dataset_t *test, syno_error_t *err);
 
 /* Zero-pads every image by `pad` pixels on each side, in place (h and w grow by 2 * pad);
  * pixel 0 is the background of both data sets. pad 0 does nothing. */
 int syno_data_pad(syno_dataset_t *ds, int pad, syno_error_t *err);
 
 /* A stratified random subset of n samples (the "test" half of syno_data_split). */
-int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng,
-                     syno_dataset_t *out, syno_error_t *err);
+int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng, syno_dataset_t *out, syno_error_t *err);
 
 /* Copies the samples idx[0..n) into x (resized to [n, c, h, w], normalised) and their labels
  * into labels (which may be NULL). Returns a syno_nn_status. */
-int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, syno_tensor_t *x,
-                     int32_t *labels);
+int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, syno_tensor_t *x, int32_t *labels);
 
 /* Number of samples per class into counts[0..nclasses). */
 void syno_data_class_counts(const syno_dataset_t *ds, int64_t *counts);
@@ -100,11 +96,11 @@ void syno_data_free(syno_dataset_t *ds);
  * the whole file (both splits), in increasing byte order: id i is byte chars[i]. A text
  * owns its ids. */
 typedef struct syno_text {
-    uint8_t *ids;          /* [n], owned, each < vocab */
-    int64_t n;
-    int vocab;
-    unsigned char chars[256];
-    char name[32];
+  uint8_t *ids; /* [n], owned, each < vocab */
+  int64_t n;
+  int vocab;
+  unsigned char chars[256];
+  char name[32];
 } syno_text_t;
 
 /* The King James Version of Genesis and Exodus, committed as data/kjv.txt.gz (see
@@ -125,8 +121,8 @@ int64_t syno_text_windows(const syno_text_t *t, int64_t context);
 
 /* Windows idx[0..m) into x ([m, T] ids as floats, resized) and labels ([m*T] next ids).
  * Returns a syno_nn_status (SYNO_NN_ERANGE for a window index out of range). */
-int syno_text_gather(const syno_text_t *t, int64_t context, const int64_t *idx, int64_t m,
-                     syno_tensor_t *x, int32_t *labels);
+int syno_text_gather(const syno_text_t *t, int64_t context, const int64_t *idx, int64_t m, syno_tensor_t *x,
+                     int32_t *labels);
 
 void syno_text_free(syno_text_t *t);
 

@@ -27,12 +27,10 @@ typedef struct {
 
 /* Formats into err->msg (if err is non-NULL) and returns -1, so a caller can
  * write `return syno_error_set(err, "...", ...);`. */
-int syno_error_set(syno_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int syno_error_set(syno_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int syno_error_vset(syno_error_t *err, const char *fmt, va_list ap);
 
 /* Prepends "<prefix>: " to an existing message; returns -1. */
-int syno_error_prefix(syno_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int syno_error_prefix(syno_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -39,8 +39,8 @@
 typedef struct {
   double input_size; /* starting numel */
   int n_inc, n_dec;
-  double inc[SYNO_FLOPS_GAME_MAX]; /* increase factors */
-  double dec[SYNO_FLOPS_GAME_MAX]; /* decrease (reduction domain) factors */
+  double inc[SYNO_FLOPS_GAME_MAX];                    /* increase factors */
+  double dec[SYNO_FLOPS_GAME_MAX];                    /* decrease (reduction domain) factors */
   bool dep[SYNO_FLOPS_GAME_MAX][SYNO_FLOPS_GAME_MAX]; /* dep[dec][inc] */
 } syno_flops_game_t;
 
@@ -62,8 +62,8 @@ int syno_flops_game_solve(const syno_flops_game_t *g, double *cost, syno_error_t
  * dependencies and the same decreases once the reductions are fixed, so
  * its cost never exceeds the finished one's. Returns -1 when the graph has
  * more increases or decreases than the game holds. */
-int syno_flops_game_build(const syno_graph_t *g, const syno_dim_t *tops, int n_tops, const syno_dim_t *exps,
-                          int n_exp, double input_size, int b, syno_flops_game_t *out, syno_error_t *err);
+int syno_flops_game_build(const syno_graph_t *g, const syno_dim_t *tops, int n_tops, const syno_dim_t *exps, int n_exp,
+                          double input_size, int b, syno_flops_game_t *out, syno_error_t *err);
 
 /* The game of a finished operator under binding b, from its input numel. */
 int syno_operator_flops_game(const syno_operator_t *op, int b, syno_flops_game_t *out, syno_error_t *err);

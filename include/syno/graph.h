@@ -30,9 +30,9 @@
 #include "syno/hash.h"
 #include "syno/size.h"
 
-#define SYNO_MAX_TENSORS 4    /* the input plus up to three weights */
+#define SYNO_MAX_TENSORS 4 /* the input plus up to three weights */
 #define SYNO_MAX_REDUCTIONS 8
-#define SYNO_MAX_OP_DIMS 96   /* dims in one operator, all kinds */
+#define SYNO_MAX_OP_DIMS 96 /* dims in one operator, all kinds */
 #define SYNO_MAX_OP_PRIMS 64
 
 typedef uint32_t syno_dim_t; /* 0 is "no dim" */
@@ -113,21 +113,18 @@ bool syno_graph_adjacent(const syno_graph_t *g, syno_dim_t a, syno_dim_t b);
 const syno_prim_t *syno_graph_below(const syno_graph_t *g, syno_dim_t d);
 
 /* --- leaves --- */
-int syno_graph_iterator(syno_graph_t *g, int index, syno_size_t size, bool unordered,
-                        syno_dim_t *out, syno_error_t *err);
-int syno_graph_reduce(syno_graph_t *g, syno_size_t domain, syno_reduce_type_t type, int multiplicity,
-                      syno_dim_t *out, syno_error_t *err);
+int syno_graph_iterator(syno_graph_t *g, int index, syno_size_t size, bool unordered, syno_dim_t *out,
+                        syno_error_t *err);
+int syno_graph_reduce(syno_graph_t *g, syno_size_t domain, syno_reduce_type_t type, int multiplicity, syno_dim_t *out,
+                      syno_error_t *err);
 
 /* --- primitives, each built from its output dims --- */
-int syno_graph_split(syno_graph_t *g, syno_dim_t major, syno_dim_t minor, syno_dim_t *in,
+int syno_graph_split(syno_graph_t *g, syno_dim_t major, syno_dim_t minor, syno_dim_t *in, syno_error_t *err);
+int syno_graph_merge(syno_graph_t *g, syno_dim_t out, syno_size_t block, syno_dim_t *major, syno_dim_t *minor,
                      syno_error_t *err);
-int syno_graph_merge(syno_graph_t *g, syno_dim_t out, syno_size_t block, syno_dim_t *major,
-                     syno_dim_t *minor, syno_error_t *err);
 int syno_graph_shift(syno_graph_t *g, syno_dim_t out, syno_dim_t *in, syno_error_t *err);
-int syno_graph_stride(syno_graph_t *g, syno_dim_t out, syno_size_t stride, syno_dim_t *in,
-                      syno_error_t *err);
-int syno_graph_unfold(syno_graph_t *g, syno_dim_t pos, syno_dim_t window, syno_dim_t *in,
-                      syno_error_t *err);
+int syno_graph_stride(syno_graph_t *g, syno_dim_t out, syno_size_t stride, syno_dim_t *in, syno_error_t *err);
+int syno_graph_unfold(syno_graph_t *g, syno_dim_t pos, syno_dim_t window, syno_dim_t *in, syno_error_t *err);
 /* data: the L input, continuing toward the input tensor; wdim: the R input,
  * an axis of weight `weight`. */
 int syno_graph_share(syno_graph_t *g, syno_dim_t out, int weight, syno_dim_t *data, syno_dim_t *wdim,
@@ -156,19 +153,19 @@ int syno_graph_relabel(syno_graph_t *g, syno_dim_t d, int n, const syno_dim_t *f
 
 typedef struct {
   syno_graph_t *g;
-  int n_out;                               /* output rank */
-  syno_dim_t out[SYNO_MAX_RANK];           /* output iterators, by index */
+  int n_out;                     /* output rank */
+  syno_dim_t out[SYNO_MAX_RANK]; /* output iterators, by index */
   int n_red;
-  syno_dim_t red[SYNO_MAX_REDUCTIONS];     /* reductions: (type, domain, multiplicity) order */
-  int n_tensors;                           /* 1 + number of weights */
+  syno_dim_t red[SYNO_MAX_REDUCTIONS]; /* reductions: (type, domain, multiplicity) order */
+  int n_tensors;                       /* 1 + number of weights */
   int rank[SYNO_MAX_TENSORS];
   syno_dim_t axes[SYNO_MAX_TENSORS][SYNO_MAX_RANK]; /* tensor 0: input axes; t >= 1: weight t's axes (Share R dims) */
   int n_exp;
-  syno_dim_t exp[SYNO_MAX_RANK];           /* expanded (broadcast) dims */
+  syno_dim_t exp[SYNO_MAX_RANK]; /* expanded (broadcast) dims */
   int n_prims;
-  uint32_t prims[SYNO_MAX_OP_PRIMS];       /* top-down (data-flow) order */
+  uint32_t prims[SYNO_MAX_OP_PRIMS]; /* top-down (data-flow) order */
   int n_dims;
-  syno_dim_t dims[SYNO_MAX_OP_DIMS];       /* every dim of the operator */
+  syno_dim_t dims[SYNO_MAX_OP_DIMS]; /* every dim of the operator */
 } syno_operator_t;
 
 /* Assembles and checks an operator from its top: the input tensor's axes (in
@@ -179,8 +176,7 @@ typedef struct {
  * the input holds no weight axis, and that no tensor axis discards data. */
 int syno_operator_build(syno_graph_t *g, int n_out, int in_rank, const syno_dim_t *in_axes, int n_exp,
                         const syno_dim_t *exp, int n_weights, const int *weight_rank,
-                        const syno_dim_t (*weight_axes)[SYNO_MAX_RANK], syno_operator_t *op,
-                        syno_error_t *err);
+                        const syno_dim_t (*weight_axes)[SYNO_MAX_RANK], syno_operator_t *op, syno_error_t *err);
 
 /* Structural equality (same graph): same tensors, axes and expansions. */
 bool syno_operator_eq(const syno_operator_t *a, const syno_operator_t *b);
@@ -204,8 +200,8 @@ int syno_operator_count(const syno_operator_t *op, syno_prim_kind_t kind);
  * shift(o), stride(o, s), share(o, w) (the data side of a Share with weight
  * w). A weight w<t> lists the dims it shares: axis `e` of w<t> is the R side
  * of share(e, t). Printing then parsing gives the identical operator. */
-int syno_operator_parse(syno_graph_t *g, const char *text, const syno_shape_t *input,
-                        const syno_shape_t *output, syno_operator_t *op, syno_error_t *err);
+int syno_operator_parse(syno_graph_t *g, const char *text, const syno_shape_t *input, const syno_shape_t *output,
+                        syno_operator_t *op, syno_error_t *err);
 int syno_operator_print(const syno_operator_t *op, char *buf, size_t n);
 
 const char *syno_prim_name(syno_prim_kind_t k);

@@ -22,7 +22,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static inline uint64_t syno_hash_mix(uint64_t h, uint64_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+static inline uint64_t syno_hash_mix(uint64_t h, uint64_t v) {
+  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+}
 
 /* The finalizer's first round (xorshift, multiply, xorshift). The size
  * hash and the space's function key end with it alone: their values are

@@ -45,17 +45,17 @@ typedef enum {
   SYNO_EXPR_ADD,
   SYNO_EXPR_SUB,
   SYNO_EXPR_MUL,
-  SYNO_EXPR_DIV,       /* floor division */
-  SYNO_EXPR_MOD,       /* Euclidean remainder */
-  SYNO_EXPR_RESTRICT,  /* a if 0 <= a < size(b), else "out of range" */
+  SYNO_EXPR_DIV,      /* floor division */
+  SYNO_EXPR_MOD,      /* Euclidean remainder */
+  SYNO_EXPR_RESTRICT, /* a if 0 <= a < size(b), else "out of range" */
 } syno_expr_kind_t;
 
 typedef struct {
   syno_expr_kind_t kind;
-  int var;           /* OUTER/INNER: loop index */
-  syno_size_t size;  /* SIZE */
-  int64_t imm;       /* IMM */
-  int16_t a, b;      /* operands (node indices) */
+  int var;          /* OUTER/INNER: loop index */
+  syno_size_t size; /* SIZE */
+  int64_t imm;      /* IMM */
+  int16_t a, b;     /* operands (node indices) */
 } syno_expr_t;
 
 typedef enum {
@@ -77,7 +77,7 @@ typedef struct {
 } syno_access_t;
 
 typedef struct {
-  int target;       /* -1: the output; t: grad_in_t */
+  int target; /* -1: the output; t: grad_in_t */
   int n_outer;
   syno_size_t outer[SYNO_MAX_RANK]; /* extents of i_0.. = the target's axes */
   int n_inner;
@@ -114,8 +114,8 @@ int syno_nest_flops(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *
  * (src/lower/stages.h), each stage costing as a nest of its own variables.
  * A nest that cannot be staged (guards) costs syno_nest_flops, and so does
  * one whose plan has a single stage. */
-int syno_forward_flops(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
-                       int64_t *flops, syno_error_t *err);
+int syno_forward_flops(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, int64_t *flops,
+                       syno_error_t *err);
 /* syno_forward_flops of the operator's forward nest, summed over all bindings. */
 int syno_operator_flops(const syno_operator_t *op, int64_t *flops, syno_error_t *err);
 
@@ -138,8 +138,7 @@ int syno_interp_nest(const syno_nest_t *n, const syno_vars_t *v, int b, const fl
  * and scatter grad_out times the other factors into grad_t. Independent of
  * the backward nests, so tests can check one against the other. */
 int syno_interp_grad_scatter(const syno_nest_t *forward, const syno_vars_t *v, int b, int t,
-                             const float *const *tensors, const float *grad_out, float *grad_t,
-                             syno_error_t *err);
+                             const float *const *tensors, const float *grad_out, float *grad_t, syno_error_t *err);
 
 /* Number of elements of the nest's target, and of tensor t of an operator,
  * under binding b. */

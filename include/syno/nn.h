@@ -38,11 +38,11 @@ extern "C" {
 #endif
 
 enum syno_nn_status {
-    SYNO_NN_OK = 0,
-    SYNO_NN_ENOMEM = -1, /* allocation failed */
-    SYNO_NN_ESHAPE = -2, /* input shape does not fit the layer */
-    SYNO_NN_ERANGE = -3, /* a value (e.g. a token id or label) is out of range */
-    SYNO_NN_EINVAL = -4  /* bad argument (e.g. backward without forward) */
+  SYNO_NN_OK = 0,
+  SYNO_NN_ENOMEM = -1, /* allocation failed */
+  SYNO_NN_ESHAPE = -2, /* input shape does not fit the layer */
+  SYNO_NN_ERANGE = -3, /* a value (e.g. a token id or label) is out of range */
+  SYNO_NN_EINVAL = -4  /* bad argument (e.g. backward without forward) */
 };
 
 /* A short English description of a syno_nn_status value. */
@@ -53,15 +53,16 @@ const char *syno_nn_status_str(int status);
 #define SYNO_TENSOR_MAX_DIMS 6
 
 typedef struct syno_tensor {
-    float *data;                        /* NULL for an empty tensor */
-    int64_t dims[SYNO_TENSOR_MAX_DIMS];
-    int ndim;
-    int owned;        /* 1: data belongs to this tensor; 0: a view (or empty) */
-    int64_t capacity; /* floats allocated when owned: shrinking reuses storage */
+  float *data; /* NULL for an empty tensor */
+  int64_t dims[SYNO_TENSOR_MAX_DIMS];
+  int ndim;
+  int owned;        /* 1: data belongs to this tensor; 0: a view (or empty) */
+  int64_t capacity; /* floats allocated when owned: shrinking reuses storage */
 } syno_tensor_t;
 
 /* An empty tensor; also what {0} initialisation gives. */
-#define SYNO_TENSOR_EMPTY {0}
+#define SYNO_TENSOR_EMPTY \
+  { 0 }
 
 int64_t syno_nn_tensor_numel(const syno_tensor_t *t);
 /* Allocates zero-filled, 64-byte-aligned storage of the given shape (t's old content is
@@ -82,16 +83,15 @@ void syno_nn_tensor_fill(syno_tensor_t *t, float v);
 /* dst := src (dst is resized to src's shape). */
 int syno_nn_tensor_copy(syno_tensor_t *dst, const syno_tensor_t *src);
 /* A view of t with another shape of the same element count. */
-int syno_nn_tensor_reshape(const syno_tensor_t *t, int ndim, const int64_t *dims,
-                           syno_tensor_t *view);
+int syno_nn_tensor_reshape(const syno_tensor_t *t, int ndim, const int64_t *dims, syno_tensor_t *view);
 
 /* ---------------------------------------------------------------- parameters */
 
 typedef struct syno_param {
-    syno_tensor_t value;
-    syno_tensor_t grad;  /* same shape as value; backward accumulates into it */
-    const char *name;    /* static string: "weight", "bias", "gamma", ... */
-    int no_decay;        /* 1 for biases and norm affine parameters: SGD skips weight decay */
+  syno_tensor_t value;
+  syno_tensor_t grad; /* same shape as value; backward accumulates into it */
+  const char *name;   /* static string: "weight", "bias", "gamma", ... */
+  int no_decay;       /* 1 for biases and norm affine parameters: SGD skips weight decay */
 } syno_param_t;
 
 /* Allocates value and grad (both zero). */
@@ -105,13 +105,13 @@ typedef struct syno_layer syno_layer_t;
 #include "syno/rng.h"
 
 typedef struct syno_layer_ops {
-    const char *kind; /* "conv2d", "linear", ... */
-    int (*forward)(syno_layer_t *self, const syno_tensor_t *x, int train);
-    int (*backward)(syno_layer_t *self, const syno_tensor_t *dy);
-    /* Output dims for an input of the given dims; returns the output ndim or a status < 0. */
-    int (*out_shape)(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out);
-    /* Frees what the concrete layer added beyond the common fields; may be NULL. */
-    void (*destroy)(syno_layer_t *self);
+  const char *kind; /* "conv2d", "linear", ... */
+  int (*forward)(syno_layer_t *self, const syno_tensor_t *x, int train);
+  int (*backward)(syno_layer_t *self, const syno_tensor_t *dy);
+  /* Output dims for an input of the given dims; returns the output ndim or a status < 0. */
+  int (*out_shape)(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out);
+  /* Frees what the concrete layer added beyond the common fields; may be NULL. */
+  void (*destroy)(syno_layer_t *self);
 } syno_layer_ops_t;
 
 /* For layer authors (a layer outside src/nn, such as an operator slot, uses the same three
@@ -126,17 +126,17 @@ int syno_nn_prepare_grad_in(syno_layer_t *l, int *skip);
 
 /* The common head of every layer. Concrete layers embed it as their first member. */
 struct syno_layer {
-    const syno_layer_ops_t *ops;
-    syno_tensor_t out;      /* result of the last forward */
-    syno_tensor_t grad_in;  /* dL/dx of the last backward */
-    syno_tensor_t in;       /* view of the last forward's input */
-    syno_param_t *params;   /* this layer's own parameters (not its children's) */
-    int nparams;
-    syno_layer_t **children;
-    int nchildren;
-    int skip_input_grad;    /* set by the user: backward leaves grad_in alone */
-    int train;              /* mode of the last forward */
-    int has_forward;        /* a forward happened since creation (backward needs one) */
+  const syno_layer_ops_t *ops;
+  syno_tensor_t out;     /* result of the last forward */
+  syno_tensor_t grad_in; /* dL/dx of the last backward */
+  syno_tensor_t in;      /* view of the last forward's input */
+  syno_param_t *params;  /* this layer's own parameters (not its children's) */
+  int nparams;
+  syno_layer_t **children;
+  int nchildren;
+  int skip_input_grad; /* set by the user: backward leaves grad_in alone */
+  int train;           /* mode of the last forward */
+  int has_forward;     /* a forward happened since creation (backward needs one) */
 };
 
 int syno_nn_forward(syno_layer_t *l, const syno_tensor_t *x, int train);
@@ -162,15 +162,15 @@ void syno_nn_zero_grad(syno_layer_t *l);
  * stays within workspace_floats. Zero stride/dilation/groups mean 1. Weights: He-normal
  * (std sqrt(2/fan_in)), bias uniform in +-1/sqrt(fan_in). */
 typedef struct syno_conv2d_cfg {
-    int64_t in_channels, out_channels;
-    int64_t kernel_h, kernel_w;
-    int64_t stride_h, stride_w;
-    int64_t pad_h, pad_w;
-    int64_t dilation_h, dilation_w;
-    int64_t groups;
-    int bias;
-    int64_t workspace_floats; /* 0: default (1<<20 floats, i.e. 4 MiB per layer) */
-    int backend;              /* a syno_conv_backend value; 0 (AUTO) is the default */
+  int64_t in_channels, out_channels;
+  int64_t kernel_h, kernel_w;
+  int64_t stride_h, stride_w;
+  int64_t pad_h, pad_w;
+  int64_t dilation_h, dilation_w;
+  int64_t groups;
+  int bias;
+  int64_t workspace_floats; /* 0: default (1<<20 floats, i.e. 4 MiB per layer) */
+  int backend;              /* a syno_conv_backend value; 0 (AUTO) is the default */
 } syno_conv2d_cfg_t;
 
 /* How a conv2d layer computes. AUTO uses oneDNN (primitives created once per input shape and
@@ -178,11 +178,7 @@ typedef struct syno_conv2d_cfg {
  * stay NCHW/OIHW) when oneDNN accepts the shape and im2col
  * otherwise; IM2COL forces the im2col + sgemm path above; ONEDNN forces oneDNN, and a
  * forward of a shape oneDNN rejects fails with SYNO_NN_EINVAL. */
-enum syno_conv_backend {
-    SYNO_CONV_AUTO = 0,
-    SYNO_CONV_IM2COL = 1,
-    SYNO_CONV_ONEDNN = 2
-};
+enum syno_conv_backend { SYNO_CONV_AUTO = 0, SYNO_CONV_IM2COL = 1, SYNO_CONV_ONEDNN = 2 };
 
 /* Returns NULL on an invalid configuration (non-positive sizes, channels not divisible by
  * groups) or when memory runs out. */
@@ -195,8 +191,8 @@ int syno_nn_conv2d_used_backend(const syno_layer_t *l);
 /* Median wall time in seconds (into *seconds) of an inference-mode forward of a conv2d layer
  * built from cfg on a random [n, in_channels, h, w] input, over `repeats` (>= 1) timed runs
  * after one warm-up run, with the backend cfg selects. Returns 0, or -1 with err filled. */
-int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w,
-                           int repeats, double *seconds, syno_error_t *err);
+int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w, int repeats, double *seconds,
+                           syno_error_t *err);
 
 /* Threads of the compute libraries: OpenBLAS and oneDNN's OpenMP runtime. syno_nn_threads_set
  * sets both to n (n < 1: one per online CPU) and returns the count set; the setting is per
@@ -208,8 +204,7 @@ void syno_nn_threads_describe(char *buf, size_t size);
 
 /* Linear: y = x W^T + b over the last dim of x ([..., in] -> [..., out]); weight [out, in]
  * as in PyTorch, initialised uniform in +-1/sqrt(in) (bias too). */
-syno_layer_t *syno_nn_linear_create(int64_t in_features, int64_t out_features, int bias,
-                                    syno_rng_t *rng);
+syno_layer_t *syno_nn_linear_create(int64_t in_features, int64_t out_features, int bias, syno_rng_t *rng);
 
 /* Batch normalisation over dim 1 of [N, C] or [N, C, H, W] (statistics over all other dims).
  * Train mode normalises with the batch's biased variance and updates running_mean/var with
@@ -261,8 +256,7 @@ syno_layer_t *syno_nn_embedding_create(int64_t vocab, int64_t dim, syno_rng_t *r
  * (floats, as for syno_nn_embedding), T <= context; the output [B, T, dim] is
  * weight[id] + pos[t]. No input gradient. Both tables ("weight" [vocab, dim] and "pos"
  * [context, dim]) start N(0, 0.02^2) as in GPT-2. */
-syno_layer_t *syno_nn_token_pos_embedding_create(int64_t vocab, int64_t context, int64_t dim,
-                                                 syno_rng_t *rng);
+syno_layer_t *syno_nn_token_pos_embedding_create(int64_t vocab, int64_t context, int64_t dim, syno_rng_t *rng);
 
 /* Runs children in order. Takes ownership of the n layers (also on failure, when it frees
  * them). out and grad_in are views of the last and first child's tensors. */
@@ -281,8 +275,8 @@ int syno_nn_add(const syno_tensor_t *a, const syno_tensor_t *b, syno_tensor_t *y
  * leading dims), mean over rows. labels[i] in [0, classes). Writes the mean loss to *loss
  * and, if dlogits is not NULL, d(mean loss)/d(logits) into it (resized). If ncorrect is not
  * NULL it receives the number of rows whose arg-max (first on ties) equals the label. */
-int syno_nn_softmax_xent(const syno_tensor_t *logits, const int32_t *labels, double *loss,
-                         syno_tensor_t *dlogits, int64_t *ncorrect);
+int syno_nn_softmax_xent(const syno_tensor_t *logits, const int32_t *labels, double *loss, syno_tensor_t *dlogits,
+                         int64_t *ncorrect);
 
 #ifdef __cplusplus
 }

@@ -43,12 +43,12 @@ typedef enum { SYNO_SEARCH_MCTS = 0, SYNO_SEARCH_RANDOM } syno_search_algo_t;
 typedef struct {
   syno_search_algo_t algorithm;
   uint64_t seed;
-  double exploration;    /* C, 4 sqrt(2) */
-  double virtual_loss;   /* 0.3 */
-  double widening;       /* b, 0.8 */
-  int rave;              /* 1 */
-  double rave_c;         /* c_l, 3 */
-  int attempts;          /* tries per proposal before the space counts as exhausted */
+  double exploration;  /* C, 4 sqrt(2) */
+  double virtual_loss; /* 0.3 */
+  double widening;     /* b, 0.8 */
+  int rave;            /* 1 */
+  double rave_c;       /* c_l, 3 */
+  int attempts;        /* tries per proposal before the space counts as exhausted */
 } syno_search_opts_t;
 
 void syno_search_opts_default(syno_search_opts_t *o);
@@ -57,11 +57,11 @@ void syno_search_opts_default(syno_search_opts_t *o);
 
 /* A proposal: a plain value, copied freely. */
 typedef struct {
-  uint32_t node, final;  /* the finalization */
-  char text[4096];       /* the operator's one-line text form */
-  char path[2048];       /* the steps from the root, " ; "-separated */
-  double flops, params;  /* syno_node_final_cost */
-  int n_tree;            /* the tree part of the path (MCTS), for tell */
+  uint32_t node, final; /* the finalization */
+  char text[4096];      /* the operator's one-line text form */
+  char path[2048];      /* the steps from the root, " ; "-separated */
+  double flops, params; /* syno_node_final_cost */
+  int n_tree;           /* the tree part of the path (MCTS), for tell */
   uint32_t tree[SYNO_SEARCH_MAX_PATH];
   uint64_t steps[SYNO_SEARCH_MAX_PATH]; /* step keys along the whole path */
   int n_steps;

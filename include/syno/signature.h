@@ -23,7 +23,7 @@
 typedef struct {
   syno_vars_t vars; /* with at least one binding */
   syno_shape_t input, output;
-  int n_fixed;      /* axes passed straight from input to output (the batch N) */
+  int n_fixed; /* axes passed straight from input to output (the batch N) */
   int fixed_in[SYNO_MAX_FIXED], fixed_out[SYNO_MAX_FIXED];
 } syno_signature_t;
 

@@ -62,11 +62,11 @@ typedef struct {
 
 /* What kind of quantity a size is (spec 1.2). */
 typedef enum {
-  SYNO_TRAIT_INVALID = 0,       /* some primary power < 0 */
-  SYNO_TRAIT_ONE,               /* every power 0 */
-  SYNO_TRAIT_COEFFICIENT,       /* no primary, coefficients >= 0, not all 0 */
+  SYNO_TRAIT_INVALID = 0,         /* some primary power < 0 */
+  SYNO_TRAIT_ONE,                 /* every power 0 */
+  SYNO_TRAIT_COEFFICIENT,         /* no primary, coefficients >= 0, not all 0 */
   SYNO_TRAIT_ILLEGAL_COEFFICIENT, /* no primary, some coefficient < 0 */
-  SYNO_TRAIT_GENERAL            /* some primary power > 0 */
+  SYNO_TRAIT_GENERAL              /* some primary power > 0 */
 } syno_trait_t;
 
 /* --- the variable table --- */
@@ -75,8 +75,8 @@ void syno_vars_init(syno_vars_t *v);
 
 /* Adds one variable. Fails on a duplicate name, a full family, a bad name,
  * or an existing binding (bindings are made after all declarations). */
-int syno_vars_add(syno_vars_t *v, syno_var_kind_t kind, const char *name,
-                  int max_occurrence, int64_t default_value, syno_error_t *err);
+int syno_vars_add(syno_vars_t *v, syno_var_kind_t kind, const char *name, int max_occurrence, int64_t default_value,
+                  syno_error_t *err);
 
 /* Parses a declaration list: primary specs, then optionally ';' and
  * coefficient specs, each spec `NAME`, `NAME=VALUE`, `NAME: MAXOCC`,
@@ -122,8 +122,7 @@ int syno_size_num_vars(syno_size_t a);
 
 /* Exact value under binding b as a reduced fraction num/den (den > 0).
  * Fails on int64 overflow or an unknown binding index. */
-int syno_size_eval_frac(const syno_vars_t *v, syno_size_t a, int b, int64_t *num, int64_t *den,
-                        syno_error_t *err);
+int syno_size_eval_frac(const syno_vars_t *v, syno_size_t a, int b, int64_t *num, int64_t *den, syno_error_t *err);
 /* Integer value under binding b; fails (naming the size) if it is not an
  * integer there. */
 int syno_size_eval(const syno_vars_t *v, syno_size_t a, int b, int64_t *out, syno_error_t *err);
@@ -145,8 +144,8 @@ int syno_size_print(const syno_vars_t *v, syno_size_t a, char *buf, size_t n);
 /* Parses `ID ('^' INT)? ('*' ID ('^' INT)?)* | '1'` (also accepts '/' between
  * factors as a negative power). `len` bytes of `text` are parsed; errors name
  * the token and its column (1-based, counted from `text` plus `col0`). */
-int syno_size_parse_n(const syno_vars_t *v, const char *text, size_t len, int col0,
-                      syno_size_t *out, syno_error_t *err);
+int syno_size_parse_n(const syno_vars_t *v, const char *text, size_t len, int col0, syno_size_t *out,
+                      syno_error_t *err);
 int syno_size_parse(const syno_vars_t *v, const char *text, syno_size_t *out, syno_error_t *err);
 /* Parses one size at the lexer's current token and leaves the lexer after it,
  * for formats that embed sizes (the operator text form). */

@@ -28,38 +28,40 @@
 #include "syno/signature.h"
 
 /* The canonicalization rules (spec 5), each with its name. */
-#define SYNO_RULES(X)                                                                   \
-  X(R0, "R0", "one spelling per reshape: no split of a split's major output, no merge of a merge's major input, no merge above a split") \
-  X(R1, "R1", "a split must not undo a merge (adjacent reshape blocks)")                \
-  X(R2, "R2", "no adjacent expansions")                                                 \
-  X(R3, "R3", "a split whose halves meet the same weight belongs on the weight")        \
-  X(R4, "R4", "no merge that is then reduced")                                          \
-  X(S1, "S1", "no shift of a reduced dim")                                              \
-  X(S2, "S2", "no shift next to a share or another shift")                              \
-  X(S3, "S3", "no shift next to a reshape with a large minor block")                    \
-  X(S4, "S4", "no unfold of a shifted dim")                                             \
-  X(T1, "T1", "no stride of a stride")                                                  \
-  X(T2, "T2", "no stride of an unfold's position or of a weight axis")                  \
-  X(T3, "T3", "no stride above a split")                                                \
-  X(T4, "T4", "no merge with a block at least the stride above a stride")               \
-  X(O1, "O1", "chained unfolds in ascending window order")                              \
-  X(O2, "O2", "no unfold above a split")                                                \
-  X(O3, "O3", "no merge with a block at least the window above an unfold")              \
-  X(O4, "O4", "no unfold of a dim that is only reduced, no reduced window")             \
-  X(C1, "C1", "views commute with contractions they do not touch")                      \
-  X(C2, "C2", "independent contractions in canonical order")                            \
-  X(C3, "C3", "a contraction is matmul-like: one outer and one inner share at least")   \
-  X(C4, "C4", "weights commute: one spelling per function at finalization")           \
-  X(U1, "U1", "factors of an unordered dim in sorted order")                            \
-  X(U2, "U2", "no shift of an unordered dim")                                           \
-  X(U3, "U3", "no split-then-merge or double reduction within one unordered source")    \
+#define SYNO_RULES(X)                                                                                                  \
+  X(R0, "R0",                                                                                                          \
+    "one spelling per reshape: no split of a split's major output, no merge of a merge's major input, no merge above " \
+    "a split")                                                                                                         \
+  X(R1, "R1", "a split must not undo a merge (adjacent reshape blocks)")                                               \
+  X(R2, "R2", "no adjacent expansions")                                                                                \
+  X(R3, "R3", "a split whose halves meet the same weight belongs on the weight")                                       \
+  X(R4, "R4", "no merge that is then reduced")                                                                         \
+  X(S1, "S1", "no shift of a reduced dim")                                                                             \
+  X(S2, "S2", "no shift next to a share or another shift")                                                             \
+  X(S3, "S3", "no shift next to a reshape with a large minor block")                                                   \
+  X(S4, "S4", "no unfold of a shifted dim")                                                                            \
+  X(T1, "T1", "no stride of a stride")                                                                                 \
+  X(T2, "T2", "no stride of an unfold's position or of a weight axis")                                                 \
+  X(T3, "T3", "no stride above a split")                                                                               \
+  X(T4, "T4", "no merge with a block at least the stride above a stride")                                              \
+  X(O1, "O1", "chained unfolds in ascending window order")                                                             \
+  X(O2, "O2", "no unfold above a split")                                                                               \
+  X(O3, "O3", "no merge with a block at least the window above an unfold")                                             \
+  X(O4, "O4", "no unfold of a dim that is only reduced, no reduced window")                                            \
+  X(C1, "C1", "views commute with contractions they do not touch")                                                     \
+  X(C2, "C2", "independent contractions in canonical order")                                                           \
+  X(C3, "C3", "a contraction is matmul-like: one outer and one inner share at least")                                  \
+  X(C4, "C4", "weights commute: one spelling per function at finalization")                                            \
+  X(U1, "U1", "factors of an unordered dim in sorted order")                                                           \
+  X(U2, "U2", "no shift of an unordered dim")                                                                          \
+  X(U3, "U3", "no split-then-merge or double reduction within one unordered source")                                   \
   X(U4, "U4", "equal-domain reductions are interchangeable: one renaming per interface")
 
 typedef enum {
 #define SYNO_RULE_ENUM(id, name, what) SYNO_RULE_##id,
   SYNO_RULES(SYNO_RULE_ENUM)
 #undef SYNO_RULE_ENUM
-  SYNO_RULE_COUNT
+      SYNO_RULE_COUNT
 } syno_rule_t;
 
 const char *syno_rule_name(syno_rule_t r);
@@ -78,34 +80,34 @@ typedef enum {
 } syno_prune_t;
 
 typedef struct {
-  int depth;            /* steps (primitives, reductions, contractions) at most */
-  int max_chain;        /* longest chain of primitives above an output dim */
-  int max_tensors;      /* input + weights */
+  int depth;       /* steps (primitives, reductions, contractions) at most */
+  int max_chain;   /* longest chain of primitives above an output dim */
+  int max_tensors; /* input + weights */
   int max_reductions;
-  double min_flops, max_flops; /* forward FLOPs, summed over the bindings; 0 = no bound */
-  double max_params;           /* on the first binding (the reported params), 0 = no bound */
-  double max_pooling;          /* product of weightless reduction domains */
-  bool enable[SYNO_PRIM_KINDS]; /* Share means Contraction; Stride and Expand off by default */
+  double min_flops, max_flops;    /* forward FLOPs, summed over the bindings; 0 = no bound */
+  double max_params;              /* on the first binding (the reported params), 0 = no bound */
+  double max_pooling;             /* product of weightless reduction domains */
+  bool enable[SYNO_PRIM_KINDS];   /* Share means Contraction; Stride and Expand off by default */
   int max_count[SYNO_PRIM_KINDS]; /* primitives of each kind in one operator, -1 = any (spec 4.1); a
                                    * Contraction counts one Share per shared dim */
   bool rule[SYNO_RULE_COUNT];
-  int max_enumerations;     /* powers tried per variable when enumerating sizes */
+  int max_enumerations; /* powers tried per variable when enumerating sizes */
   int max_vars_in_size, max_powers_in_size;
-  double max_rdom_multiplier;  /* total reduction domain / input numel */
-  double min_weight_params;    /* each weight, lower bound over bindings */
+  double max_rdom_multiplier; /* total reduction domain / input numel */
+  double min_weight_params;   /* each weight, lower bound over bindings */
   double max_unfold_kernel, min_unfold_ratio, max_strided_dim, max_shift_pattern;
   double max_expansion_repeat, max_expansion_merge;
   double min_shared_weight_dim, max_shared_weight_dim; /* WeightsSharing dims */
-  int max_finalizations;    /* per node */
-  bool prune_distance;      /* prune by shape distance (off only to test the bound) */
-  bool group_distance;      /* with it, the reshape-group part of the distance (off to compare) */
-  bool prune_flops;         /* prune nodes whose FLOPs lower bound exceeds max_flops (off only to test it) */
+  int max_finalizations;                               /* per node */
+  bool prune_distance;                                 /* prune by shape distance (off only to test the bound) */
+  bool group_distance; /* with it, the reshape-group part of the distance (off to compare) */
+  bool prune_flops;    /* prune nodes whose FLOPs lower bound exceeds max_flops (off only to test it) */
 } syno_space_opts_t;
 
 typedef struct {
   syno_vars_t vars; /* with at least one binding */
   syno_shape_t input, output;
-  int n_fixed;      /* axes passed straight from input to output (the batch N) */
+  int n_fixed; /* axes passed straight from input to output (the batch N) */
   int fixed_in[SYNO_MAX_FIXED], fixed_out[SYNO_MAX_FIXED];
   syno_space_opts_t opts;
 } syno_space_spec_t;
@@ -146,8 +148,8 @@ typedef struct {
 } syno_step_t;
 
 typedef struct {
-  uint64_t nodes, finals;          /* created so far */
-  uint64_t rule[SYNO_RULE_COUNT];  /* children removed by each rule */
+  uint64_t nodes, finals;         /* created so far */
+  uint64_t rule[SYNO_RULE_COUNT]; /* children removed by each rule */
   uint64_t prune[SYNO_PRUNE_COUNT];
 } syno_space_stats_t;
 

@@ -31,11 +31,11 @@ void syno_nn_fill_uniform(syno_rng_t *rng, syno_tensor_t *t, double lo, double h
 
 /* Iterates over sample indices 0..n-1 in batches, reshuffled at each epoch start. */
 typedef struct syno_batcher {
-    int64_t *order;   /* owned permutation of 0..n-1 */
-    int64_t n;
-    int64_t batch_size;
-    int64_t pos;
-    int drop_last;    /* 1: skip the final partial batch (keeps batch statistics sane) */
+  int64_t *order; /* owned permutation of 0..n-1 */
+  int64_t n;
+  int64_t batch_size;
+  int64_t pos;
+  int drop_last; /* 1: skip the final partial batch (keeps batch statistics sane) */
 } syno_batcher_t;
 
 int syno_nn_batcher_init(syno_batcher_t *b, int64_t n, int64_t batch_size, int drop_last);
@@ -50,18 +50,18 @@ void syno_nn_batcher_free(syno_batcher_t *b);
 /* ---------------------------------------------------------------- SGD */
 
 typedef struct syno_sgd_cfg {
-    double momentum;      /* 0 for plain SGD */
-    double weight_decay;  /* L2 coefficient added to the gradient; skipped for no_decay params */
-    int nesterov;
+  double momentum;     /* 0 for plain SGD */
+  double weight_decay; /* L2 coefficient added to the gradient; skipped for no_decay params */
+  int nesterov;
 } syno_sgd_cfg_t;
 
 /* PyTorch's SGD: g = grad + wd*w; v = momentum*v + g; w -= lr * (nesterov ? g + momentum*v : v).
  * The first step starts from v = 0, which equals PyTorch's v = g for dampening 0. */
 typedef struct syno_sgd {
-    syno_param_t **params; /* borrowed */
-    float **velocity;      /* owned, one buffer per parameter */
-    int nparams;
-    syno_sgd_cfg_t cfg;
+  syno_param_t **params; /* borrowed */
+  float **velocity;      /* owned, one buffer per parameter */
+  int nparams;
+  syno_sgd_cfg_t cfg;
 } syno_sgd_t;
 
 /* Optimises the n given parameters (the array is copied). */
@@ -75,9 +75,9 @@ void syno_nn_sgd_free(syno_sgd_t *opt);
 /* ---------------------------------------------------------------- AdamW */
 
 typedef struct syno_adamw_cfg {
-    double beta1, beta2;  /* moment decay rates, e.g. 0.9 and 0.999 */
-    double eps;           /* added to sqrt(v_hat), e.g. 1e-8 */
-    double weight_decay;  /* decoupled; skipped for no_decay params */
+  double beta1, beta2; /* moment decay rates, e.g. 0.9 and 0.999 */
+  double eps;          /* added to sqrt(v_hat), e.g. 1e-8 */
+  double weight_decay; /* decoupled; skipped for no_decay params */
 } syno_adamw_cfg_t;
 
 /* PyTorch's AdamW (amsgrad off): at step t = 1, 2, ...
@@ -85,15 +85,14 @@ typedef struct syno_adamw_cfg {
  *   w -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
  * Borrows the parameters, owns the moment buffers. */
 typedef struct syno_adamw {
-    syno_param_t **params; /* borrowed */
-    float **m, **v;        /* owned, one buffer each per parameter */
-    int nparams;
-    int64_t t;             /* steps taken */
-    syno_adamw_cfg_t cfg;
+  syno_param_t **params; /* borrowed */
+  float **m, **v;        /* owned, one buffer each per parameter */
+  int nparams;
+  int64_t t; /* steps taken */
+  syno_adamw_cfg_t cfg;
 } syno_adamw_t;
 
-int syno_nn_adamw_init(syno_adamw_t *opt, syno_param_t **params, int n,
-                       const syno_adamw_cfg_t *cfg);
+int syno_nn_adamw_init(syno_adamw_t *opt, syno_param_t **params, int n, const syno_adamw_cfg_t *cfg);
 int syno_nn_adamw_init_layer(syno_adamw_t *opt, syno_layer_t *model, const syno_adamw_cfg_t *cfg);
 void syno_nn_adamw_step(syno_adamw_t *opt, double lr);
 void syno_nn_adamw_free(syno_adamw_t *opt);
@@ -106,10 +105,10 @@ void syno_nn_adamw_free(syno_adamw_t *opt);
  *                   lr = final + (base - final) * (1 + cos(pi p)) / 2
  * so lr reaches `final` at step == total and stays there. */
 typedef struct syno_lr_schedule {
-    double base_lr;
-    double final_lr;
-    int64_t warmup_steps;
-    int64_t total_steps;
+  double base_lr;
+  double final_lr;
+  int64_t warmup_steps;
+  int64_t total_steps;
 } syno_lr_schedule_t;
 
 double syno_nn_lr_at(const syno_lr_schedule_t *s, int64_t step);

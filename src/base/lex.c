@@ -44,9 +44,7 @@ const syno_tok_t *syno_lex_next(syno_lex_t *lx) {
   return &lx->tok;
 }
 
-int syno_lex_is(const syno_lex_t *lx, char c) {
-  return lx->tok.kind == SYNO_TOK_PUNCT && lx->tok.start[0] == c;
-}
+int syno_lex_is(const syno_lex_t *lx, char c) { return lx->tok.kind == SYNO_TOK_PUNCT && lx->tok.start[0] == c; }
 
 int syno_lex_accept(syno_lex_t *lx, char c) {
   if (!syno_lex_is(lx, c)) return 0;
@@ -54,9 +52,7 @@ int syno_lex_accept(syno_lex_t *lx, char c) {
   return 1;
 }
 
-int syno_tok_eq(const syno_tok_t *t, const char *s) {
-  return t->len == strlen(s) && memcmp(t->start, s, t->len) == 0;
-}
+int syno_tok_eq(const syno_tok_t *t, const char *s) { return t->len == strlen(s) && memcmp(t->start, s, t->len) == 0; }
 
 void syno_tok_describe(const syno_tok_t *t, char *buf, size_t n) {
   if (t->kind == SYNO_TOK_END) {
@@ -74,8 +70,7 @@ void syno_tok_describe(const syno_tok_t *t, char *buf, size_t n) {
 int syno_tok_int(const syno_tok_t *t, int64_t *out) {
   int64_t v = 0;
   for (size_t i = 0; i < t->len; i++) {
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, t->start[i] - '0', &v))
-      return -1;
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, t->start[i] - '0', &v)) return -1;
   }
   *out = v;
   return 0;

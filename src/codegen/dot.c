@@ -16,8 +16,10 @@ static void size_label(const syno_operator_t *op, syno_dim_t d, char *buf, size_
 }
 
 static const char *tensor_name(int t, char *buf, size_t n) {
-  if (t == 0) snprintf(buf, n, "in");
-  else snprintf(buf, n, "w%d", t);
+  if (t == 0)
+    snprintf(buf, n, "in");
+  else
+    snprintf(buf, n, "w%d", t);
   return buf;
 }
 
@@ -26,8 +28,9 @@ int syno_codegen_dot(const syno_operator_t *op, char *buf, size_t n, syno_error_
   syno_strbuf_t b;
   syno_strbuf_init(&b, buf, n);
   char lab[128], nm[16];
-  syno_strbuf_printf(&b, "digraph operator {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=11];\n"
-                         "  edge [fontname=\"Helvetica\", fontsize=10];\n");
+  syno_strbuf_printf(&b,
+                     "digraph operator {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=11];\n"
+                     "  edge [fontname=\"Helvetica\", fontsize=10];\n");
   /* Tensors at the top, one record per tensor with one port per axis. */
   syno_strbuf_printf(&b, "  { rank=source;\n");
   for (int t = 0; t < op->n_tensors; t++) {
@@ -56,8 +59,8 @@ int syno_codegen_dot(const syno_operator_t *op, char *buf, size_t n, syno_error_
   syno_strbuf_printf(&b, "  { rank=sink;\n");
   for (int k = 0; k < op->n_out; k++) {
     size_label(op, op->out[k], lab, sizeof lab);
-    syno_strbuf_printf(&b, "    o%d [shape=box, style=filled, fillcolor=\"#d4edda\", label=\"out i%d\\n%s\"];\n", k,
-                       k, lab);
+    syno_strbuf_printf(&b, "    o%d [shape=box, style=filled, fillcolor=\"#d4edda\", label=\"out i%d\\n%s\"];\n", k, k,
+                       lab);
   }
   for (int r = 0; r < op->n_red; r++) {
     const syno_dimension_t *d = syno_graph_dim(op->g, op->red[r]);
@@ -87,8 +90,10 @@ int syno_codegen_dot(const syno_operator_t *op, char *buf, size_t n, syno_error_
         snprintf(from, sizeof from, "x%d", e);
         syno_strbuf_printf(&b, "  x%d [shape=ellipse, style=dashed, label=\"Expand\"];\n", e);
       }
-    if (dim->kind == SYNO_DIM_PRIM_INPUT) snprintf(to, sizeof to, "p%u", dim->prim);
-    else if (dim->kind == SYNO_DIM_ITERATOR) snprintf(to, sizeof to, "o%d", dim->index);
+    if (dim->kind == SYNO_DIM_PRIM_INPUT)
+      snprintf(to, sizeof to, "p%u", dim->prim);
+    else if (dim->kind == SYNO_DIM_ITERATOR)
+      snprintf(to, sizeof to, "o%d", dim->index);
     else
       for (int r = 0; r < op->n_red; r++)
         if (op->red[r] == d) snprintf(to, sizeof to, "r%d", r);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "syno/exec.h"
 #include "exec_chain.h"
+#include "syno/exec.h"
 
 struct syno_exec {
   syno_vars_t vars; /* a private copy: the binding index stays valid */

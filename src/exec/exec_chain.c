@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lower/stages.h"
 #include "exec_chain.h"
 #include "exec_gemm.h"
-#include "../lower/stages.h"
 
 struct syno_chain {
   int n_stages;

@@ -21,8 +21,8 @@
 
 #include <cblas.h>
 
-#include "exec_gemm.h"
 #include "../lower/expr_eval.h"
+#include "exec_gemm.h"
 
 #define WORKSPACE (INT64_C(1) << 20) /* floats per column buffer, as the native conv */
 #define MAX_TABLE (INT64_C(1) << 26) /* entries of one offset table */
@@ -43,7 +43,7 @@ typedef struct {
 
 /* An operand as the plan reads it. */
 typedef struct {
-  const syno_access_t *acc;          /* NULL: linear */
+  const syno_access_t *acc;           /* NULL: linear */
   int64_t axis_stride[SYNO_MAX_RANK]; /* expression operand: row-major strides of its axes */
   int64_t stride[SYNO_NEST_MAX_VARS]; /* linear operand */
   int64_t numel;
@@ -53,15 +53,15 @@ struct exec_gemm_plan {
   int has_w;
   int64_t G, Mp, Me, N, K, chunk;
   int64_t numel_a, numel_w, numel_c;
-  int32_t *tin;  /* [G][K][Me] */
+  int32_t *tin; /* [G][K][Me] */
   /* Per row (g, k) of tin: when its valid entries are one run of
    * consecutive offsets, me in [lo, hi) with -1 outside, run[2 (g K + k)]
    * is lo and the next entry hi; else both are -1. */
   int32_t *run;
-  int64_t *ip;   /* [Mp] */
-  int32_t *tw;   /* [G][N][K] */
+  int64_t *ip; /* [Mp] */
+  int32_t *tw; /* [G][N][K] */
   int64_t *og, *omp, *on, *ome;
-  int direct;    /* the result block is an [N][ldo] view of c */
+  int direct; /* the result block is an [N][ldo] view of c */
   int64_t ldo;
   float alpha;
   float *col, *cbuf, *wg, *dwg; /* [K][c*Me], [N][c*Me], [G][N][K], [N][K] */
@@ -93,8 +93,7 @@ static int64_t opnd_off(const ev_t *e, const opnd_t *o, int nv) {
   }
   bool ok = true;
   for (int i = 0; i < o->acc->rank; i++)
-    off += syno_expr_eval(e->n, o->acc->idx[i], e->size_val, e->val, e->val + e->n->n_outer, &ok) *
-           o->axis_stride[i];
+    off += syno_expr_eval(e->n, o->acc->idx[i], e->size_val, e->val, e->val + e->n->n_outer, &ok) * o->axis_stride[i];
   return ok ? off : -1;
 }
 
@@ -141,8 +140,7 @@ int64_t exec_gemm_plan_flops(const exec_gemm_plan_t *p) { return p->flops; }
 
 static void *xcalloc(int64_t n, size_t sz) { return calloc((size_t)(n > 0 ? n : 1), sz); }
 
-int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_gemm_plan_t **out,
-                       syno_error_t *err) {
+int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_gemm_plan_t **out, syno_error_t *err) {
   *out = NULL;
   const syno_nest_t *fwd = st->n;
   exec_gemm_plan_t *p = calloc(1, sizeof *p);
@@ -157,8 +155,7 @@ int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   p->nv = nv;
   int64_t *ext = p->ext;
   for (int i = 0; i < fwd->n_nodes; i++)
-    if (fwd->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, fwd->node[i].size, b, &e->size_val[i], err))
-      goto fail;
+    if (fwd->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, fwd->node[i].size, b, &e->size_val[i], err)) goto fail;
   for (int i = 0; i < fwd->n_outer; i++)
     if (syno_size_eval(v, fwd->outer[i], b, &ext[i], err)) goto fail;
   for (int i = 0; i < fwd->n_inner; i++)
@@ -193,10 +190,14 @@ int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   memset(cl, 0, sizeof cl);
   for (int j = 0; j < p->n_stage; j++) {
     int i = p->stage_var[j], c;
-    if (!st->result[i]) c = CL_K;
-    else if (ca[i] && cw[i]) c = CL_G;
-    else if (cw[i]) c = CL_N;
-    else c = plain[i] >= 0 ? CL_MP : CL_ME;
+    if (!st->result[i])
+      c = CL_K;
+    else if (ca[i] && cw[i])
+      c = CL_G;
+    else if (cw[i])
+      c = CL_N;
+    else
+      c = plain[i] >= 0 ? CL_MP : CL_ME;
     cl[c].var[cl[c].n++] = i;
   }
   /* A plain position inside (at a smaller result stride than) a gathered
@@ -280,8 +281,8 @@ int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   p->cbuf = xcalloc(p->N * cm, sizeof *p->cbuf);
   p->wg = xcalloc(p->G * p->N * p->K, sizeof *p->wg);
   p->dwg = xcalloc(p->N * p->K, sizeof *p->dwg);
-  if (!p->tin || !p->run || !p->ip || !p->tw || !p->og || !p->omp || !p->on || !p->ome || !p->col || !p->cbuf || !p->wg ||
-      !p->dwg) {
+  if (!p->tin || !p->run || !p->ip || !p->tw || !p->og || !p->omp || !p->on || !p->ome || !p->col || !p->cbuf ||
+      !p->wg || !p->dwg) {
     syno_error_set(err, "gemm plan: out of memory");
     goto fail;
   }
@@ -405,8 +406,8 @@ static void generic_run(exec_gemm_plan_t *p, const float *a, const float *w, flo
 static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                  const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   if (m * n * k > SMALL_GEMM) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
+                alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
     return;
   }
   for (int64_t i = 0; i < m; i++) {
@@ -498,8 +499,7 @@ void exec_gemm_forward(exec_gemm_plan_t *p, const float *x, const float *w, floa
       gather_col(p, g, mp0, nc, x);
       const float *wg = p->wg + g * p->N * p->K;
       if (p->direct) {
-        gemm(false, false, p->N, ld, p->K, p->alpha, wg, p->K, p->col, ld, 0.0f, out + p->og[g] + p->omp[mp0],
-             p->ldo);
+        gemm(false, false, p->N, ld, p->K, p->alpha, wg, p->K, p->col, ld, 0.0f, out + p->og[g] + p->omp[mp0], p->ldo);
         continue;
       }
       gemm(false, false, p->N, ld, p->K, p->alpha, wg, p->K, p->col, ld, 0.0f, p->cbuf, ld);

@@ -30,7 +30,6 @@
 
 #include "syno/lower.h"
 
-
 /* How a stage reads one tensor. */
 typedef struct {
   const syno_access_t *acc;           /* an access of the nest, or NULL: linear */
@@ -60,8 +59,7 @@ typedef struct exec_gemm_plan exec_gemm_plan_t;
  * st->res_numel when st->choose_layout). The nest and the accesses must
  * outlive the plan. 0 on success; -1 on error (out of memory, a size that
  * does not evaluate, an empty loop). */
-int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_gemm_plan_t **out,
-                       syno_error_t *err);
+int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_gemm_plan_t **out, syno_error_t *err);
 void exec_gemm_plan_free(exec_gemm_plan_t *p);
 
 /* NULL when the stage runs as gather + GEMM + scatter, else why it runs as a
@@ -74,7 +72,6 @@ int64_t exec_gemm_plan_flops(const exec_gemm_plan_t *p);
 void exec_gemm_forward(exec_gemm_plan_t *p, const float *a, const float *w, float *c);
 /* da = dL/dA, dw = dL/dW given dc = dL/dC; either may be NULL (not wanted),
  * the others are overwritten. */
-void exec_gemm_backward(exec_gemm_plan_t *p, const float *a, const float *w, const float *dc, float *da,
-                        float *dw);
+void exec_gemm_backward(exec_gemm_plan_t *p, const float *a, const float *w, const float *dc, float *da, float *dw);
 
 #endif

@@ -24,7 +24,6 @@ struct syno_graph {
   syno_table_t leaf_table, prim_table; /* dim ids of leaves; primitive ids */
 };
 
-
 /* A primitive's hash: its kind and parameters, then each output's hash
  * (prim_hash_out); input `slot`'s dim hashes as input_hash. */
 static uint64_t prim_hash_start(const syno_prim_t *p) {
@@ -167,8 +166,10 @@ static syno_color_t input_color(const syno_graph_t *g, const syno_prim_t *p, uin
       }
       break;
     case SYNO_PRIM_MERGE:
-      if (slot == 0) c.block[0].right = (int32_t)id;
-      else c.block[0].left = (int32_t)id;
+      if (slot == 0)
+        c.block[0].right = (int32_t)id;
+      else
+        c.block[0].left = (int32_t)id;
       break;
     case SYNO_PRIM_SHARE:
       c.weights_below |= (uint8_t)(1u << p->weight);
@@ -179,9 +180,7 @@ static syno_color_t input_color(const syno_graph_t *g, const syno_prim_t *p, uin
       c.discarding = true;
       memset(c.block, 0, sizeof c.block);
       break;
-    default: /* Shift */
-      memset(c.block, 0, sizeof c.block);
-      break;
+    default: /* Shift */ memset(c.block, 0, sizeof c.block); break;
   }
   return c;
 }
@@ -235,8 +234,9 @@ static int check_size(const syno_graph_t *g, syno_size_t s, const char *what, sy
   syno_trait_t t = syno_size_trait(s);
   if (t != SYNO_TRAIT_GENERAL && t != SYNO_TRAIT_COEFFICIENT) {
     syno_size_print(&g->vars, s, buf, sizeof buf);
-    return syno_error_set(err, "%s has size %s, which is not a legal size (%s)", what, buf,
-                          t == SYNO_TRAIT_ONE ? "it is 1" : "a primary variable has a negative power or it is a pure fraction");
+    return syno_error_set(
+        err, "%s has size %s, which is not a legal size (%s)", what, buf,
+        t == SYNO_TRAIT_ONE ? "it is 1" : "a primary variable has a negative power or it is a pure fraction");
   }
   for (int b = 0; b < g->vars.nbind; b++) {
     int64_t num, den;
@@ -261,8 +261,8 @@ int syno_graph_iterator(syno_graph_t *g, int index, syno_size_t size, bool unord
   return intern_leaf(g, &key, out, err);
 }
 
-int syno_graph_reduce(syno_graph_t *g, syno_size_t domain, syno_reduce_type_t type, int multiplicity,
-                      syno_dim_t *out, syno_error_t *err) {
+int syno_graph_reduce(syno_graph_t *g, syno_size_t domain, syno_reduce_type_t type, int multiplicity, syno_dim_t *out,
+                      syno_error_t *err) {
   if (multiplicity < 0 || multiplicity >= SYNO_MAX_REDUCTIONS)
     return syno_error_set(err, "reduction multiplicity %d out of range", multiplicity);
   if (check_size(g, domain, "reduction", err)) return -1;
@@ -289,8 +289,8 @@ static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_
   uint32_t id = g->n_prims;
   g->prims[id] = *key;
   for (int i = 0; i < key->n_in; i++) {
-    syno_dimension_t d = {.kind = SYNO_DIM_PRIM_INPUT, .size = in_sizes[i], .prim = id, .slot = i,
-                          .hash = input_hash(h, i)};
+    syno_dimension_t d = {
+        .kind = SYNO_DIM_PRIM_INPUT, .size = in_sizes[i], .prim = id, .slot = i, .hash = input_hash(h, i)};
     syno_color_t c = input_color(g, key, id, i);
     key->in[i] = new_dim(g, &d, &c);
     if (!key->in[i]) return syno_error_set(err, "out of memory");

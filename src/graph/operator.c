@@ -20,7 +20,8 @@ static int find(const dimset_t *s, syno_dim_t d) {
 
 static int push(dimset_t *s, syno_dim_t d, syno_error_t *err) {
   if (find(s, d) >= 0) return syno_error_set(err, "a dimension is used twice");
-  if (s->n >= SYNO_MAX_OP_DIMS) return syno_error_set(err, "operator has too many dimensions (at most %d)", SYNO_MAX_OP_DIMS);
+  if (s->n >= SYNO_MAX_OP_DIMS)
+    return syno_error_set(err, "operator has too many dimensions (at most %d)", SYNO_MAX_OP_DIMS);
   s->d[s->n++] = d;
   return 0;
 }
@@ -45,8 +46,7 @@ static int cmp_reduce(const syno_graph_t *g, syno_dim_t a, syno_dim_t b) {
 
 int syno_operator_build(syno_graph_t *g, int n_out, int in_rank, const syno_dim_t *in_axes, int n_exp,
                         const syno_dim_t *exp, int n_weights, const int *weight_rank,
-                        const syno_dim_t (*weight_axes)[SYNO_MAX_RANK], syno_operator_t *op,
-                        syno_error_t *err) {
+                        const syno_dim_t (*weight_axes)[SYNO_MAX_RANK], syno_operator_t *op, syno_error_t *err) {
   memset(op, 0, sizeof *op);
   op->g = g;
   if (n_out < 0 || n_out > SYNO_MAX_RANK) return syno_error_set(err, "output rank %d out of range", n_out);
@@ -115,11 +115,14 @@ int syno_operator_build(syno_graph_t *g, int n_out, int in_rank, const syno_dim_
     const syno_dimension_t *d = syno_graph_dim(g, id);
     if (d->kind == SYNO_DIM_PRIM_INPUT) {
       const syno_prim_t *p = syno_graph_prim(g, d->prim);
-      return syno_error_set(err, "a %s is missing its other input: every input of a primitive must be a tensor axis, an expansion or the output of another primitive",
+      return syno_error_set(err,
+                            "a %s is missing its other input: every input of a primitive must be a tensor axis, an "
+                            "expansion or the output of another primitive",
                             syno_prim_name(p->kind));
     }
     if (d->kind == SYNO_DIM_ITERATOR) {
-      if (d->index >= n_out) return syno_error_set(err, "output axis i%d does not exist (output rank %d)", d->index, n_out);
+      if (d->index >= n_out)
+        return syno_error_set(err, "output axis i%d does not exist (output rank %d)", d->index, n_out);
       seen[d->index] = true;
       op->out[d->index] = id;
     } else {

@@ -11,10 +11,18 @@ typedef struct {
 } preset_t;
 
 static const preset_t presets[] = {
-    {"conv2d", "N=8: 0, C_in=16: 2, C_out=16: 2, H=28: 2, W=28: 2; k=3: 4, s=2: 2", "[N, C_in: unordered, H, W]",
-     "[N, C_out: unordered, H, W]", 1, {0}},
-    {"linear", "N=8: 0, S=64: 0, C_in=128: 2, C_out=128: 2; k=4: 4, s=2: 2", "[N, S, C_in: unordered]",
-     "[N, S, C_out: unordered]", 2, {0, 1}},
+    {"conv2d",
+     "N=8: 0, C_in=16: 2, C_out=16: 2, H=28: 2, W=28: 2; k=3: 4, s=2: 2",
+     "[N, C_in: unordered, H, W]",
+     "[N, C_out: unordered, H, W]",
+     1,
+     {0}},
+    {"linear",
+     "N=8: 0, S=64: 0, C_in=128: 2, C_out=128: 2; k=4: 4, s=2: 2",
+     "[N, S, C_in: unordered]",
+     "[N, S, C_out: unordered]",
+     2,
+     {0, 1}},
 };
 
 const char *syno_signature_names(void) { return "conv2d, linear"; }

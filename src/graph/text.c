@@ -65,7 +65,8 @@ static int parse_call(parser_t *ps, const syno_tok_t *name, syno_dim_t *out) {
   }
   if (syno_tok_eq(name, "share")) {
     int64_t w;
-    if (ps->lx.tok.kind != SYNO_TOK_INT || syno_tok_int(&ps->lx.tok, &w) || w > 100) return expect_err(ps, "a weight number");
+    if (ps->lx.tok.kind != SYNO_TOK_INT || syno_tok_int(&ps->lx.tok, &w) || w > 100)
+      return expect_err(ps, "a weight number");
     syno_lex_next(&ps->lx);
     if (expect(ps, ')')) return -1;
     return syno_graph_share(g, a, (int)w, out, NULL, ps->err) ? at_col(ps, col) : 0;
@@ -86,7 +87,8 @@ static int parse_expr(parser_t *ps, syno_dim_t *out) {
     if (k >= ps->output->rank)
       return syno_error_set(ps->err, "output axis '%.*s' at column %d does not exist (the output has %d axes)",
                             (int)t.len, t.start, t.col, ps->output->rank);
-    return syno_graph_iterator(ps->g, k, ps->output->dim[k], ps->output->unordered[k], out, ps->err) ? at_col(ps, t.col) : 0;
+    return syno_graph_iterator(ps->g, k, ps->output->dim[k], ps->output->unordered[k], out, ps->err) ? at_col(ps, t.col)
+                                                                                                     : 0;
   }
   if ((k = loop_number(&t, 'r')) >= 0) {
     syno_lex_next(&ps->lx);
@@ -114,7 +116,8 @@ static int parse_list(parser_t *ps, syno_dim_t *dims, int *n) {
   if (expect(ps, '[')) return -1;
   if (syno_lex_accept(&ps->lx, ']')) return 0;
   for (;;) {
-    if (*n >= SYNO_MAX_RANK) return syno_error_set(ps->err, "more than %d axes at column %d", SYNO_MAX_RANK, ps->lx.tok.col);
+    if (*n >= SYNO_MAX_RANK)
+      return syno_error_set(ps->err, "more than %d axes at column %d", SYNO_MAX_RANK, ps->lx.tok.col);
     if (parse_expr(ps, &dims[(*n)++])) return -1;
     if (syno_lex_accept(&ps->lx, ']')) return 0;
     if (expect(ps, ',')) return -1;
@@ -128,16 +131,21 @@ static int parse_reductions(parser_t *ps) {
     syno_lex_next(&ps->lx);
     if (expect(ps, '=')) return -1;
     syno_reduce_type_t type;
-    if (syno_tok_eq(&ps->lx.tok, "sum")) type = SYNO_REDUCE_SUM;
-    else if (syno_tok_eq(&ps->lx.tok, "mean")) type = SYNO_REDUCE_MEAN;
-    else return expect_err(ps, "'sum' or 'mean'");
+    if (syno_tok_eq(&ps->lx.tok, "sum"))
+      type = SYNO_REDUCE_SUM;
+    else if (syno_tok_eq(&ps->lx.tok, "mean"))
+      type = SYNO_REDUCE_MEAN;
+    else
+      return expect_err(ps, "'sum' or 'mean'");
     syno_lex_next(&ps->lx);
     syno_size_t dom;
     if (expect(ps, '(') || syno_size_parse_lex(ps->v, &ps->lx, &dom, ps->err) || expect(ps, ')')) return -1;
     for (int i = 0; i < ps->n_red; i++)
       if (ps->red_name[i] == k)
-        return syno_error_set(ps->err, "reduction '%.*s' declared twice at column %d", (int)name.len, name.start, name.col);
-    if (ps->n_red >= SYNO_MAX_REDUCTIONS) return syno_error_set(ps->err, "more than %d reductions at column %d", SYNO_MAX_REDUCTIONS, name.col);
+        return syno_error_set(ps->err, "reduction '%.*s' declared twice at column %d", (int)name.len, name.start,
+                              name.col);
+    if (ps->n_red >= SYNO_MAX_REDUCTIONS)
+      return syno_error_set(ps->err, "more than %d reductions at column %d", SYNO_MAX_REDUCTIONS, name.col);
     /* Multiplicity: how many equal reductions were declared before. */
     int mult = 0;
     for (int i = 0; i < ps->n_red; i++) {
@@ -172,7 +180,9 @@ int syno_operator_parse(syno_graph_t *g, const char *text, const syno_shape_t *i
   while (ps.lx.tok.kind != SYNO_TOK_END) {
     syno_tok_t t = ps.lx.tok;
     int k = loop_number(&t, 'w');
-    if (k != n_w + 1) return expect_err(&ps, n_w + 1 < SYNO_MAX_TENSORS ? "the next weight 'w<k>[' in order, or end of input" : "end of input (at most 3 weights)");
+    if (k != n_w + 1)
+      return expect_err(&ps, n_w + 1 < SYNO_MAX_TENSORS ? "the next weight 'w<k>[' in order, or end of input"
+                                                        : "end of input (at most 3 weights)");
     if (n_w + 1 >= SYNO_MAX_TENSORS) return expect_err(&ps, "end of input (at most 3 weights)");
     syno_lex_next(&ps.lx);
     syno_dim_t shared[SYNO_MAX_RANK];
@@ -192,7 +202,8 @@ int syno_operator_parse(syno_graph_t *g, const char *text, const syno_shape_t *i
       return syno_error_set(err, "input axis %d has size %s but the input shape says %s", i, a, b);
     }
   }
-  if (syno_operator_build(g, output->rank, n_in, in, n_exp, exp, n_w, wrank, (const syno_dim_t(*)[SYNO_MAX_RANK])w, op, err))
+  if (syno_operator_build(g, output->rank, n_in, in, n_exp, exp, n_w, wrank, (const syno_dim_t(*)[SYNO_MAX_RANK])w, op,
+                          err))
     return -1;
   /* Every declared reduction must be used. */
   if (op->n_red != ps.n_red)
@@ -259,8 +270,7 @@ static void put_dim(out_t *o, syno_dim_t id) {
       put_dim(o, p->out[0]);
       put(o, ", %d)", p->weight);
       return;
-    default:
-      put(o, "?");
+    default: put(o, "?");
   }
 }
 

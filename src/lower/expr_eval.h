@@ -13,7 +13,7 @@
  * loop variables and of the SIZE nodes (size_val[j] for node j). *ok becomes
  * false when a restrict is out of range (the access reads zero padding). */
 static inline int64_t syno_expr_eval(const syno_nest_t *n, int i, const int64_t *size_val, const int64_t *outer,
-                       const int64_t *inner, bool *ok) {
+                                     const int64_t *inner, bool *ok) {
   const syno_expr_t *x = &n->node[i];
   switch (x->kind) {
     case SYNO_EXPR_OUTER: return outer[x->var];
@@ -22,7 +22,8 @@ static inline int64_t syno_expr_eval(const syno_nest_t *n, int i, const int64_t 
     case SYNO_EXPR_IMM: return x->imm;
     default: break;
   }
-  int64_t a = syno_expr_eval(n, x->a, size_val, outer, inner, ok), b = syno_expr_eval(n, x->b, size_val, outer, inner, ok);
+  int64_t a = syno_expr_eval(n, x->a, size_val, outer, inner, ok),
+          b = syno_expr_eval(n, x->b, size_val, outer, inner, ok);
   switch (x->kind) {
     case SYNO_EXPR_ADD: return a + b;
     case SYNO_EXPR_SUB: return a - b;

@@ -40,9 +40,15 @@ static bool guards_hold(const eval_t *e) {
     int64_t a = eval(e, gd->a, &ok), b = eval(e, gd->b, &ok);
     if (!ok) return false;
     switch (gd->kind) {
-      case SYNO_GUARD_RANGE: if (a < 0 || a >= b) return false; break;
-      case SYNO_GUARD_DIVIDES: if (syno_index_mod(a, b) != 0) return false; break;
-      case SYNO_GUARD_EQUAL: if (a != b) return false; break;
+      case SYNO_GUARD_RANGE:
+        if (a < 0 || a >= b) return false;
+        break;
+      case SYNO_GUARD_DIVIDES:
+        if (syno_index_mod(a, b) != 0) return false;
+        break;
+      case SYNO_GUARD_EQUAL:
+        if (a != b) return false;
+        break;
     }
   }
   return true;
@@ -163,8 +169,10 @@ static void scatter(eval_t *e, void *ctx) {
   for (int f = 0; f < e->n->n_factors; f++) {
     int64_t off = offset(e, f);
     if (off < 0) return;
-    if (f == r->skip) at = off;
-    else prod *= factor_data(&e->n->factor[f], r->tensors, r->grad_out)[off];
+    if (f == r->skip)
+      at = off;
+    else
+      prod *= factor_data(&e->n->factor[f], r->tensors, r->grad_out)[off];
   }
   /* The forward target's offset is the row-major index of the outer loops. */
   int64_t o = 0;
@@ -173,8 +181,7 @@ static void scatter(eval_t *e, void *ctx) {
 }
 
 int syno_interp_grad_scatter(const syno_nest_t *forward, const syno_vars_t *v, int b, int t,
-                             const float *const *tensors, const float *grad_out, float *grad_t,
-                             syno_error_t *err) {
+                             const float *const *tensors, const float *grad_out, float *grad_t, syno_error_t *err) {
   if (forward->target != -1) return syno_error_set(err, "scatter gradients need the forward nest");
   int skip = -1;
   for (int f = 0; f < forward->n_factors; f++)

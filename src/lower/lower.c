@@ -58,8 +58,10 @@ static syno_size_t dsize(const ctx_t *c, syno_dim_t d) { return syno_graph_dim(c
 
 static void set(ctx_t *c, syno_dim_t d, int16_t e) {
   int i = local(c, d);
-  if (c->val[i] < 0) c->val[i] = e;
-  else guard(c, SYNO_GUARD_EQUAL, c->val[i], e);
+  if (c->val[i] < 0)
+    c->val[i] = e;
+  else
+    guard(c, SYNO_GUARD_EQUAL, c->val[i], e);
 }
 
 /* Resolves primitive p if enough of its dims are known; returns whether it did. */
@@ -146,8 +148,7 @@ static bool resolve(ctx_t *c, const syno_prim_t *p) {
         }
       return false;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -157,9 +158,7 @@ static void propagate(ctx_t *c) {
     progress = false;
     for (int i = 0; i < c->op->n_prims; i++) {
       if (c->resolved[i]) continue;
-      if (resolve(c, syno_graph_prim(c->g, c->op->prims[i]))) {
-        c->resolved[i] = progress = true;
-      }
+      if (resolve(c, syno_graph_prim(c->g, c->op->prims[i]))) { c->resolved[i] = progress = true; }
     }
   }
 }
@@ -239,7 +238,9 @@ static void init(ctx_t *c, const syno_operator_t *op, syno_nest_t *n) {
 }
 
 static int finish(ctx_t *c, syno_error_t *err) {
-  if (c->full) return syno_error_set(err, "operator too large to lower (more than %d index nodes or %d guards)", SYNO_MAX_NODES, SYNO_MAX_GUARDS);
+  if (c->full)
+    return syno_error_set(err, "operator too large to lower (more than %d index nodes or %d guards)", SYNO_MAX_NODES,
+                          SYNO_MAX_GUARDS);
   renumber(c->n);
   return 0;
 }
@@ -279,7 +280,8 @@ int syno_lower_backward(const syno_operator_t *op, int t, syno_nest_t *n, syno_e
     propagate(&c);
     syno_dim_t d = pick_free(&c);
     if (!d) break;
-    if (n->n_inner >= SYNO_MAX_LOOPS) return syno_error_set(err, "operator too large to lower (more than %d loops)", SYNO_MAX_LOOPS);
+    if (n->n_inner >= SYNO_MAX_LOOPS)
+      return syno_error_set(err, "operator too large to lower (more than %d loops)", SYNO_MAX_LOOPS);
     n->inner[n->n_inner] = dsize(&c, d);
     c.val[local(&c, d)] = var(&c, SYNO_EXPR_INNER, n->n_inner++);
   }
@@ -339,8 +341,7 @@ int syno_output_numel(const syno_operator_t *op, int b, int64_t *numel, syno_err
 
 int syno_nest_flops(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *flops, syno_error_t *err) {
   int64_t outer = 0, inner = 0;
-  if (numel_of(v, n->outer, n->n_outer, b, &outer, err) || numel_of(v, n->inner, n->n_inner, b, &inner, err))
-    return -1;
+  if (numel_of(v, n->outer, n->n_outer, b, &outer, err) || numel_of(v, n->inner, n->n_inner, b, &inner, err)) return -1;
   int64_t per_point = (n->n_factors - 1) + (n->n_inner > 0 ? 1 : 0), total;
   if (__builtin_mul_overflow(outer, inner, &total) || __builtin_mul_overflow(total, per_point, &total))
     return syno_error_set(err, "FLOP count overflows 64 bits");

@@ -248,7 +248,8 @@ static poly_t poly_mul(ctx_t *c, poly_t a, poly_t b) {
       if (!at) return (poly_t){0, NULL, 0};
       /* Merge the two ascending atom lists. */
       int p = 0, q = 0, k = 0;
-      while (p < x->n || q < y->n) at[k++] = (q >= y->n || (p < x->n && x->atom[p] <= y->atom[q])) ? x->atom[p++] : y->atom[q++];
+      while (p < x->n || q < y->n)
+        at[k++] = (q >= y->n || (p < x->n && x->atom[p] <= y->atom[q])) ? x->atom[p++] : y->atom[q++];
       t[i * b.n + j] = (term_t){mul_coef(c, x->coef, y->coef), mul_size(c, x->size, y->size), k, at};
     }
   return poly_norm(c, t, n);
@@ -361,9 +362,9 @@ static poly_t norm_node(ctx_t *c, int i) {
 
 static int check_shape(ctx_t *c) {
   const syno_nest_t *n = c->n;
-  if (n->n_nodes < 0 || n->n_nodes > SYNO_MAX_NODES || n->n_outer < 0 || n->n_outer > SYNO_MAX_RANK ||
-      n->n_inner < 0 || n->n_inner > SYNO_MAX_LOOPS || n->n_guards < 0 || n->n_guards > SYNO_MAX_GUARDS ||
-      n->n_factors < 0 || n->n_factors > SYNO_MAX_TENSORS) {
+  if (n->n_nodes < 0 || n->n_nodes > SYNO_MAX_NODES || n->n_outer < 0 || n->n_outer > SYNO_MAX_RANK || n->n_inner < 0 ||
+      n->n_inner > SYNO_MAX_LOOPS || n->n_guards < 0 || n->n_guards > SYNO_MAX_GUARDS || n->n_factors < 0 ||
+      n->n_factors > SYNO_MAX_TENSORS) {
     fail(c, "malformed nest: a count is out of range");
     return -1;
   }
@@ -437,8 +438,10 @@ static void sb_printf(sb_t *b, const char *fmt, ...) {
 static void sb_size(sb_t *b, const syno_vars_t *v, syno_size_t s) {
   char tmp[512];
   int w = syno_size_print(v, s, tmp, sizeof tmp);
-  if (w >= (int)sizeof tmp) b->oom = true; /* cannot happen: 16 names of < 24 bytes */
-  else sb_puts(b, tmp);
+  if (w >= (int)sizeof tmp)
+    b->oom = true; /* cannot happen: 16 names of < 24 bytes */
+  else
+    sb_puts(b, tmp);
 }
 
 /* Takes the text (an empty string when nothing was written); NULL on OOM. */
@@ -480,8 +483,8 @@ static void put_atom(ctx_t *c, sb_t *b, int id, names_t names) {
 }
 
 typedef struct {
-  char *m;    /* the monomial: atoms sorted by text, then the size */
-  int klass;  /* 0: loop variables only, 1: has div/mod, 2: no atoms */
+  char *m;   /* the monomial: atoms sorted by text, then the size */
+  int klass; /* 0: loop variables only, 1: has div/mod, 2: no atoms */
   int64_t coef;
 } rterm_t;
 
@@ -552,9 +555,12 @@ static void put_poly(ctx_t *c, sb_t *b, const poly_t *p, names_t names) {
     qsort(rt, (size_t)p->n, sizeof *rt, rterm_cmp);
     for (int i = 0; i < p->n; i++) {
       int64_t a = rt[i].coef < 0 ? -rt[i].coef : rt[i].coef;
-      if (i) sb_puts(b, rt[i].coef < 0 ? " - " : " + ");
-      else if (rt[i].coef < 0) sb_puts(b, "-");
-      if (!rt[i].m[0]) sb_printf(b, "%lld", (long long)a);
+      if (i)
+        sb_puts(b, rt[i].coef < 0 ? " - " : " + ");
+      else if (rt[i].coef < 0)
+        sb_puts(b, "-");
+      if (!rt[i].m[0])
+        sb_printf(b, "%lld", (long long)a);
       else {
         if (a != 1) sb_printf(b, "%lld*", (long long)a);
         sb_puts(b, rt[i].m);
@@ -570,8 +576,10 @@ static void put_signless(ctx_t *c, sb_t *b, const poly_t *p, const poly_t *neg, 
   sb_t x = {0}, y = {0};
   put_poly(c, &x, p, names);
   put_poly(c, &y, neg, names);
-  if (x.oom || y.oom) b->oom = true;
-  else sb_puts(b, strcmp(x.s, y.s) <= 0 ? x.s : y.s);
+  if (x.oom || y.oom)
+    b->oom = true;
+  else
+    sb_puts(b, strcmp(x.s, y.s) <= 0 ? x.s : y.s);
   free(x.s);
   free(y.s);
 }
@@ -598,7 +606,9 @@ static void put_cond(ctx_t *c, sb_t *b, const cond_t *d, names_t names) {
   }
 }
 
-static const char *factor_name(const syno_access_t *a) { return a->tensor < 0 ? "grad_out" : a->tensor == 0 ? "in" : "w"; }
+static const char *factor_name(const syno_access_t *a) {
+  return a->tensor < 0 ? "grad_out" : a->tensor == 0 ? "in" : "w";
+}
 
 typedef struct {
   char *s;
@@ -736,8 +746,10 @@ static int refine_round(ctx_t *c, int *col) {
       strv_push(&occ, sb_take(c, &b));
     }
     names[u] = cname[u];
-    if (occ.oom) fail(c, "out of memory");
-    else qsort(occ.s, (size_t)occ.n, sizeof *occ.s, str_cmp);
+    if (occ.oom)
+      fail(c, "out of memory");
+    else
+      qsort(occ.s, (size_t)occ.n, sizeof *occ.s, str_cmp);
     sb_t b = {0};
     sb_printf(&b, "%06d|", col[u]);
     sb_size(&b, c->v, n->inner[u]);

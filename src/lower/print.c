@@ -25,7 +25,8 @@ static void put_size(out_t *o, syno_size_t s) {
 static int prec(const syno_expr_t *e) {
   switch (e->kind) {
     case SYNO_EXPR_DIV: return 1;
-    case SYNO_EXPR_MUL: case SYNO_EXPR_SIZE: return 2;
+    case SYNO_EXPR_MUL:
+    case SYNO_EXPR_SIZE: return 2;
     case SYNO_EXPR_MOD: return 3;
     case SYNO_EXPR_SUB: return 4;
     case SYNO_EXPR_ADD: return 5;
@@ -46,8 +47,11 @@ static void put_child(out_t *o, int parent, int child, bool right) {
 
 static void put_expr(out_t *o, int i) {
   const syno_expr_t *e = &o->nest->node[i];
-  static const char *ops[] = {[SYNO_EXPR_ADD] = " + ", [SYNO_EXPR_SUB] = " - ", [SYNO_EXPR_MUL] = " * ",
-                              [SYNO_EXPR_DIV] = " / ", [SYNO_EXPR_MOD] = " % "};
+  static const char *ops[] = {[SYNO_EXPR_ADD] = " + ",
+                              [SYNO_EXPR_SUB] = " - ",
+                              [SYNO_EXPR_MUL] = " * ",
+                              [SYNO_EXPR_DIV] = " / ",
+                              [SYNO_EXPR_MOD] = " % "};
   switch (e->kind) {
     case SYNO_EXPR_OUTER: put(o, "i_%d", e->var); return;
     case SYNO_EXPR_INNER: put(o, "ri_%d", e->var); return;
@@ -77,8 +81,10 @@ int syno_expr_print(const syno_nest_t *n, int node, const syno_vars_t *v, char *
 static void indent(out_t *o, int depth) { put(o, "%*s", 4 * depth, ""); }
 
 static void put_access(out_t *o, const syno_access_t *a) {
-  if (a->tensor < 0) put(o, "grad_out[");
-  else put(o, "in_%d[", a->tensor);
+  if (a->tensor < 0)
+    put(o, "grad_out[");
+  else
+    put(o, "in_%d[", a->tensor);
   for (int i = 0; i < a->rank; i++) {
     if (i) put(o, ", ");
     put_expr(o, a->idx[i]);
@@ -125,8 +131,10 @@ static void put_guards(out_t *o) {
 
 static void put_target(out_t *o) {
   const syno_nest_t *n = o->nest;
-  if (n->target < 0) put(o, "out[");
-  else put(o, "grad_in_%d[", n->target);
+  if (n->target < 0)
+    put(o, "out[");
+  else
+    put(o, "grad_in_%d[", n->target);
   for (int i = 0; i < n->n_outer; i++) put(o, "%si_%d", i ? ", " : "", i);
   put(o, "]");
 }

@@ -30,8 +30,7 @@ static double set_numel(const lower_stages_t *s, syno_varset_t m) {
 }
 
 /* The variable sets of each stage of sequence seq; returns the total size. */
-static double stage_sets(const lower_stages_t *s, const int *seq, int n, syno_varset_t *part,
-                         syno_varset_t *result) {
+static double stage_sets(const lower_stages_t *s, const int *seq, int n, syno_varset_t *part, syno_varset_t *result) {
   syno_varset_t run = s->reads[0];
   double size = 0;
   for (int k = 0; k < n; k++) {
@@ -75,8 +74,8 @@ static void orders(lower_stages_t *s, int *seq, int n, int early, unsigned place
   }
 }
 
-int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
-                     lower_stages_t *s, const char **reason, syno_error_t *err) {
+int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, lower_stages_t *s,
+                      const char **reason, syno_error_t *err) {
   memset(s, 0, sizeof *s);
   *reason = NULL;
   if (fwd->target != -1) return syno_error_set(err, "stages: not a forward nest");
@@ -122,8 +121,10 @@ int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const s
     any |= s->reads[t];
   }
   for (int i = 0; i < s->nv; i++) {
-    if (i < s->n_outer) s->outer |= (syno_varset_t)1 << i;
-    else if (!(any >> i & 1)) s->unread_inner |= (syno_varset_t)1 << i;
+    if (i < s->n_outer)
+      s->outer |= (syno_varset_t)1 << i;
+    else if (!(any >> i & 1))
+      s->unread_inner |= (syno_varset_t)1 << i;
   }
   /* Spec 7.2: the weight on a Share's R side comes after every tensor above its L side. */
   for (int k = 0; k < op->n_prims; k++) {
@@ -156,8 +157,8 @@ double lower_stages_flops(const lower_stages_t *s) {
   return flops;
 }
 
-int syno_forward_flops(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
-                       int64_t *flops, syno_error_t *err) {
+int syno_forward_flops(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, int64_t *flops,
+                       syno_error_t *err) {
   lower_stages_t s;
   const char *reason;
   if (lower_stages_plan(op, fwd, v, b, &s, &reason, err)) return -1;

@@ -31,22 +31,22 @@ typedef uint64_t syno_varset_t;
 typedef struct {
   int nv, n_outer, nw;
   int64_t ext[SYNO_NEST_MAX_VARS];
-  int64_t divisor;                      /* the Mean divisor under the binding */
-  int factor_of[SYNO_MAX_TENSORS];      /* the nest factor that reads tensor t */
+  int64_t divisor;                 /* the Mean divisor under the binding */
+  int factor_of[SYNO_MAX_TENSORS]; /* the nest factor that reads tensor t */
   syno_varset_t reads[SYNO_MAX_TENSORS], outer, unread_inner;
-  unsigned after[SYNO_MAX_TENSORS];     /* weights that must be contracted before weight t */
+  unsigned after[SYNO_MAX_TENSORS]; /* weights that must be contracted before weight t */
   int n_stages;
-  int seq[SYNO_MAX_STAGES];             /* 0: the early reduction, else a weight */
+  int seq[SYNO_MAX_STAGES]; /* 0: the early reduction, else a weight */
   syno_varset_t part[SYNO_MAX_STAGES], result[SYNO_MAX_STAGES];
-  double size;                          /* sum of the stages' sizes */
+  double size; /* sum of the stages' sizes */
 } lower_stages_t;
 
 /* Plans the stages of forward nest fwd of op under binding b. Returns 0 and
  * fills *p, or 0 with *reason set (static storage) when the nest cannot be
  * staged (guards, a tensor read by several factors or by none, an empty
  * loop); -1 on error. */
-int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b,
-                     lower_stages_t *p, const char **reason, syno_error_t *err);
+int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, lower_stages_t *p,
+                      const char **reason, syno_error_t *err);
 
 /* The plan's FLOPs (multiply-add = 2): per point of a stage, one multiply
  * when it has a weight and one add when it sums a variable; one division

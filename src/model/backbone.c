@@ -8,342 +8,309 @@
 #include "syno/backbone.h"
 
 typedef struct {
-    syno_backbone_t *bb;
-    const syno_slotop_t *op;
-    syno_rng_t *rng;
-    syno_error_t *err;
-    int conv_backend;
-    int failed;
+  syno_backbone_t *bb;
+  const syno_slotop_t *op;
+  syno_rng_t *rng;
+  syno_error_t *err;
+  int conv_backend;
+  int failed;
 } builder_t;
 
-#define TRY(x)                 \
-    do {                       \
-        if (!(x)) {            \
-            if (!b->failed)    \
-                syno_error_set(b->err, "out of memory"); \
-            b->failed = 1;     \
-        }                      \
-    } while (0)
+#define TRY(x)                                                 \
+  do {                                                         \
+    if (!(x)) {                                                \
+      if (!b->failed) syno_error_set(b->err, "out of memory"); \
+      b->failed = 1;                                           \
+    }                                                          \
+  } while (0)
 
-static syno_layer_t *mk_slot(builder_t *b, int64_t ci, int64_t co, int64_t h, int64_t w)
-{
-    if (b->failed)
-        return NULL;
-    if (b->bb->nslots >= SYNO_BACKBONE_MAX_SLOTS) {
-        syno_error_set(b->err, "too many slots (at most %d)", SYNO_BACKBONE_MAX_SLOTS);
-        b->failed = 1;
-        return NULL;
+static syno_layer_t *mk_slot(builder_t *b, int64_t ci, int64_t co, int64_t h, int64_t w) {
+  if (b->failed) return NULL;
+  if (b->bb->nslots >= SYNO_BACKBONE_MAX_SLOTS) {
+    syno_error_set(b->err, "too many slots (at most %d)", SYNO_BACKBONE_MAX_SLOTS);
+    b->failed = 1;
+    return NULL;
+  }
+  syno_layer_t *l = NULL;
+  if (syno_slot_create(b->op, ci, co, h, w, b->conv_backend, b->rng, &l, b->err)) {
+    b->failed = 1;
+    return NULL;
+  }
+  syno_slot_info_t info;
+  syno_slot_info(l, &info);
+  b->bb->slots[b->bb->nslots++] = l;
+  b->bb->flops += info.flops;
+  return l;
+}
+
+static syno_layer_t *mk_conv(builder_t *b, int64_t ci, int64_t co, int64_t k, int64_t pad, int64_t h, int64_t w) {
+  if (b->failed) return NULL;
+  syno_conv2d_cfg_t c = {0};
+  c.in_channels = ci;
+  c.out_channels = co;
+  c.kernel_h = c.kernel_w = k;
+  c.pad_h = c.pad_w = pad;
+  c.backend = b->conv_backend;
+  syno_layer_t *l = syno_nn_conv2d_create(&c, b->rng);
+  TRY(l);
+  b->bb->flops += 2 * co * ci * k * k * h * w;
+  return l;
+}
+
+static syno_layer_t *seq(builder_t *b, int n, syno_layer_t **ls) {
+  for (int i = 0; i < n; i++)
+    if (!ls[i]) {
+      for (int j = 0; j < n; j++) syno_nn_layer_free(ls[j]);
+      if (!b->failed) syno_error_set(b->err, "out of memory");
+      b->failed = 1;
+      return NULL;
     }
-    syno_layer_t *l = NULL;
-    if (syno_slot_create(b->op, ci, co, h, w, b->conv_backend, b->rng, &l, b->err)) {
-        b->failed = 1;
-        return NULL;
-    }
-    syno_slot_info_t info;
-    syno_slot_info(l, &info);
-    b->bb->slots[b->bb->nslots++] = l;
-    b->bb->flops += info.flops;
-    return l;
+  syno_layer_t *l = syno_nn_sequential_create(n, ls);
+  TRY(l);
+  return l;
 }
 
-static syno_layer_t *mk_conv(builder_t *b, int64_t ci, int64_t co, int64_t k, int64_t pad,
-                             int64_t h, int64_t w)
-{
-    if (b->failed)
-        return NULL;
-    syno_conv2d_cfg_t c = {0};
-    c.in_channels = ci;
-    c.out_channels = co;
-    c.kernel_h = c.kernel_w = k;
-    c.pad_h = c.pad_w = pad;
-    c.backend = b->conv_backend;
-    syno_layer_t *l = syno_nn_conv2d_create(&c, b->rng);
-    TRY(l);
-    b->bb->flops += 2 * co * ci * k * k * h * w;
-    return l;
-}
-
-static syno_layer_t *seq(builder_t *b, int n, syno_layer_t **ls)
-{
-    for (int i = 0; i < n; i++)
-        if (!ls[i]) {
-            for (int j = 0; j < n; j++)
-                syno_nn_layer_free(ls[j]);
-            if (!b->failed)
-                syno_error_set(b->err, "out of memory");
-            b->failed = 1;
-            return NULL;
-        }
-    syno_layer_t *l = syno_nn_sequential_create(n, ls);
-    TRY(l);
-    return l;
-}
-
-static syno_layer_t *bn(builder_t *b, int64_t c)
-{
-    syno_layer_t *l = syno_nn_batchnorm_create(c, 0.1, 1e-5);
-    TRY(l);
-    return l;
+static syno_layer_t *bn(builder_t *b, int64_t c) {
+  syno_layer_t *l = syno_nn_batchnorm_create(c, 0.1, 1e-5);
+  TRY(l);
+  return l;
 }
 
 /* BasicBlock: [pool] slot BN ReLU slot BN (+ shortcut) ReLU. */
-static syno_layer_t *basic_block(builder_t *b, int64_t ci, int64_t co, int64_t *h, int64_t *w,
-                                 int down)
-{
-    int64_t ho = down ? *h / 2 : *h, wo = down ? *w / 2 : *w;
-    syno_layer_t *body[6];
-    int n = 0;
-    if (down)
-        body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
-    body[n++] = mk_slot(b, ci, co, ho, wo);
-    body[n++] = bn(b, co);
-    body[n++] = syno_nn_relu_create();
-    body[n++] = mk_slot(b, co, co, ho, wo);
-    body[n++] = bn(b, co);
-    syno_layer_t *bodyl = seq(b, n, body);
-    syno_layer_t *sc = NULL;
-    if (down || ci != co) {
-        syno_layer_t *s[3];
-        int m = 0;
-        if (down)
-            s[m++] = syno_nn_avgpool2d_create(2, 2, 0);
-        s[m++] = mk_conv(b, ci, co, 1, 0, ho, wo);
-        s[m++] = bn(b, co);
-        sc = seq(b, m, s);
-    }
-    if (b->failed) {
-        syno_nn_layer_free(bodyl);
-        syno_nn_layer_free(sc);
-        return NULL;
-    }
-    syno_layer_t *res = syno_nn_residual_create(bodyl, sc);
-    TRY(res);
-    syno_layer_t *pair[2] = {res, syno_nn_relu_create()};
-    *h = ho;
-    *w = wo;
-    return seq(b, 2, pair);
+static syno_layer_t *basic_block(builder_t *b, int64_t ci, int64_t co, int64_t *h, int64_t *w, int down) {
+  int64_t ho = down ? *h / 2 : *h, wo = down ? *w / 2 : *w;
+  syno_layer_t *body[6];
+  int n = 0;
+  if (down) body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
+  body[n++] = mk_slot(b, ci, co, ho, wo);
+  body[n++] = bn(b, co);
+  body[n++] = syno_nn_relu_create();
+  body[n++] = mk_slot(b, co, co, ho, wo);
+  body[n++] = bn(b, co);
+  syno_layer_t *bodyl = seq(b, n, body);
+  syno_layer_t *sc = NULL;
+  if (down || ci != co) {
+    syno_layer_t *s[3];
+    int m = 0;
+    if (down) s[m++] = syno_nn_avgpool2d_create(2, 2, 0);
+    s[m++] = mk_conv(b, ci, co, 1, 0, ho, wo);
+    s[m++] = bn(b, co);
+    sc = seq(b, m, s);
+  }
+  if (b->failed) {
+    syno_nn_layer_free(bodyl);
+    syno_nn_layer_free(sc);
+    return NULL;
+  }
+  syno_layer_t *res = syno_nn_residual_create(bodyl, sc);
+  TRY(res);
+  syno_layer_t *pair[2] = {res, syno_nn_relu_create()};
+  *h = ho;
+  *w = wo;
+  return seq(b, 2, pair);
 }
 
-static int64_t scaled(int64_t base, double width)
-{
-    int64_t c = (int64_t)(base * width + 0.5);
-    return c < 1 ? 1 : c;
+static int64_t scaled(int64_t base, double width) {
+  int64_t c = (int64_t)(base * width + 0.5);
+  return c < 1 ? 1 : c;
 }
 
-int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb,
-                        syno_error_t *err)
-{
-    memset(bb, 0, sizeof *bb);
-    const char *name = cfg->name ? cfg->name : "resnet";
-    if (!strcmp(name, "gpt")) {
-        if (cfg->op && strcmp(cfg->op->preset, "linear"))
-            return syno_error_set(err, "the gpt backbone's slots are linear: its operator must "
-                                       "come from the linear preset (got %s)", cfg->op->preset);
-        return model_gpt_build(cfg, rng, bb, err);
+int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err) {
+  memset(bb, 0, sizeof *bb);
+  const char *name = cfg->name ? cfg->name : "resnet";
+  if (!strcmp(name, "gpt")) {
+    if (cfg->op && strcmp(cfg->op->preset, "linear"))
+      return syno_error_set(err,
+                            "the gpt backbone's slots are linear: its operator must "
+                            "come from the linear preset (got %s)",
+                            cfg->op->preset);
+    return model_gpt_build(cfg, rng, bb, err);
+  }
+  if (cfg->op && strcmp(cfg->op->preset, "conv2d"))
+    return syno_error_set(err,
+                          "the %s backbone's slots are convolutions: its operator must "
+                          "come from the conv2d preset (got %s)",
+                          name, cfg->op->preset);
+  double width = cfg->width > 0 ? cfg->width : 1.0;
+  int depth = cfg->depth > 0 ? cfg->depth : 2;
+  if (cfg->depth < 0 || cfg->depth > 8) return syno_error_set(err, "depth must be in 1..8 (got %d)", cfg->depth);
+  if (cfg->width < 0 || cfg->width > 16) return syno_error_set(err, "width must be in (0, 16] (got %g)", cfg->width);
+  if (cfg->in_c < 1 || cfg->in_h < 1 || cfg->in_w < 1 || cfg->nclasses < 2)
+    return syno_error_set(err, "bad input shape or class count");
+  builder_t b = {bb, cfg->op, rng, err, cfg->conv_backend, 0};
+  int64_t h = cfg->in_h, w = cfg->in_w;
+  syno_layer_t *layers[64];
+  int n = 0;
+  int64_t c;
+  if (!strcmp(name, "resnet")) {
+    c = scaled(16, width);
+    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
+    layers[n++] = bn(&b, c);
+    layers[n++] = syno_nn_relu_create();
+    for (int st = 0; st < 4; st++) {
+      int64_t co = scaled(16 << st, width);
+      for (int k = 0; k < depth; k++) {
+        int down = st > 0 && k == 0 && h / 2 >= 2 && w / 2 >= 2;
+        layers[n++] = basic_block(&b, c, co, &h, &w, down);
+        c = co;
+      }
     }
-    if (cfg->op && strcmp(cfg->op->preset, "conv2d"))
-        return syno_error_set(err, "the %s backbone's slots are convolutions: its operator must "
-                                   "come from the conv2d preset (got %s)", name, cfg->op->preset);
-    double width = cfg->width > 0 ? cfg->width : 1.0;
-    int depth = cfg->depth > 0 ? cfg->depth : 2;
-    if (cfg->depth < 0 || cfg->depth > 8)
-        return syno_error_set(err, "depth must be in 1..8 (got %d)", cfg->depth);
-    if (cfg->width < 0 || cfg->width > 16)
-        return syno_error_set(err, "width must be in (0, 16] (got %g)", cfg->width);
-    if (cfg->in_c < 1 || cfg->in_h < 1 || cfg->in_w < 1 || cfg->nclasses < 2)
-        return syno_error_set(err, "bad input shape or class count");
-    builder_t b = {bb, cfg->op, rng, err, cfg->conv_backend, 0};
-    int64_t h = cfg->in_h, w = cfg->in_w;
-    syno_layer_t *layers[64];
-    int n = 0;
-    int64_t c;
-    if (!strcmp(name, "resnet")) {
-        c = scaled(16, width);
-        layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
-        layers[n++] = bn(&b, c);
+  } else if (!strcmp(name, "vgg")) {
+    c = cfg->in_c;
+    for (int st = 0; st < 3; st++) {
+      int64_t co = scaled(16 << st, width);
+      for (int k = 0; k < depth; k++) {
+        /* the first conv of the network sees the raw image: a standard conv */
+        layers[n++] = (st == 0 && k == 0) ? mk_conv(&b, c, co, 3, 1, h, w) : mk_slot(&b, c, co, h, w);
+        layers[n++] = bn(&b, co);
         layers[n++] = syno_nn_relu_create();
-        for (int st = 0; st < 4; st++) {
-            int64_t co = scaled(16 << st, width);
-            for (int k = 0; k < depth; k++) {
-                int down = st > 0 && k == 0 && h / 2 >= 2 && w / 2 >= 2;
-                layers[n++] = basic_block(&b, c, co, &h, &w, down);
-                c = co;
-            }
-        }
-    } else if (!strcmp(name, "vgg")) {
-        c = cfg->in_c;
-        for (int st = 0; st < 3; st++) {
-            int64_t co = scaled(16 << st, width);
-            for (int k = 0; k < depth; k++) {
-                /* the first conv of the network sees the raw image: a standard conv */
-                layers[n++] = (st == 0 && k == 0) ? mk_conv(&b, c, co, 3, 1, h, w)
-                                                  : mk_slot(&b, c, co, h, w);
-                layers[n++] = bn(&b, co);
-                layers[n++] = syno_nn_relu_create();
-                c = co;
-            }
-            if (h / 2 >= 2 && w / 2 >= 2) {
-                layers[n++] = syno_nn_maxpool2d_create(2, 2, 0);
-                h /= 2;
-                w /= 2;
-            }
-        }
-    } else {
-        return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", name);
+        c = co;
+      }
+      if (h / 2 >= 2 && w / 2 >= 2) {
+        layers[n++] = syno_nn_maxpool2d_create(2, 2, 0);
+        h /= 2;
+        w /= 2;
+      }
     }
-    layers[n++] = syno_nn_global_avgpool_create();
-    layers[n++] = syno_nn_linear_create(c, cfg->nclasses, 1, rng);
-    bb->flops += 2 * c * cfg->nclasses;
-    if (b.failed) {
-        for (int i = 0; i < n; i++)
-            syno_nn_layer_free(layers[i]);
-        memset(bb, 0, sizeof *bb);
-        return -1;
-    }
-    bb->net = seq(&b, n, layers);
-    if (!bb->net) {
-        memset(bb, 0, sizeof *bb);
-        return -1;
-    }
-    bb->params = syno_nn_param_count(bb->net);
-    return 0;
-}
-
-void syno_backbone_free(syno_backbone_t *bb)
-{
-    if (!bb)
-        return;
-    syno_nn_layer_free(bb->net);
+  } else {
+    return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", name);
+  }
+  layers[n++] = syno_nn_global_avgpool_create();
+  layers[n++] = syno_nn_linear_create(c, cfg->nclasses, 1, rng);
+  bb->flops += 2 * c * cfg->nclasses;
+  if (b.failed) {
+    for (int i = 0; i < n; i++) syno_nn_layer_free(layers[i]);
     memset(bb, 0, sizeof *bb);
+    return -1;
+  }
+  bb->net = seq(&b, n, layers);
+  if (!bb->net) {
+    memset(bb, 0, sizeof *bb);
+    return -1;
+  }
+  bb->params = syno_nn_param_count(bb->net);
+  return 0;
 }
 
-int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n)
-{
-    size_t used = 0;
-    if (n)
-        buf[0] = 0;
-    for (int i = 0; i < bb->nslots; i++) {
-        syno_slot_info_t s;
-        syno_slot_info(bb->slots[i], &s);
-        if (used < n) {
-            int k = s.kind == SYNO_SLOT_LINEAR
-                        ? snprintf(buf + used, n - used,
-                                   "slot %d: linear S=%lld C_in=%lld C_out=%lld flops=%lld params=%lld\n",
-                                   i, (long long)s.s, (long long)s.c_in, (long long)s.c_out,
-                                   (long long)s.flops, (long long)s.params)
-                        : snprintf(buf + used, n - used,
-                                   "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld flops=%lld params=%lld\n",
-                                   i, (long long)s.c_in, (long long)s.c_out, (long long)s.h,
-                                   (long long)s.w, (long long)s.flops, (long long)s.params);
-            if (k > 0)
-                used += (size_t)k;
-        }
+void syno_backbone_free(syno_backbone_t *bb) {
+  if (!bb) return;
+  syno_nn_layer_free(bb->net);
+  memset(bb, 0, sizeof *bb);
+}
+
+int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n) {
+  size_t used = 0;
+  if (n) buf[0] = 0;
+  for (int i = 0; i < bb->nslots; i++) {
+    syno_slot_info_t s;
+    syno_slot_info(bb->slots[i], &s);
+    if (used < n) {
+      int k =
+          s.kind == SYNO_SLOT_LINEAR
+              ? snprintf(buf + used, n - used, "slot %d: linear S=%lld C_in=%lld C_out=%lld flops=%lld params=%lld\n",
+                         i, (long long)s.s, (long long)s.c_in, (long long)s.c_out, (long long)s.flops,
+                         (long long)s.params)
+              : snprintf(buf + used, n - used, "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld flops=%lld params=%lld\n",
+                         i, (long long)s.c_in, (long long)s.c_out, (long long)s.h, (long long)s.w, (long long)s.flops,
+                         (long long)s.params);
+      if (k > 0) used += (size_t)k;
     }
-    return bb->nslots;
+  }
+  return bb->nslots;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
 
-int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h,
-                       int64_t w, int repeats, double *medians, syno_error_t *err)
-{
-    if (n < 1 || batch < 1 || repeats < 1 || repeats > 1000)
-        return syno_error_set(err, "latency: nets, batch and repeats must be positive (repeats <= 1000)");
-    syno_tensor_t x = SYNO_TENSOR_EMPTY;
-    int64_t d[4] = {batch, c, h, w};
-    if (syno_nn_tensor_alloc(&x, 4, d))
-        return syno_error_set(err, "latency: out of memory");
-    syno_rng_t rng;
-    syno_rng_seed(&rng, 1, 99);
-    syno_nn_fill_normal(&rng, &x, 0, 1);
-    double *t = malloc(sizeof(double) * (size_t)repeats * (size_t)n);
-    int rc = t ? 0 : SYNO_NN_ENOMEM;
-    for (int k = 0; !rc && k < n; k++)
-        rc = syno_nn_forward(nets[k], &x, 0); /* warm-up: primitives, scratch buffers */
-    /* Round-robin, so that a change of load on a shared machine hits every net alike. */
-    for (int i = 0; !rc && i < repeats; i++)
-        for (int k = 0; !rc && k < n; k++) {
-            double t0 = now_s();
-            rc = syno_nn_forward(nets[k], &x, 0);
-            t[(size_t)k * (size_t)repeats + (size_t)i] = now_s() - t0;
-        }
-    syno_nn_tensor_free(&x);
-    if (rc) {
-        free(t);
-        return syno_error_set(err, "latency: forward failed: %s", syno_nn_status_str(rc));
+int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                       double *medians, syno_error_t *err) {
+  if (n < 1 || batch < 1 || repeats < 1 || repeats > 1000)
+    return syno_error_set(err, "latency: nets, batch and repeats must be positive (repeats <= 1000)");
+  syno_tensor_t x = SYNO_TENSOR_EMPTY;
+  int64_t d[4] = {batch, c, h, w};
+  if (syno_nn_tensor_alloc(&x, 4, d)) return syno_error_set(err, "latency: out of memory");
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 1, 99);
+  syno_nn_fill_normal(&rng, &x, 0, 1);
+  double *t = malloc(sizeof(double) * (size_t)repeats * (size_t)n);
+  int rc = t ? 0 : SYNO_NN_ENOMEM;
+  for (int k = 0; !rc && k < n; k++) rc = syno_nn_forward(nets[k], &x, 0); /* warm-up: primitives, scratch buffers */
+  /* Round-robin, so that a change of load on a shared machine hits every net alike. */
+  for (int i = 0; !rc && i < repeats; i++)
+    for (int k = 0; !rc && k < n; k++) {
+      double t0 = now_s();
+      rc = syno_nn_forward(nets[k], &x, 0);
+      t[(size_t)k * (size_t)repeats + (size_t)i] = now_s() - t0;
     }
-    for (int k = 0; k < n; k++) {
-        double *tk = t + (size_t)k * (size_t)repeats;
-        qsort(tk, (size_t)repeats, sizeof *tk, cmp_d);
-        medians[k] = tk[repeats / 2];
-    }
+  syno_nn_tensor_free(&x);
+  if (rc) {
     free(t);
-    return 0;
+    return syno_error_set(err, "latency: forward failed: %s", syno_nn_status_str(rc));
+  }
+  for (int k = 0; k < n; k++) {
+    double *tk = t + (size_t)k * (size_t)repeats;
+    qsort(tk, (size_t)repeats, sizeof *tk, cmp_d);
+    medians[k] = tk[repeats / 2];
+  }
+  free(t);
+  return 0;
 }
 
-int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w,
-                     int repeats, double *median_seconds, syno_error_t *err)
-{
-    return syno_net_latencies(&net, 1, batch, c, h, w, repeats, median_seconds, err);
+int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                     double *median_seconds, syno_error_t *err) {
+  return syno_net_latencies(&net, 1, batch, c, h, w, repeats, median_seconds, err);
 }
 
-int syno_latency_fastest(const double t[3])
-{
-    return t[SYNO_LAT_IM2COL] < t[SYNO_LAT_ONEDNN] ? SYNO_LAT_IM2COL : SYNO_LAT_ONEDNN;
+int syno_latency_fastest(const double t[3]) {
+  return t[SYNO_LAT_IM2COL] < t[SYNO_LAT_ONEDNN] ? SYNO_LAT_IM2COL : SYNO_LAT_ONEDNN;
 }
 
-int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng,
-                              int64_t batch, int repeats, syno_latency_cmp_t *out, syno_error_t *err)
-{
-    memset(out, 0, sizeof *out);
-    syno_backbone_cfg_t sc = *cfg;
-    sc.op = NULL;
-    syno_backbone_t std[2];
-    int built = 0, rc = 0;
-    for (; built < 2; built++) {
-        sc.conv_backend = built ? SYNO_CONV_IM2COL : SYNO_CONV_AUTO;
-        if (syno_backbone_build(&sc, rng, &std[built], err)) {
-            rc = -1;
-            break;
-        }
-        if (std[built].nslots != cand->nslots) {
-            syno_backbone_free(&std[built]);
-            rc = syno_error_set(err, "latency: the candidate has %d slots, the standard network %d",
-                                cand->nslots, std[built].nslots);
-            break;
-        }
+int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng, int64_t batch,
+                              int repeats, syno_latency_cmp_t *out, syno_error_t *err) {
+  memset(out, 0, sizeof *out);
+  syno_backbone_cfg_t sc = *cfg;
+  sc.op = NULL;
+  syno_backbone_t std[2];
+  int built = 0, rc = 0;
+  for (; built < 2; built++) {
+    sc.conv_backend = built ? SYNO_CONV_IM2COL : SYNO_CONV_AUTO;
+    if (syno_backbone_build(&sc, rng, &std[built], err)) {
+      rc = -1;
+      break;
     }
-    if (!rc) {
-        out->std_flops = std[0].flops;
-        syno_layer_t *nets[3] = {cand->net, std[0].net, std[1].net};
-        rc = syno_net_latencies(nets, 3, batch, cfg->in_c, cfg->in_h, cfg->in_w, repeats, out->net, err);
+    if (std[built].nslots != cand->nslots) {
+      syno_backbone_free(&std[built]);
+      rc = syno_error_set(err, "latency: the candidate has %d slots, the standard network %d", cand->nslots,
+                          std[built].nslots);
+      break;
     }
-    for (int i = 0; !rc && i < cand->nslots; i++) {
-        syno_slot_info_t si;
-        syno_slot_info(cand->slots[i], &si);
-        int dup = 0;
-        for (int j = 0; j < out->nslots; j++)
-            dup |= si.c_in == out->slot[j].c_in && si.c_out == out->slot[j].c_out && si.h == out->slot[j].h &&
-                   si.w == out->slot[j].w;
-        if (dup)
-            continue;
-        syno_layer_t *sl[3] = {cand->slots[i], std[0].slots[i], std[1].slots[i]};
-        out->slot[out->nslots] = si;
-        rc = syno_net_latencies(sl, 3, batch, si.c_in, si.h, si.w, repeats, out->slot_t[out->nslots], err);
-        out->nslots++;
-    }
-    for (int k = 0; k < built; k++)
-        syno_backbone_free(&std[k]);
-    return rc;
+  }
+  if (!rc) {
+    out->std_flops = std[0].flops;
+    syno_layer_t *nets[3] = {cand->net, std[0].net, std[1].net};
+    rc = syno_net_latencies(nets, 3, batch, cfg->in_c, cfg->in_h, cfg->in_w, repeats, out->net, err);
+  }
+  for (int i = 0; !rc && i < cand->nslots; i++) {
+    syno_slot_info_t si;
+    syno_slot_info(cand->slots[i], &si);
+    int dup = 0;
+    for (int j = 0; j < out->nslots; j++)
+      dup |= si.c_in == out->slot[j].c_in && si.c_out == out->slot[j].c_out && si.h == out->slot[j].h &&
+             si.w == out->slot[j].w;
+    if (dup) continue;
+    syno_layer_t *sl[3] = {cand->slots[i], std[0].slots[i], std[1].slots[i]};
+    out->slot[out->nslots] = si;
+    rc = syno_net_latencies(sl, 3, batch, si.c_in, si.h, si.w, repeats, out->slot_t[out->nslots], err);
+    out->nslots++;
+  }
+  for (int k = 0; k < built; k++) syno_backbone_free(&std[k]);
+  return rc;
 }

@@ -5,90 +5,73 @@
 
 #include "nn_internal.h"
 
-static int same_shape(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out)
-{
-    (void)self;
-    memcpy(out, dims, (size_t)ndim * sizeof *out);
-    return ndim;
+static int same_shape(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out) {
+  (void)self;
+  memcpy(out, dims, (size_t)ndim * sizeof *out);
+  return ndim;
 }
 
-static int relu_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
-{
-    int rc = syno_nn_tensor_resize_like(&self->out, x);
-    if (rc)
-        return rc;
-    syno_nn_begin_forward(self, x, train);
-    const int64_t n = syno_nn_tensor_numel(x);
-    const float *p = x->data;
-    float *q = self->out.data;
-    for (int64_t i = 0; i < n; i++)
-        q[i] = p[i] > 0.0f ? p[i] : 0.0f;
-    return SYNO_NN_OK;
+static int relu_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+  int rc = syno_nn_tensor_resize_like(&self->out, x);
+  if (rc) return rc;
+  syno_nn_begin_forward(self, x, train);
+  const int64_t n = syno_nn_tensor_numel(x);
+  const float *p = x->data;
+  float *q = self->out.data;
+  for (int64_t i = 0; i < n; i++) q[i] = p[i] > 0.0f ? p[i] : 0.0f;
+  return SYNO_NN_OK;
 }
 
-static int relu_backward(syno_layer_t *self, const syno_tensor_t *dy)
-{
-    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
-    if (rc || skip)
-        return rc;
-    const int64_t n = syno_nn_tensor_numel(dy);
-    const float *y = self->out.data, *g = dy->data;
-    float *q = self->grad_in.data;
-    for (int64_t i = 0; i < n; i++)
-        q[i] = y[i] > 0.0f ? g[i] : 0.0f;
-    return SYNO_NN_OK;
+static int relu_backward(syno_layer_t *self, const syno_tensor_t *dy) {
+  int skip, rc = syno_nn_prepare_grad_in(self, &skip);
+  if (rc || skip) return rc;
+  const int64_t n = syno_nn_tensor_numel(dy);
+  const float *y = self->out.data, *g = dy->data;
+  float *q = self->grad_in.data;
+  for (int64_t i = 0; i < n; i++) q[i] = y[i] > 0.0f ? g[i] : 0.0f;
+  return SYNO_NN_OK;
 }
 
 static const syno_layer_ops_t relu_ops = {
     "relu", relu_forward, relu_backward, same_shape, NULL,
 };
 
-syno_layer_t *syno_nn_relu_create(void)
-{
-    return syno_nn_layer_new(sizeof(syno_layer_t), &relu_ops, 0);
-}
+syno_layer_t *syno_nn_relu_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &relu_ops, 0); }
 
 #define GELU_C 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_A 0.044715
 
-static int gelu_forward(syno_layer_t *self, const syno_tensor_t *x, int train)
-{
-    int rc = syno_nn_tensor_resize_like(&self->out, x);
-    if (rc)
-        return rc;
-    syno_nn_begin_forward(self, x, train);
-    const int64_t n = syno_nn_tensor_numel(x);
-    const float *p = x->data;
-    float *q = self->out.data;
-    for (int64_t i = 0; i < n; i++) {
-        float v = p[i];
-        q[i] = 0.5f * v * (1.0f + tanhf((float)GELU_C * (v + (float)GELU_A * v * v * v)));
-    }
-    return SYNO_NN_OK;
+static int gelu_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+  int rc = syno_nn_tensor_resize_like(&self->out, x);
+  if (rc) return rc;
+  syno_nn_begin_forward(self, x, train);
+  const int64_t n = syno_nn_tensor_numel(x);
+  const float *p = x->data;
+  float *q = self->out.data;
+  for (int64_t i = 0; i < n; i++) {
+    float v = p[i];
+    q[i] = 0.5f * v * (1.0f + tanhf((float)GELU_C * (v + (float)GELU_A * v * v * v)));
+  }
+  return SYNO_NN_OK;
 }
 
-static int gelu_backward(syno_layer_t *self, const syno_tensor_t *dy)
-{
-    int skip, rc = syno_nn_prepare_grad_in(self, &skip);
-    if (rc || skip)
-        return rc;
-    const int64_t n = syno_nn_tensor_numel(dy);
-    const float *p = self->in.data, *g = dy->data;
-    float *q = self->grad_in.data;
-    for (int64_t i = 0; i < n; i++) {
-        float v = p[i];
-        float t = tanhf((float)GELU_C * (v + (float)GELU_A * v * v * v));
-        float dt = (float)GELU_C * (1.0f + 3.0f * (float)GELU_A * v * v);
-        q[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dt);
-    }
-    return SYNO_NN_OK;
+static int gelu_backward(syno_layer_t *self, const syno_tensor_t *dy) {
+  int skip, rc = syno_nn_prepare_grad_in(self, &skip);
+  if (rc || skip) return rc;
+  const int64_t n = syno_nn_tensor_numel(dy);
+  const float *p = self->in.data, *g = dy->data;
+  float *q = self->grad_in.data;
+  for (int64_t i = 0; i < n; i++) {
+    float v = p[i];
+    float t = tanhf((float)GELU_C * (v + (float)GELU_A * v * v * v));
+    float dt = (float)GELU_C * (1.0f + 3.0f * (float)GELU_A * v * v);
+    q[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dt);
+  }
+  return SYNO_NN_OK;
 }
 
 static const syno_layer_ops_t gelu_ops = {
     "gelu", gelu_forward, gelu_backward, same_shape, NULL,
 };
 
-syno_layer_t *syno_nn_gelu_create(void)
-{
-    return syno_nn_layer_new(sizeof(syno_layer_t), &gelu_ops, 0);
-}
+syno_layer_t *syno_nn_gelu_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &gelu_ops, 0); }

@@ -18,58 +18,48 @@
 #include "syno/grow.h"
 #include "syno/train.h"
 
-static int ds_alloc(syno_dataset_t *ds, int64_t n, int64_t c, int64_t h, int64_t w,
-                    int nclasses, const char *name)
-{
-    memset(ds, 0, sizeof *ds);
-    ds->pixels = malloc((size_t)(n * c * h * w > 0 ? n * c * h * w : 1));
-    ds->labels = malloc((size_t)(n > 0 ? n : 1) * sizeof *ds->labels);
-    if (!ds->pixels || !ds->labels) {
-        syno_data_free(ds);
-        return -1;
-    }
-    ds->n = n;
-    ds->c = c;
-    ds->h = h;
-    ds->w = w;
-    ds->nclasses = nclasses;
-    ds->scale = 1.0f;
-    snprintf(ds->name, sizeof ds->name, "%s", name);
-    return 0;
+static int ds_alloc(syno_dataset_t *ds, int64_t n, int64_t c, int64_t h, int64_t w, int nclasses, const char *name) {
+  memset(ds, 0, sizeof *ds);
+  ds->pixels = malloc((size_t)(n * c * h * w > 0 ? n * c * h * w : 1));
+  ds->labels = malloc((size_t)(n > 0 ? n : 1) * sizeof *ds->labels);
+  if (!ds->pixels || !ds->labels) {
+    syno_data_free(ds);
+    return -1;
+  }
+  ds->n = n;
+  ds->c = c;
+  ds->h = h;
+  ds->w = w;
+  ds->nclasses = nclasses;
+  ds->scale = 1.0f;
+  snprintf(ds->name, sizeof ds->name, "%s", name);
+  return 0;
 }
 
-void syno_data_free(syno_dataset_t *ds)
-{
-    if (!ds)
-        return;
-    free(ds->pixels);
-    free(ds->labels);
-    memset(ds, 0, sizeof *ds);
+void syno_data_free(syno_dataset_t *ds) {
+  if (!ds) return;
+  free(ds->pixels);
+  free(ds->labels);
+  memset(ds, 0, sizeof *ds);
 }
 
 /* The zlib error of f, or NULL if the stream is healthy. */
-static const char *gz_problem(gzFile f, const char *path)
-{
-    int code = Z_OK;
-    const char *msg = gzerror(f, &code);
-    if (code == Z_OK || code == Z_STREAM_END)
-        return NULL;
-    if (!msg || !*msg)
-        return "zlib error";
-    /* zlib prefixes the path, which our messages already lead with. */
-    size_t n = strlen(path);
-    if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
-        msg += n + 2;
-    return msg;
+static const char *gz_problem(gzFile f, const char *path) {
+  int code = Z_OK;
+  const char *msg = gzerror(f, &code);
+  if (code == Z_OK || code == Z_STREAM_END) return NULL;
+  if (!msg || !*msg) return "zlib error";
+  /* zlib prefixes the path, which our messages already lead with. */
+  size_t n = strlen(path);
+  if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2;
+  return msg;
 }
 
 /* Reads f to its end, so a damaged stream reports its zlib error (deflate only notices some
  * damage at the CRC check after the last block). */
-static void gz_drain(gzFile f)
-{
-    char buf[8192];
-    while (gzread(f, buf, sizeof buf) > 0) {
-    }
+static void gz_drain(gzFile f) {
+  char buf[8192];
+  while (gzread(f, buf, sizeof buf) > 0) {}
 }
 
 /* ---------------------------------------------------------------- UCI digits */
@@ -78,137 +68,121 @@ static void gz_drain(gzFile f)
 
 /* Parses one CSV line into 65 integers; returns the number of fields read, or -1 with *bad
  * pointing at the first character that is not part of a well-formed field. */
-static int parse_fields(const char *line, long *v, int max, const char **bad)
-{
-    const char *p = line;
-    int n = 0;
-    for (;;) {
-        char *end;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        errno = 0;
-        long x = strtol(p, &end, 10);
-        if (end == p || errno) {
-            *bad = p;
-            return -1;
-        }
-        if (n < max)
-            v[n] = x;
-        n++;
-        p = end;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == ',') {
-            p++;
-            continue;
-        }
-        if (*p == '\0' || *p == '\n' || *p == '\r')
-            return n;
-        *bad = p;
-        return -1;
+static int parse_fields(const char *line, long *v, int max, const char **bad) {
+  const char *p = line;
+  int n = 0;
+  for (;;) {
+    char *end;
+    while (*p == ' ' || *p == '\t') p++;
+    errno = 0;
+    long x = strtol(p, &end, 10);
+    if (end == p || errno) {
+      *bad = p;
+      return -1;
     }
+    if (n < max) v[n] = x;
+    n++;
+    p = end;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == ',') {
+      p++;
+      continue;
+    }
+    if (*p == '\0' || *p == '\n' || *p == '\r') return n;
+    *bad = p;
+    return -1;
+  }
 }
 
-int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *err)
-{
-    static const char *expect =
-        "expected 65 comma-separated integers per line: 64 pixels 0..16 (an 8x8 image), "
-        "then the label 0..9";
-    memset(out, 0, sizeof *out);
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return syno_error_set(err, "%s: cannot open (%s); expected the UCI digits CSV "
-                              "(data/digits.csv.gz in the syno source tree)",
-                              path, errno ? strerror(errno) : "out of memory");
-    int64_t n = 0, lineno = 0;
-    size_t cap = 2048;
-    uint8_t *px = malloc((size_t)cap * 64);
-    int32_t *lab = malloc((size_t)cap * sizeof *lab);
-    char line[1024];
-    int rc = 0;
-    if (!px || !lab)
-        rc = syno_error_set(err, "%s: out of memory", path);
-    while (!rc && gzgets(f, line, sizeof line)) {
-        lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n' && !gzeof(f)) {
-            rc = syno_error_set(err, "%s:%lld: line longer than %d bytes; %s", path,
-                                (long long)lineno, (int)sizeof line - 2, expect);
-            break;
-        }
-        if (strspn(line, " \t\r\n") == len)
-            continue; /* blank lines (e.g. a final newline) carry no sample */
-        long v[DIGITS_FIELDS];
-        const char *bad = NULL;
-        int nf = parse_fields(line, v, DIGITS_FIELDS, &bad);
-        if (nf < 0) {
-            rc = syno_error_set(err, "%s:%lld: unexpected text at column %d; %s", path,
-                                (long long)lineno, (int)(bad - line) + 1, expect);
-            break;
-        }
-        if (nf != DIGITS_FIELDS) {
-            rc = syno_error_set(err, "%s:%lld: found %d fields; %s", path, (long long)lineno,
-                                nf, expect);
-            break;
-        }
-        size_t px_cap = cap;
-        if (syno_grow((void **)&px, &px_cap, (size_t)n + 1, 64) ||
-            syno_grow((void **)&lab, &cap, (size_t)n + 1, sizeof *lab)) {
-            rc = syno_error_set(err, "%s: out of memory", path);
-            break;
-        }
-        for (int i = 0; i < 64 && !rc; i++) {
-            if (v[i] < 0 || v[i] > 16)
-                rc = syno_error_set(err, "%s:%lld: pixel %d is %ld; %s", path,
-                                    (long long)lineno, i + 1, v[i], expect);
-            px[n * 64 + i] = (uint8_t)v[i];
-        }
-        if (!rc && (v[64] < 0 || v[64] > 9))
-            rc = syno_error_set(err, "%s:%lld: label is %ld; %s", path, (long long)lineno,
-                                v[64], expect);
-        lab[n++] = (int32_t)v[64];
+int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *err) {
+  static const char *expect =
+      "expected 65 comma-separated integers per line: 64 pixels 0..16 (an 8x8 image), "
+      "then the label 0..9";
+  memset(out, 0, sizeof *out);
+  gzFile f = gzopen(path, "rb");
+  if (!f)
+    return syno_error_set(err,
+                          "%s: cannot open (%s); expected the UCI digits CSV "
+                          "(data/digits.csv.gz in the syno source tree)",
+                          path, errno ? strerror(errno) : "out of memory");
+  int64_t n = 0, lineno = 0;
+  size_t cap = 2048;
+  uint8_t *px = malloc((size_t)cap * 64);
+  int32_t *lab = malloc((size_t)cap * sizeof *lab);
+  char line[1024];
+  int rc = 0;
+  if (!px || !lab) rc = syno_error_set(err, "%s: out of memory", path);
+  while (!rc && gzgets(f, line, sizeof line)) {
+    lineno++;
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n' && !gzeof(f)) {
+      rc = syno_error_set(err, "%s:%lld: line longer than %d bytes; %s", path, (long long)lineno, (int)sizeof line - 2,
+                          expect);
+      break;
     }
-    /* A damaged stream usually also garbles the last line read, so its zlib error is the
-     * real story and replaces any parse error. */
-    if (rc)
-        gz_drain(f);
-    const char *zproblem = gz_problem(f, path);
-    if (zproblem)
-        rc = syno_error_set(err, "%s: corrupt or truncated gzip data near line %lld (%s); %s",
-                            path, (long long)lineno, zproblem, expect);
-    gzclose(f);
-    if (!rc && n == 0)
-        rc = syno_error_set(err, "%s: no samples; %s", path, expect);
-    if (!rc && ds_alloc(out, n, 1, 8, 8, 10, "digits"))
-        rc = syno_error_set(err, "%s: out of memory", path);
-    if (!rc) {
-        memcpy(out->pixels, px, (size_t)n * 64);
-        memcpy(out->labels, lab, (size_t)n * sizeof *lab);
-        out->scale = (float)(1.0 / (16.0 * SYNO_DIGITS_STD));
-        out->shift = (float)(-SYNO_DIGITS_MEAN / SYNO_DIGITS_STD);
+    if (strspn(line, " \t\r\n") == len) continue; /* blank lines (e.g. a final newline) carry no sample */
+    long v[DIGITS_FIELDS];
+    const char *bad = NULL;
+    int nf = parse_fields(line, v, DIGITS_FIELDS, &bad);
+    if (nf < 0) {
+      rc = syno_error_set(err, "%s:%lld: unexpected text at column %d; %s", path, (long long)lineno,
+                          (int)(bad - line) + 1, expect);
+      break;
     }
-    free(px);
-    free(lab);
-    return rc;
+    if (nf != DIGITS_FIELDS) {
+      rc = syno_error_set(err, "%s:%lld: found %d fields; %s", path, (long long)lineno, nf, expect);
+      break;
+    }
+    size_t px_cap = cap;
+    if (syno_grow((void **)&px, &px_cap, (size_t)n + 1, 64) ||
+        syno_grow((void **)&lab, &cap, (size_t)n + 1, sizeof *lab)) {
+      rc = syno_error_set(err, "%s: out of memory", path);
+      break;
+    }
+    for (int i = 0; i < 64 && !rc; i++) {
+      if (v[i] < 0 || v[i] > 16)
+        rc = syno_error_set(err, "%s:%lld: pixel %d is %ld; %s", path, (long long)lineno, i + 1, v[i], expect);
+      px[n * 64 + i] = (uint8_t)v[i];
+    }
+    if (!rc && (v[64] < 0 || v[64] > 9))
+      rc = syno_error_set(err, "%s:%lld: label is %ld; %s", path, (long long)lineno, v[64], expect);
+    lab[n++] = (int32_t)v[64];
+  }
+  /* A damaged stream usually also garbles the last line read, so its zlib error is the
+   * real story and replaces any parse error. */
+  if (rc) gz_drain(f);
+  const char *zproblem = gz_problem(f, path);
+  if (zproblem)
+    rc = syno_error_set(err, "%s: corrupt or truncated gzip data near line %lld (%s); %s", path, (long long)lineno,
+                        zproblem, expect);
+  gzclose(f);
+  if (!rc && n == 0) rc = syno_error_set(err, "%s: no samples; %s", path, expect);
+  if (!rc && ds_alloc(out, n, 1, 8, 8, 10, "digits")) rc = syno_error_set(err, "%s: out of memory", path);
+  if (!rc) {
+    memcpy(out->pixels, px, (size_t)n * 64);
+    memcpy(out->labels, lab, (size_t)n * sizeof *lab);
+    out->scale = (float)(1.0 / (16.0 * SYNO_DIGITS_STD));
+    out->shift = (float)(-SYNO_DIGITS_MEAN / SYNO_DIGITS_STD);
+  }
+  free(px);
+  free(lab);
+  return rc;
 }
 
-int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_dataset_t *test,
-                                syno_error_t *err)
-{
-    syno_dataset_t all;
-    memset(train, 0, sizeof *train);
-    memset(test, 0, sizeof *test);
-    if (syno_data_load_digits(path, &all, err))
-        return -1;
-    syno_rng_t rng;
-    syno_rng_seed(&rng, SYNO_DIGITS_SPLIT_SEED, 0);
-    int rc = syno_data_split(&all, SYNO_DIGITS_TEST_SIZE, &rng, train, test, err);
-    syno_data_free(&all);
-    if (!rc) {
-        snprintf(train->name, sizeof train->name, "digits-train");
-        snprintf(test->name, sizeof test->name, "digits-test");
-    }
-    return rc;
+int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err) {
+  syno_dataset_t all;
+  memset(train, 0, sizeof *train);
+  memset(test, 0, sizeof *test);
+  if (syno_data_load_digits(path, &all, err)) return -1;
+  syno_rng_t rng;
+  syno_rng_seed(&rng, SYNO_DIGITS_SPLIT_SEED, 0);
+  int rc = syno_data_split(&all, SYNO_DIGITS_TEST_SIZE, &rng, train, test, err);
+  syno_data_free(&all);
+  if (!rc) {
+    snprintf(train->name, sizeof train->name, "digits-train");
+    snprintf(test->name, sizeof test->name, "digits-test");
+  }
+  return rc;
 }
 
 /* ---------------------------------------------------------------- IDX */
@@ -217,317 +191,278 @@ int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_da
 #define IDX_LABELS 0x00000801u
 
 /* Reads up to len bytes; returns how many arrived (short on EOF or error). */
-static int64_t read_bytes(gzFile f, void *buf, int64_t len)
-{
-    int64_t got = 0;
-    while (got < len) {
-        int64_t want = len - got > (1 << 30) ? (1 << 30) : len - got;
-        int r = gzread(f, (char *)buf + got, (unsigned)want);
-        if (r <= 0)
-            break;
-        got += r;
-    }
-    return got;
+static int64_t read_bytes(gzFile f, void *buf, int64_t len) {
+  int64_t got = 0;
+  while (got < len) {
+    int64_t want = len - got > (1 << 30) ? (1 << 30) : len - got;
+    int r = gzread(f, (char *)buf + got, (unsigned)want);
+    if (r <= 0) break;
+    got += r;
+  }
+  return got;
 }
 
-static uint32_t be32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* Opens an IDX file and checks its magic; dims receives the ndim sizes. */
-static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *what,
-                       uint32_t *dims, syno_error_t *err)
-{
-    gzFile f = gzopen(path, "rb");
-    if (!f) {
-        syno_error_set(err, "%s: cannot open (%s); expected an IDX %s file", path,
-                       errno ? strerror(errno) : "out of memory", what);
-        return NULL;
-    }
-    unsigned char hdr[16];
-    int64_t want = 4 + 4 * (int64_t)ndim, got = read_bytes(f, hdr, want);
-    /* A zlib error with a complete header is left for the payload read to report. */
-    const char *zp = got != want ? gz_problem(f, path) : NULL;
-    if (got != want) {
-        syno_error_set(err, "%s: %s: the IDX header needs %lld bytes, got %lld%s%s%s; expected "
-                       "an IDX %s file", path, zp ? "corrupt gzip data" : "file too short",
-                       (long long)want, (long long)got, zp ? " (" : "", zp ? zp : "",
-                       zp ? ")" : "", what);
-        gzclose(f);
-        return NULL;
-    }
-    uint32_t m = be32(hdr);
-    if (m != magic) {
-        syno_error_set(err, "%s: bad magic number 0x%08x; expected 0x%08x (an IDX %s file)",
-                       path, (unsigned)m, (unsigned)magic, what);
-        gzclose(f);
-        return NULL;
-    }
-    for (int i = 0; i < ndim; i++)
-        dims[i] = be32(hdr + 4 + 4 * i);
-    return f;
+static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *what, uint32_t *dims,
+                       syno_error_t *err) {
+  gzFile f = gzopen(path, "rb");
+  if (!f) {
+    syno_error_set(err, "%s: cannot open (%s); expected an IDX %s file", path,
+                   errno ? strerror(errno) : "out of memory", what);
+    return NULL;
+  }
+  unsigned char hdr[16];
+  int64_t want = 4 + 4 * (int64_t)ndim, got = read_bytes(f, hdr, want);
+  /* A zlib error with a complete header is left for the payload read to report. */
+  const char *zp = got != want ? gz_problem(f, path) : NULL;
+  if (got != want) {
+    syno_error_set(err,
+                   "%s: %s: the IDX header needs %lld bytes, got %lld%s%s%s; expected "
+                   "an IDX %s file",
+                   path, zp ? "corrupt gzip data" : "file too short", (long long)want, (long long)got, zp ? " (" : "",
+                   zp ? zp : "", zp ? ")" : "", what);
+    gzclose(f);
+    return NULL;
+  }
+  uint32_t m = be32(hdr);
+  if (m != magic) {
+    syno_error_set(err, "%s: bad magic number 0x%08x; expected 0x%08x (an IDX %s file)", path, (unsigned)m,
+                   (unsigned)magic, what);
+    gzclose(f);
+    return NULL;
+  }
+  for (int i = 0; i < ndim; i++) dims[i] = be32(hdr + 4 + 4 * i);
+  return f;
 }
 
 /* Reads exactly len payload bytes and checks that the file ends right after them. */
-static int idx_payload(gzFile f, const char *path, void *buf, int64_t len, const char *what,
-                       syno_error_t *err)
-{
-    int64_t got = read_bytes(f, buf, len);
-    const char *zp = gz_problem(f, path);
-    if (zp)
-        return syno_error_set(err, "%s: corrupt or truncated gzip data (%s) while reading the "
-                              "%lld bytes of %s after the header", path, zp, (long long)len,
-                              what);
-    if (got != len)
-        return syno_error_set(err, "%s: truncated: expected %lld bytes of %s after the header, "
-                              "got %lld", path, (long long)len, what, (long long)got);
-    unsigned char extra;
-    int r = gzread(f, &extra, 1);
-    zp = gz_problem(f, path);
-    if (r > 0)
-        return syno_error_set(err, "%s: unexpected bytes after the %lld bytes of %s the header "
-                              "announces", path, (long long)len, what);
-    if (r < 0 || zp)
-        return syno_error_set(err, "%s: corrupt gzip data at its end (%s)", path,
-                              zp ? zp : "read error");
-    return 0;
+static int idx_payload(gzFile f, const char *path, void *buf, int64_t len, const char *what, syno_error_t *err) {
+  int64_t got = read_bytes(f, buf, len);
+  const char *zp = gz_problem(f, path);
+  if (zp)
+    return syno_error_set(err,
+                          "%s: corrupt or truncated gzip data (%s) while reading the "
+                          "%lld bytes of %s after the header",
+                          path, zp, (long long)len, what);
+  if (got != len)
+    return syno_error_set(err,
+                          "%s: truncated: expected %lld bytes of %s after the header, "
+                          "got %lld",
+                          path, (long long)len, what, (long long)got);
+  unsigned char extra;
+  int r = gzread(f, &extra, 1);
+  zp = gz_problem(f, path);
+  if (r > 0)
+    return syno_error_set(err,
+                          "%s: unexpected bytes after the %lld bytes of %s the header "
+                          "announces",
+                          path, (long long)len, what);
+  if (r < 0 || zp) return syno_error_set(err, "%s: corrupt gzip data at its end (%s)", path, zp ? zp : "read error");
+  return 0;
 }
 
-int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses,
-                       syno_dataset_t *out, syno_error_t *err)
-{
-    memset(out, 0, sizeof *out);
-    uint32_t idims[3], ldims[1];
-    gzFile fi = idx_open(images_path, IDX_IMAGES, 3, "unsigned-byte image (3-D)", idims, err);
-    if (!fi)
-        return -1;
-    gzFile fl = idx_open(labels_path, IDX_LABELS, 1, "unsigned-byte label (1-D)", ldims, err);
-    if (!fl) {
-        gzclose(fi);
-        return -1;
-    }
-    int rc = 0;
-    const int64_t n = idims[0], h = idims[1], w = idims[2];
-    if (n == 0 || h == 0 || w == 0 || h > 4096 || w > 4096)
-        rc = syno_error_set(err, "%s: header announces %lld images of %lldx%lld; expected a "
-                            "positive count and sides of at most 4096", images_path,
-                            (long long)n, (long long)h, (long long)w);
-    else if ((int64_t)ldims[0] != n)
-        rc = syno_error_set(err, "%s: holds %lld labels, but %s holds %lld images; expected "
-                            "one label per image", labels_path, (long long)ldims[0],
-                            images_path, (long long)n);
-    else if (ds_alloc(out, n, 1, h, w, nclasses, "idx"))
-        rc = syno_error_set(err, "%s: out of memory for %lld images", images_path,
-                            (long long)n);
-    if (!rc)
-        rc = idx_payload(fi, images_path, out->pixels, n * h * w, "pixel data", err);
-    uint8_t *lab = rc ? NULL : malloc((size_t)n);
-    if (!rc && !lab)
-        rc = syno_error_set(err, "%s: out of memory", labels_path);
-    if (!rc)
-        rc = idx_payload(fl, labels_path, lab, n, "labels", err);
-    for (int64_t i = 0; !rc && i < n; i++) {
-        if (lab[i] >= nclasses)
-            rc = syno_error_set(err, "%s: label %d at index %lld; expected 0..%d", labels_path,
-                                lab[i], (long long)i, nclasses - 1);
-        out->labels[i] = lab[i];
-    }
-    free(lab);
+int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses, syno_dataset_t *out,
+                       syno_error_t *err) {
+  memset(out, 0, sizeof *out);
+  uint32_t idims[3], ldims[1];
+  gzFile fi = idx_open(images_path, IDX_IMAGES, 3, "unsigned-byte image (3-D)", idims, err);
+  if (!fi) return -1;
+  gzFile fl = idx_open(labels_path, IDX_LABELS, 1, "unsigned-byte label (1-D)", ldims, err);
+  if (!fl) {
     gzclose(fi);
-    gzclose(fl);
-    if (rc)
-        syno_data_free(out);
-    else
-        out->scale = 1.0f / 255.0f;
-    return rc;
+    return -1;
+  }
+  int rc = 0;
+  const int64_t n = idims[0], h = idims[1], w = idims[2];
+  if (n == 0 || h == 0 || w == 0 || h > 4096 || w > 4096)
+    rc = syno_error_set(err,
+                        "%s: header announces %lld images of %lldx%lld; expected a "
+                        "positive count and sides of at most 4096",
+                        images_path, (long long)n, (long long)h, (long long)w);
+  else if ((int64_t)ldims[0] != n)
+    rc = syno_error_set(err,
+                        "%s: holds %lld labels, but %s holds %lld images; expected "
+                        "one label per image",
+                        labels_path, (long long)ldims[0], images_path, (long long)n);
+  else if (ds_alloc(out, n, 1, h, w, nclasses, "idx"))
+    rc = syno_error_set(err, "%s: out of memory for %lld images", images_path, (long long)n);
+  if (!rc) rc = idx_payload(fi, images_path, out->pixels, n * h * w, "pixel data", err);
+  uint8_t *lab = rc ? NULL : malloc((size_t)n);
+  if (!rc && !lab) rc = syno_error_set(err, "%s: out of memory", labels_path);
+  if (!rc) rc = idx_payload(fl, labels_path, lab, n, "labels", err);
+  for (int64_t i = 0; !rc && i < n; i++) {
+    if (lab[i] >= nclasses)
+      rc = syno_error_set(err, "%s: label %d at index %lld; expected 0..%d", labels_path, lab[i], (long long)i,
+                          nclasses - 1);
+    out->labels[i] = lab[i];
+  }
+  free(lab);
+  gzclose(fi);
+  gzclose(fl);
+  if (rc)
+    syno_data_free(out);
+  else
+    out->scale = 1.0f / 255.0f;
+  return rc;
 }
 
-int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out,
-                                 syno_error_t *err)
-{
-    char ip[4096], lp[4096];
-    const char *split = train ? "train" : "t10k";
-    if (!dir)
-        dir = SYNO_FASHION_MNIST_DIR;
-    memset(out, 0, sizeof *out);
-    snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte.gz", dir, split);
-    snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, split);
-    const char *paths[2] = {ip, lp};
-    for (int i = 0; i < 2; i++)
-        if (access(paths[i], R_OK) != 0)
-            return syno_error_set(err, "%s: cannot read (%s); expected the Fashion-MNIST %s "
-                                  "file (Debian package dataset-fashion-mnist)", paths[i],
-                                  strerror(errno), i ? "labels" : "images");
-    if (syno_data_load_idx(ip, lp, 10, out, err))
-        return -1;
-    if (out->h != 28 || out->w != 28) {
-        syno_error_set(err, "%s: images are %lldx%lld; expected 28x28 Fashion-MNIST images", ip,
-                       (long long)out->h, (long long)out->w);
-        syno_data_free(out);
-        return -1;
-    }
-    out->scale = (float)(1.0 / (255.0 * SYNO_FASHION_MNIST_STD));
-    out->shift = (float)(-SYNO_FASHION_MNIST_MEAN / SYNO_FASHION_MNIST_STD);
-    snprintf(out->name, sizeof out->name, "fashion-mnist-%s", train ? "train" : "test");
-    return 0;
+int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out, syno_error_t *err) {
+  char ip[4096], lp[4096];
+  const char *split = train ? "train" : "t10k";
+  if (!dir) dir = SYNO_FASHION_MNIST_DIR;
+  memset(out, 0, sizeof *out);
+  snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte.gz", dir, split);
+  snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, split);
+  const char *paths[2] = {ip, lp};
+  for (int i = 0; i < 2; i++)
+    if (access(paths[i], R_OK) != 0)
+      return syno_error_set(err,
+                            "%s: cannot read (%s); expected the Fashion-MNIST %s "
+                            "file (Debian package dataset-fashion-mnist)",
+                            paths[i], strerror(errno), i ? "labels" : "images");
+  if (syno_data_load_idx(ip, lp, 10, out, err)) return -1;
+  if (out->h != 28 || out->w != 28) {
+    syno_error_set(err, "%s: images are %lldx%lld; expected 28x28 Fashion-MNIST images", ip, (long long)out->h,
+                   (long long)out->w);
+    syno_data_free(out);
+    return -1;
+  }
+  out->scale = (float)(1.0 / (255.0 * SYNO_FASHION_MNIST_STD));
+  out->shift = (float)(-SYNO_FASHION_MNIST_MEAN / SYNO_FASHION_MNIST_STD);
+  snprintf(out->name, sizeof out->name, "fashion-mnist-%s", train ? "train" : "test");
+  return 0;
 }
 
 /* ---------------------------------------------------------------- splits */
 
-static int ds_take(const syno_dataset_t *src, const int64_t *idx, int64_t n,
-                   syno_dataset_t *dst)
-{
-    if (ds_alloc(dst, n, src->c, src->h, src->w, src->nclasses, src->name))
-        return -1;
-    const int64_t sz = src->c * src->h * src->w;
-    for (int64_t i = 0; i < n; i++) {
-        memcpy(dst->pixels + i * sz, src->pixels + idx[i] * sz, (size_t)sz);
-        dst->labels[i] = src->labels[idx[i]];
-    }
-    dst->scale = src->scale;
-    dst->shift = src->shift;
-    return 0;
+static int ds_take(const syno_dataset_t *src, const int64_t *idx, int64_t n, syno_dataset_t *dst) {
+  if (ds_alloc(dst, n, src->c, src->h, src->w, src->nclasses, src->name)) return -1;
+  const int64_t sz = src->c * src->h * src->w;
+  for (int64_t i = 0; i < n; i++) {
+    memcpy(dst->pixels + i * sz, src->pixels + idx[i] * sz, (size_t)sz);
+    dst->labels[i] = src->labels[idx[i]];
+  }
+  dst->scale = src->scale;
+  dst->shift = src->shift;
+  return 0;
 }
 
-int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng,
-                    syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err)
-{
-    if (train)
-        memset(train, 0, sizeof *train);
-    memset(test, 0, sizeof *test);
-    if (n_test < 0 || n_test > src->n)
-        return syno_error_set(err, "%s: cannot take %lld samples out of %lld", src->name,
-                              (long long)n_test, (long long)src->n);
-    const int k = src->nclasses;
-    int64_t *count = calloc((size_t)k, sizeof *count), *quota = calloc((size_t)k, sizeof *quota);
-    int64_t *rem = calloc((size_t)k, sizeof *rem), *start = calloc((size_t)k + 1, sizeof *start);
-    int64_t *byclass = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *byclass);
-    int64_t *pick = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *pick);
-    unsigned char *in_test = calloc((size_t)(src->n > 0 ? src->n : 1), 1);
-    int rc = 0;
-    if (!count || !quota || !rem || !start || !byclass || !pick || !in_test) {
-        rc = syno_error_set(err, "%s: out of memory while splitting", src->name);
-        goto done;
+int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng, syno_dataset_t *train,
+                    syno_dataset_t *test, syno_error_t *err) {
+  if (train) memset(train, 0, sizeof *train);
+  memset(test, 0, sizeof *test);
+  if (n_test < 0 || n_test > src->n)
+    return syno_error_set(err, "%s: cannot take %lld samples out of %lld", src->name, (long long)n_test,
+                          (long long)src->n);
+  const int k = src->nclasses;
+  int64_t *count = calloc((size_t)k, sizeof *count), *quota = calloc((size_t)k, sizeof *quota);
+  int64_t *rem = calloc((size_t)k, sizeof *rem), *start = calloc((size_t)k + 1, sizeof *start);
+  int64_t *byclass = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *byclass);
+  int64_t *pick = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *pick);
+  unsigned char *in_test = calloc((size_t)(src->n > 0 ? src->n : 1), 1);
+  int rc = 0;
+  if (!count || !quota || !rem || !start || !byclass || !pick || !in_test) {
+    rc = syno_error_set(err, "%s: out of memory while splitting", src->name);
+    goto done;
+  }
+  for (int64_t i = 0; i < src->n; i++)
+    if (src->labels[i] < 0 || src->labels[i] >= k) {
+      rc = syno_error_set(err, "%s: sample %lld has label %d; expected 0..%d", src->name, (long long)i, src->labels[i],
+                          k - 1);
+      goto done;
     }
-    for (int64_t i = 0; i < src->n; i++)
-        if (src->labels[i] < 0 || src->labels[i] >= k) {
-            rc = syno_error_set(err, "%s: sample %lld has label %d; expected 0..%d", src->name,
-                                (long long)i, src->labels[i], k - 1);
-            goto done;
-        }
-    syno_data_class_counts(src, count);
-    /* Largest-remainder apportionment of n_test over the classes. */
-    int64_t given = 0;
-    for (int c = 0; c < k; c++) {
-        quota[c] = src->n ? n_test * count[c] / src->n : 0;
-        rem[c] = src->n ? n_test * count[c] % src->n : 0;
-        given += quota[c];
-    }
-    while (given < n_test) {
-        int best = -1;
-        for (int c = 0; c < k; c++)
-            if (quota[c] < count[c] && (best < 0 || rem[c] > rem[best]))
-                best = c;
-        if (best < 0)
-            break;
-        quota[best]++;
-        rem[best] = -1;
-        given++;
-    }
+  syno_data_class_counts(src, count);
+  /* Largest-remainder apportionment of n_test over the classes. */
+  int64_t given = 0;
+  for (int c = 0; c < k; c++) {
+    quota[c] = src->n ? n_test * count[c] / src->n : 0;
+    rem[c] = src->n ? n_test * count[c] % src->n : 0;
+    given += quota[c];
+  }
+  while (given < n_test) {
+    int best = -1;
     for (int c = 0; c < k; c++)
-        start[c + 1] = start[c] + count[c];
-    memcpy(pick, start, (size_t)k * sizeof *pick); /* fill cursors */
+      if (quota[c] < count[c] && (best < 0 || rem[c] > rem[best])) best = c;
+    if (best < 0) break;
+    quota[best]++;
+    rem[best] = -1;
+    given++;
+  }
+  for (int c = 0; c < k; c++) start[c + 1] = start[c] + count[c];
+  memcpy(pick, start, (size_t)k * sizeof *pick); /* fill cursors */
+  for (int64_t i = 0; i < src->n; i++) byclass[pick[src->labels[i]]++] = i;
+  int64_t nt = 0;
+  for (int c = 0; c < k; c++) {
+    syno_rng_shuffle(rng, byclass + start[c], count[c]);
+    for (int64_t j = 0; j < quota[c]; j++) in_test[byclass[start[c] + j]] = 1;
+  }
+  for (int64_t i = 0; i < src->n; i++)
+    if (in_test[i]) pick[nt++] = i;
+  if (ds_take(src, pick, nt, test)) {
+    rc = syno_error_set(err, "%s: out of memory while splitting", src->name);
+    goto done;
+  }
+  if (train) {
+    int64_t nr = 0;
     for (int64_t i = 0; i < src->n; i++)
-        byclass[pick[src->labels[i]]++] = i;
-    int64_t nt = 0;
-    for (int c = 0; c < k; c++) {
-        syno_rng_shuffle(rng, byclass + start[c], count[c]);
-        for (int64_t j = 0; j < quota[c]; j++)
-            in_test[byclass[start[c] + j]] = 1;
+      if (!in_test[i]) pick[nr++] = i;
+    if (ds_take(src, pick, nr, train)) {
+      syno_data_free(test);
+      rc = syno_error_set(err, "%s: out of memory while splitting", src->name);
     }
-    for (int64_t i = 0; i < src->n; i++)
-        if (in_test[i])
-            pick[nt++] = i;
-    if (ds_take(src, pick, nt, test)) {
-        rc = syno_error_set(err, "%s: out of memory while splitting", src->name);
-        goto done;
-    }
-    if (train) {
-        int64_t nr = 0;
-        for (int64_t i = 0; i < src->n; i++)
-            if (!in_test[i])
-                pick[nr++] = i;
-        if (ds_take(src, pick, nr, train)) {
-            syno_data_free(test);
-            rc = syno_error_set(err, "%s: out of memory while splitting", src->name);
-        }
-    }
+  }
 done:
-    free(count);
-    free(quota);
-    free(rem);
-    free(start);
-    free(byclass);
-    free(pick);
-    free(in_test);
-    return rc;
+  free(count);
+  free(quota);
+  free(rem);
+  free(start);
+  free(byclass);
+  free(pick);
+  free(in_test);
+  return rc;
 }
 
-int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng,
-                     syno_dataset_t *out, syno_error_t *err)
-{
-    return syno_data_split(src, n, rng, NULL, out, err);
+int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng, syno_dataset_t *out, syno_error_t *err) {
+  return syno_data_split(src, n, rng, NULL, out, err);
 }
 
-int syno_data_pad(syno_dataset_t *ds, int pad, syno_error_t *err)
-{
-    if (pad < 0 || pad > 64)
-        return syno_error_set(err, "pad must be in 0..64 (got %d)", pad);
-    if (pad == 0)
-        return 0;
-    int64_t h = ds->h + 2 * pad, w = ds->w + 2 * pad, plane = ds->h * ds->w;
-    uint8_t *px = calloc((size_t)(ds->n * ds->c * h * w) + 1, 1);
-    if (!px)
-        return syno_error_set(err, "out of memory padding %s to %lldx%lld", ds->name, (long long)h,
-                              (long long)w);
-    for (int64_t i = 0; i < ds->n * ds->c; i++)
-        for (int64_t y = 0; y < ds->h; y++)
-            memcpy(px + i * h * w + (y + pad) * w + pad, ds->pixels + i * plane + y * ds->w,
-                   (size_t)ds->w);
-    free(ds->pixels);
-    ds->pixels = px;
-    ds->h = h;
-    ds->w = w;
-    return 0;
+int syno_data_pad(syno_dataset_t *ds, int pad, syno_error_t *err) {
+  if (pad < 0 || pad > 64) return syno_error_set(err, "pad must be in 0..64 (got %d)", pad);
+  if (pad == 0) return 0;
+  int64_t h = ds->h + 2 * pad, w = ds->w + 2 * pad, plane = ds->h * ds->w;
+  uint8_t *px = calloc((size_t)(ds->n * ds->c * h * w) + 1, 1);
+  if (!px) return syno_error_set(err, "out of memory padding %s to %lldx%lld", ds->name, (long long)h, (long long)w);
+  for (int64_t i = 0; i < ds->n * ds->c; i++)
+    for (int64_t y = 0; y < ds->h; y++)
+      memcpy(px + i * h * w + (y + pad) * w + pad, ds->pixels + i * plane + y * ds->w, (size_t)ds->w);
+  free(ds->pixels);
+  ds->pixels = px;
+  ds->h = h;
+  ds->w = w;
+  return 0;
 }
 
-int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, syno_tensor_t *x,
-                     int32_t *labels)
-{
-    int64_t dims[4] = {n, ds->c, ds->h, ds->w};
-    int rc = syno_nn_tensor_resize(x, 4, dims);
-    if (rc)
-        return rc;
-    const int64_t sz = ds->c * ds->h * ds->w;
-    for (int64_t i = 0; i < n; i++) {
-        if (idx[i] < 0 || idx[i] >= ds->n)
-            return SYNO_NN_ERANGE;
-        const uint8_t *p = ds->pixels + idx[i] * sz;
-        float *q = x->data + i * sz;
-        for (int64_t j = 0; j < sz; j++)
-            q[j] = (float)p[j] * ds->scale + ds->shift;
-        if (labels)
-            labels[i] = ds->labels[idx[i]];
-    }
-    return SYNO_NN_OK;
+int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, syno_tensor_t *x, int32_t *labels) {
+  int64_t dims[4] = {n, ds->c, ds->h, ds->w};
+  int rc = syno_nn_tensor_resize(x, 4, dims);
+  if (rc) return rc;
+  const int64_t sz = ds->c * ds->h * ds->w;
+  for (int64_t i = 0; i < n; i++) {
+    if (idx[i] < 0 || idx[i] >= ds->n) return SYNO_NN_ERANGE;
+    const uint8_t *p = ds->pixels + idx[i] * sz;
+    float *q = x->data + i * sz;
+    for (int64_t j = 0; j < sz; j++) q[j] = (float)p[j] * ds->scale + ds->shift;
+    if (labels) labels[i] = ds->labels[idx[i]];
+  }
+  return SYNO_NN_OK;
 }
 
-void syno_data_class_counts(const syno_dataset_t *ds, int64_t *counts)
-{
-    for (int c = 0; c < ds->nclasses; c++)
-        counts[c] = 0;
-    for (int64_t i = 0; i < ds->n; i++)
-        if (ds->labels[i] >= 0 && ds->labels[i] < ds->nclasses)
-            counts[ds->labels[i]]++;
+void syno_data_class_counts(const syno_dataset_t *ds, int64_t *counts) {
+  for (int c = 0; c < ds->nclasses; c++) counts[c] = 0;
+  for (int64_t i = 0; i < ds->n; i++)
+    if (ds->labels[i] >= 0 && ds->labels[i] < ds->nclasses) counts[ds->labels[i]]++;
 }

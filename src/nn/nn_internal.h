@@ -15,12 +15,10 @@
 static inline int nn_fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 /* Product of dims[from..to). */
-static inline int64_t nn_prod(const int64_t *dims, int from, int to)
-{
-    int64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= dims[i];
-    return p;
+static inline int64_t nn_prod(const int64_t *dims, int from, int to) {
+  int64_t p = 1;
+  for (int i = from; i < to; i++) p *= dims[i];
+  return p;
 }
 
 /* The oneDNN backend of conv2d (conv_dnnl.c): a per-layer cache of primitives keyed by the
@@ -31,12 +29,11 @@ static inline int64_t nn_prod(const int64_t *dims, int from, int to)
 typedef struct nn_dnnl_conv nn_dnnl_conv_t;
 nn_dnnl_conv_t *nn_dnnl_conv_new(const syno_conv2d_cfg_t *cfg);
 void nn_dnnl_conv_free(nn_dnnl_conv_t *d);
-int nn_dnnl_conv_supported(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, int64_t n,
-                           int64_t h, int64_t w);
-int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x,
-                         const float *w, const float *bias, float *y, int train);
-int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x,
-                          const float *dy, const float *w, float *dw, float *db, float *dx);
+int nn_dnnl_conv_supported(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w);
+int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x, const float *w,
+                         const float *bias, float *y, int train);
+int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x, const float *dy,
+                          const float *w, float *dw, float *db, float *dx);
 
 /* The gpt backbone (gpt.c), called by syno_backbone_build. */
 #endif

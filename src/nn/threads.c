@@ -10,42 +10,34 @@
 
 #include "syno/nn.h"
 
-static void *blas_sym(const char *name)
-{
-    return dlsym(RTLD_DEFAULT, name);
+static void *blas_sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
+
+int syno_nn_cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
 }
 
-int syno_nn_cpu_count(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+int syno_nn_threads_set(int n) {
+  if (n < 1) n = syno_nn_cpu_count();
+  void (*set)(int) = NULL;
+  void *sym = blas_sym("openblas_set_num_threads");
+  memcpy(&set, &sym, sizeof sym);
+  if (set) set(n);
+  omp_set_num_threads(n);
+  return n;
 }
 
-int syno_nn_threads_set(int n)
-{
-    if (n < 1)
-        n = syno_nn_cpu_count();
-    void (*set)(int) = NULL;
-    void *sym = blas_sym("openblas_set_num_threads");
-    memcpy(&set, &sym, sizeof sym);
-    if (set)
-        set(n);
-    omp_set_num_threads(n);
-    return n;
-}
-
-void syno_nn_threads_describe(char *buf, size_t size)
-{
-    char *(*cfg)(void) = NULL;
-    int (*nth)(void) = NULL;
-    void *sym = blas_sym("openblas_get_config");
-    memcpy(&cfg, &sym, sizeof sym);
-    sym = blas_sym("openblas_get_num_threads");
-    memcpy(&nth, &sym, sizeof sym);
-    if (cfg)
-        snprintf(buf, size, "BLAS: OpenBLAS (%s), %d threads; oneDNN: %d OpenMP threads", cfg(),
-                 nth ? nth() : -1, omp_get_max_threads());
-    else
-        snprintf(buf, size, "BLAS: not OpenBLAS (no openblas_get_config); oneDNN: %d OpenMP threads",
-                 omp_get_max_threads());
+void syno_nn_threads_describe(char *buf, size_t size) {
+  char *(*cfg)(void) = NULL;
+  int (*nth)(void) = NULL;
+  void *sym = blas_sym("openblas_get_config");
+  memcpy(&cfg, &sym, sizeof sym);
+  sym = blas_sym("openblas_get_num_threads");
+  memcpy(&nth, &sym, sizeof sym);
+  if (cfg)
+    snprintf(buf, size, "BLAS: OpenBLAS (%s), %d threads; oneDNN: %d OpenMP threads", cfg(), nth ? nth() : -1,
+             omp_get_max_threads());
+  else
+    snprintf(buf, size, "BLAS: not OpenBLAS (no openblas_get_config); oneDNN: %d OpenMP threads",
+             omp_get_max_threads());
 }

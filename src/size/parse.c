@@ -18,8 +18,9 @@ int syno_size_parse_lex(const syno_vars_t *v, syno_lex_t *lx, syno_size_t *out, 
   syno_size_t s = syno_size_one();
   if (lx->tok.kind == SYNO_TOK_INT) {
     if (!syno_tok_eq(&lx->tok, "1")) {
-      return syno_error_set(err, "sizes have no numeric constants: '%.*s' at column %d (declare a variable with a value, e.g. k=%.*s)",
-                            (int)lx->tok.len, lx->tok.start, lx->tok.col, (int)lx->tok.len, lx->tok.start);
+      return syno_error_set(
+          err, "sizes have no numeric constants: '%.*s' at column %d (declare a variable with a value, e.g. k=%.*s)",
+          (int)lx->tok.len, lx->tok.start, lx->tok.col, (int)lx->tok.len, lx->tok.start);
     }
     syno_lex_next(lx);
     *out = s;
@@ -51,9 +52,12 @@ int syno_size_parse_lex(const syno_vars_t *v, syno_lex_t *lx, syno_size_t *out, 
     if (total > 64 || total < -64)
       return syno_error_set(err, "exponent of '%s' out of range at column %d", name, id.col);
     *slot = (int8_t)total;
-    if (syno_lex_accept(lx, '*')) sign = 1;
-    else if (syno_lex_accept(lx, '/')) sign = -1;
-    else break;
+    if (syno_lex_accept(lx, '*'))
+      sign = 1;
+    else if (syno_lex_accept(lx, '/'))
+      sign = -1;
+    else
+      break;
   }
   *out = s;
   return 0;

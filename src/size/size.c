@@ -3,13 +3,13 @@
  * All arithmetic is on int8 exponents; evaluation multiplies bound values
  * into an int64 fraction with overflow checks, so a size that does not fit
  * is an error, never a wrapped number. */
-#include "syno/hash.h"
 #include "syno/size.h"
+#include "syno/hash.h"
 #include "syno/strbuf.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 syno_size_t syno_size_one(void) {
@@ -20,8 +20,10 @@ syno_size_t syno_size_one(void) {
 
 syno_size_t syno_size_var(syno_var_kind_t kind, int index) {
   syno_size_t s = syno_size_one();
-  if (kind == SYNO_PRIMARY) s.p[index] = 1;
-  else s.c[index] = 1;
+  if (kind == SYNO_PRIMARY)
+    s.p[index] = 1;
+  else
+    s.c[index] = 1;
   return s;
 }
 
@@ -126,8 +128,7 @@ static bool mul_pow(int64_t *acc, int64_t *other, int64_t x, int power) {
   return true;
 }
 
-int syno_size_eval_frac(const syno_vars_t *v, syno_size_t a, int b, int64_t *num, int64_t *den,
-                        syno_error_t *err) {
+int syno_size_eval_frac(const syno_vars_t *v, syno_size_t a, int b, int64_t *num, int64_t *den, syno_error_t *err) {
   if (b < 0 || b >= v->nbind) return syno_error_set(err, "no binding #%d (there are %d)", b, v->nbind);
   int64_t n = 1, d = 1;
   for (int kind = 0; kind < 2; kind++) {
@@ -161,8 +162,7 @@ int syno_size_eval(const syno_vars_t *v, syno_size_t a, int b, int64_t *out, syn
     char buf[128], bb[256];
     syno_size_print(v, a, buf, sizeof buf);
     syno_vars_print_binding(v, b, bb, sizeof bb);
-    return syno_error_set(err, "size %s is %lld/%lld, not an integer, under %s", buf, (long long)n,
-                          (long long)d, bb);
+    return syno_error_set(err, "size %s is %lld/%lld, not an integer, under %s", buf, (long long)n, (long long)d, bb);
   }
   *out = n;
   return 0;

@@ -33,8 +33,8 @@ static bool reserved_name(const char *name) {
   return false;
 }
 
-int syno_vars_add(syno_vars_t *v, syno_var_kind_t kind, const char *name, int max_occurrence,
-                  int64_t default_value, syno_error_t *err) {
+int syno_vars_add(syno_vars_t *v, syno_var_kind_t kind, const char *name, int max_occurrence, int64_t default_value,
+                  syno_error_t *err) {
   size_t len = strlen(name);
   if (len == 0 || len >= SYNO_VAR_NAME_LEN)
     return syno_error_set(err, "variable name '%s' must have 1 to %d characters", name, SYNO_VAR_NAME_LEN - 1);
@@ -45,10 +45,8 @@ int syno_vars_add(syno_vars_t *v, syno_var_kind_t kind, const char *name, int ma
       return syno_error_set(err, "variable name '%s' has the character '%c'", name, *p);
   if (reserved_name(name))
     return syno_error_set(err, "variable name '%s' is reserved (i<k>, r<k> and w<k> name loops and weights)", name);
-  if (syno_vars_find(v, name, NULL, NULL) == 0)
-    return syno_error_set(err, "variable '%s' is declared twice", name);
-  if (v->nbind)
-    return syno_error_set(err, "variable '%s' declared after a binding was made", name);
+  if (syno_vars_find(v, name, NULL, NULL) == 0) return syno_error_set(err, "variable '%s' is declared twice", name);
+  if (v->nbind) return syno_error_set(err, "variable '%s' declared after a binding was made", name);
   if (v->n[kind] >= SYNO_MAX_VARS)
     return syno_error_set(err, "too many %s variables (at most %d) at '%s'", kind_name(kind), SYNO_MAX_VARS, name);
   if (max_occurrence < 0) return syno_error_set(err, "variable '%s': negative occurrence limit", name);
@@ -101,8 +99,7 @@ static int parse_spec(syno_vars_t *v, syno_lex_t *lx, syno_var_kind_t kind, int 
       return tok_err(err, &lx->tok, "an occurrence limit (0..100)");
     syno_lex_next(lx);
   }
-  if (syno_vars_add(v, kind, name, (int)occ, value, err))
-    return syno_error_prefix(err, "at column %d", first.col);
+  if (syno_vars_add(v, kind, name, (int)occ, value, err)) return syno_error_prefix(err, "at column %d", first.col);
   return 0;
 }
 
@@ -114,7 +111,9 @@ int syno_vars_declare(syno_vars_t *v, const char *decl, syno_error_t *err) {
   while (lx.tok.kind != SYNO_TOK_END) {
     if (syno_lex_accept(&lx, ';')) {
       if (kind == SYNO_COEFF)
-        return syno_error_set(err, "a second ';' before column %d: one ';' separates the primary and the coefficient variables", lx.tok.col);
+        return syno_error_set(
+            err, "a second ';' before column %d: one ';' separates the primary and the coefficient variables",
+            lx.tok.col);
       kind = SYNO_COEFF;
       continue;
     }
@@ -179,7 +178,9 @@ int syno_vars_bind(syno_vars_t *v, const char *assign, syno_error_t *err) {
     for (int i = 0; i < v->n[k]; i++) {
       if (set[k][i]) continue;
       int64_t d = v->var[k][i].default_value;
-      if (!d) return syno_error_set(err, "no value for variable '%s' (bind it with %s=VALUE)", v->var[k][i].name, v->var[k][i].name);
+      if (!d)
+        return syno_error_set(err, "no value for variable '%s' (bind it with %s=VALUE)", v->var[k][i].name,
+                              v->var[k][i].name);
       (k == SYNO_PRIMARY ? b.p : b.c)[i] = d;
     }
   v->bind[v->nbind++] = b;

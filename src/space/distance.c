@@ -72,8 +72,7 @@ int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
   if (n->distance < 0)
     n->distance = space_iface_distance(s, n->stage, space_node_dims(s, n), n->n_dims, n->n_weights, n->count,
-                                       n->usage[SYNO_PRIMARY],
-                                       s->spec.opts.depth - n->depth);
+                                       n->usage[SYNO_PRIMARY], s->spec.opts.depth - n->depth);
   return n->distance;
 }
 
@@ -104,7 +103,8 @@ int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
     share_base(s->g, d, &bcast, &base_reduce);
     const syno_prim_t *p = syno_graph_below(s->g, d);
     bool no_merge = (p && p->kind == SYNO_PRIM_SHARE && dd->slot == 0) ||
-                    (s->spec.opts.rule[SYNO_RULE_R0] && p && (p->kind == SYNO_PRIM_SPLIT || (p->kind == SYNO_PRIM_MERGE && dd->slot == 0))) ||
+                    (s->spec.opts.rule[SYNO_RULE_R0] && p &&
+                     (p->kind == SYNO_PRIM_SPLIT || (p->kind == SYNO_PRIM_MERGE && dd->slot == 0))) ||
                     (s->spec.opts.rule[SYNO_RULE_R4] && dd->kind == SYNO_DIM_REDUCE);
     di->flags = DI_KNOWN | (space_weight_axis(s->g, d) ? DI_WEIGHT : 0) | (bcast ? DI_BCAST : 0) |
                 (c->discarding ? DI_DISCARD : 0) | (base_reduce ? DI_BASE_REDUCE : 0) | (no_merge ? DI_NO_MERGE : 0) |
@@ -178,12 +178,12 @@ typedef struct {
   /* The matching (match): t wanted and u current sizes unmatched; e of the
    * u that one Contraction can broadcast (R2 included), e2 for two. */
   int t, u, e, e2;
-  int by_contract;    /* the least steps of (2) when Contractions consume what they can */
-  bool must_contract; /* no weight yet, or (10) says a reduction needs one */
-  double pool;        /* (10): the product of the pooled reductions' domains */
-  int need_unfold;    /* (11): an Unfold is needed */
+  int by_contract;             /* the least steps of (2) when Contractions consume what they can */
+  bool must_contract;          /* no weight yet, or (10) says a reduction needs one */
+  double pool;                 /* (10): the product of the pooled reductions' domains */
+  int need_unfold;             /* (11): an Unfold is needed */
   double r[SYNO_MAX_BINDINGS]; /* (4): R under each binding */
-  double rmax;        /* (4): the largest, and at least 1 */
+  double rmax;                 /* (4): the largest, and at least 1 */
 } dist_t;
 
 /* (6) A dim whose chain is used up is never touched again (no primitive
@@ -383,8 +383,10 @@ static int symdiff_bound(const dist_t *D) {
   int sd = D->t + D->u;
   int b4 = steps_for(sd, 2, 3, K), b4c = 1 + steps_for(sd - D->e, 2, 3, K);
   if (D->two && 2 + steps_for(sd - D->e2, 2, 3, K) < b4c) b4c = 2 + steps_for(sd - D->e2, 2, 3, K);
-  if (D->must_contract) b4 = b4c;
-  else if (D->can_contract && b4c < b4) b4 = b4c;
+  if (D->must_contract)
+    b4 = b4c;
+  else if (D->can_contract && b4c < b4)
+    b4 = b4c;
   return b4;
 }
 
@@ -479,16 +481,16 @@ int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_inf
   int b1 = matching_bound(&D), b2 = consume_bound(&D); /* (1), (2) */
   D.must_contract = n_weights == 0;
   if (pooling_bound(&D) == NEVER) return NEVER; /* (10) */
-  D.need_unfold = allowance_bound(&D); /* (11) */
+  D.need_unfold = allowance_bound(&D);          /* (11) */
   if (D.need_unfold == NEVER) return NEVER;
   int b3 = contraction_bound(&D); /* (3) */
   if (b3 == NEVER) return NEVER;
   int d = imax(imax(b1, b2), imax(b3, symdiff_bound(&D))); /* (7) */
-  int r = ratio_bound(&D); /* (4) */
-  if (r == NEVER || odd_bound(&D) == NEVER) return NEVER; /* (5) */
+  int r = ratio_bound(&D);                                 /* (4) */
+  if (r == NEVER || odd_bound(&D) == NEVER) return NEVER;  /* (5) */
   d = imax(d, r);
   if (factor2_bound(&D) == NEVER) return NEVER; /* (9) */
-  d = imax(d, unfold_bound(&D)); /* (4) */
+  d = imax(d, unfold_bound(&D));                /* (4) */
   if (o->group_distance && d <= budget && stage == SYNO_STAGE_NORMAL && !o->enable[SYNO_PRIM_STRIDE])
     d = imax(d, group_bound(s, info, n_dims, n_weights, D.left, d, budget + 1)); /* (8) */
   return d;
@@ -637,7 +639,7 @@ static void gb_leaf(gb_t *B) {
    * to make some group take a broadcast dim when none does (C3). */
   int with = 1, without = 0, force = GB_INF;
   int unf_with = 0, unf_without = 0; /* Unfolds that nothing else could replace */
-  int mrg_with = 0, mrg_without = 0;  /* groups that need d Merges, not d - 1 */
+  int mrg_with = 0, mrg_without = 0; /* groups that need d Merges, not d - 1 */
   bool broadcasts = B->pool_b + B->pool_nb > 0;
   for (int g = 0; g < B->G; g++) {
     if (B->gc[g] == 0) return;
@@ -737,13 +739,17 @@ static void gb_search(gb_t *B, int i, int lb) {
   }
   if (B->used_up[i]) return;
   int before = pool_cost(B, B->pool_b, B->pool_nb, B->pool_nm, B->can_contract);
-  if (B->bcast[i]) B->pool_b++;
-  else B->pool_nb++, B->pool_nm += B->no_merge[i];
+  if (B->bcast[i])
+    B->pool_b++;
+  else
+    B->pool_nb++, B->pool_nm += B->no_merge[i];
   int after = pool_cost(B, B->pool_b, B->pool_nb, B->pool_nm, B->can_contract);
   B->choice[i] = B->G;
   if (after < GB_INF) gb_search(B, i + 1, lb + after - before);
-  if (B->bcast[i]) B->pool_b--;
-  else B->pool_nb--, B->pool_nm -= B->no_merge[i];
+  if (B->bcast[i])
+    B->pool_b--;
+  else
+    B->pool_nb--, B->pool_nm -= B->no_merge[i];
 }
 
 static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims, int n_weights, left_t left, int floor,

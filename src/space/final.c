@@ -18,7 +18,7 @@ static int build_final(syno_space_t *s, const final_t *fin, syno_operator_t *op,
   int wrank[SYNO_MAX_TENSORS - 1];
   for (int t = 1; t < fin->n_tensors; t++) wrank[t - 1] = fin->rank[t];
   return syno_operator_build(s->g, s->spec.output.rank, fin->rank[0], fin->axes[0], fin->n_exp, fin->exp,
-                             fin->n_tensors - 1, wrank, (const syno_dim_t(*)[SYNO_MAX_RANK])&fin->axes[1], op, err);
+                             fin->n_tensors - 1, wrank, (const syno_dim_t(*)[SYNO_MAX_RANK]) & fin->axes[1], op, err);
 }
 
 /* Costs a candidate; false when a limit rejects it. */
@@ -167,7 +167,8 @@ int space_gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
 
 int syno_node_final(syno_space_t *s, uint32_t node, uint32_t index, syno_operator_t *op, syno_error_t *err) {
   const node_t *n = &s->nodes[node];
-  if (!n->expanded || (int)index >= n->n_finals) return syno_error_set(err, "node %u has no finalization %u", node, index);
+  if (!n->expanded || (int)index >= n->n_finals)
+    return syno_error_set(err, "node %u has no finalization %u", node, index);
   return build_final(s, &s->finals[n->finals + index], op, err);
 }
 

@@ -25,7 +25,6 @@
 
 #include "space_internal.h"
 
-
 /* The dim below any Shares stacked under d: the same index. */
 static syno_dim_t unshared(const syno_graph_t *g, syno_dim_t d) {
   const syno_prim_t *p;

@@ -184,12 +184,9 @@ static bool scan(scan_t *sc, syno_dim_t d) {
   }
   if (dim->kind != SYNO_DIM_PRIM_INPUT) return true;
   const syno_prim_t *p = syno_graph_prim(sc->g, dim->prim);
-  if (p->kind == SYNO_PRIM_UNFOLD && !add_prim(sc->unfold, &sc->n_unfold, SYNO_FLOPS_GAME_MAX, dim->prim))
-    return false;
-  if (p->kind == SYNO_PRIM_SHARE && !add_prim(sc->share, &sc->n_share, SYNO_MAX_OP_PRIMS, dim->prim))
-    return false;
-  if (p->kind == SYNO_PRIM_STRIDE && !add_prim(sc->stride, &sc->n_stride, SYNO_MAX_OP_PRIMS, dim->prim))
-    return false;
+  if (p->kind == SYNO_PRIM_UNFOLD && !add_prim(sc->unfold, &sc->n_unfold, SYNO_FLOPS_GAME_MAX, dim->prim)) return false;
+  if (p->kind == SYNO_PRIM_SHARE && !add_prim(sc->share, &sc->n_share, SYNO_MAX_OP_PRIMS, dim->prim)) return false;
+  if (p->kind == SYNO_PRIM_STRIDE && !add_prim(sc->stride, &sc->n_stride, SYNO_MAX_OP_PRIMS, dim->prim)) return false;
   for (int o = 0; o < p->n_out; o++)
     if (!scan(sc, p->out[o])) return false;
   return true;
@@ -209,8 +206,8 @@ static void below(const scan_t *sc, syno_dim_t d, uint32_t *reds, unsigned *weig
   for (int o = 0; o < p->n_out; o++) below(sc, p->out[o], reds, weights);
 }
 
-int syno_flops_game_build(const syno_graph_t *g, const syno_dim_t *tops, int n_tops, const syno_dim_t *exps,
-                          int n_exp, double input_size, int b, syno_flops_game_t *out, syno_error_t *err) {
+int syno_flops_game_build(const syno_graph_t *g, const syno_dim_t *tops, int n_tops, const syno_dim_t *exps, int n_exp,
+                          double input_size, int b, syno_flops_game_t *out, syno_error_t *err) {
   scan_t sc = {.g = g};
   bool ok = true;
   for (int i = 0; i < n_tops && ok; i++) ok = scan(&sc, tops[i]);
@@ -220,7 +217,8 @@ int syno_flops_game_build(const syno_graph_t *g, const syno_dim_t *tops, int n_t
   const syno_vars_t *v = syno_graph_vars(g);
   memset(out, 0, sizeof *out);
   out->input_size = input_size;
-  for (int k = 0; k < sc.n_stride; k++) out->input_size /= syno_size_value(v, syno_graph_prim(g, sc.stride[k])->param, b);
+  for (int k = 0; k < sc.n_stride; k++)
+    out->input_size /= syno_size_value(v, syno_graph_prim(g, sc.stride[k])->param, b);
   out->n_dec = sc.n_red;
   for (int d = 0; d < sc.n_red; d++) out->dec[d] = syno_size_value(v, syno_graph_dim(g, sc.red[d])->size, b);
   /* Each increase: the reductions below it and the weights whose data side it reaches. */

@@ -15,9 +15,9 @@ typedef struct {
   const syno_dim_t *dims;
   syno_graph_t *g;
   int n_full, n_simple;
-  syno_dim_t full[SPACE_MAX_IFACE];   /* every non-weight dim with chain left */
-  bool simple[SPACE_MAX_IFACE];       /* above the latest contraction: C1 keeps the simple views (Shift,
-                                       * Stride, Merge, Expand) to these, and a Split to one of them */
+  syno_dim_t full[SPACE_MAX_IFACE]; /* every non-weight dim with chain left */
+  bool simple[SPACE_MAX_IFACE];     /* above the latest contraction: C1 keeps the simple views (Shift,
+                                     * Stride, Merge, Expand) to these, and a Split to one of them */
   syno_error_t *err;
 } gen_t;
 
@@ -223,7 +223,8 @@ static int gen_shift(gen_t *G) {
     if (reject(G, SYNO_RULE_S2, is_share_data(G, d) || below_is(G, d, SYNO_PRIM_SHIFT))) continue;
     if (reject(G, SYNO_RULE_U2, color(G, d)->unordered_scope != 0)) continue;
     const syno_prim_t *p = below(G, d);
-    if (reject(G, SYNO_RULE_S3, p && p->kind == SYNO_PRIM_SPLIT && ub(G, dsize(G, p->out[1])) > opts(G)->max_shift_pattern))
+    if (reject(G, SYNO_RULE_S3,
+               p && p->kind == SYNO_PRIM_SPLIT && ub(G, dsize(G, p->out[1])) > opts(G)->max_shift_pattern))
       continue;
     syno_dim_t in;
     if (syno_graph_shift(G->g, d, &in, NULL)) continue;
@@ -321,18 +322,18 @@ typedef enum { CT_NORMAL = 0, CT_MERGE, CT_SHARED } ctype_t;
 
 typedef struct {
   gen_t *G;
-  int w;             /* the new weight id */
+  int w; /* the new weight id */
   int n;
   syno_dim_t cand[SPACE_MAX_IFACE];
   ctype_t type[SPACE_MAX_IFACE];
   int choice[SPACE_MAX_IFACE]; /* 0 skip, 1 share, 2 expand + share */
   int8_t usage[2][SYNO_MAX_VARS];
-  syno_dim_t prev_leader;      /* of weight w-1, or 0 */
-  int at[SPACE_MAX_IFACE];     /* cand[i] is the node's dim at[i] */
+  syno_dim_t prev_leader;                          /* of weight w-1, or 0 */
+  int at[SPACE_MAX_IFACE];                         /* cand[i] is the node's dim at[i] */
   double lo[SPACE_MAX_IFACE], hi[SPACE_MAX_IFACE]; /* cand[i]'s size, lower and upper bound over bindings */
-  double *val;                 /* cand[i]'s size under binding b: val[i * nbind + b] */
-  dim_info_t info[SPACE_MAX_IFACE];   /* of the node's dims */
-  dim_info_t shared[SPACE_MAX_IFACE]; /* the same, as a share's data side */
+  double *val;                                     /* cand[i]'s size under binding b: val[i * nbind + b] */
+  dim_info_t info[SPACE_MAX_IFACE];                /* of the node's dims */
+  dim_info_t shared[SPACE_MAX_IFACE];              /* the same, as a share's data side */
   /* The last Contraction without Stride or Expand: only odd Unfold windows
    * change the numel after it, so the dims it broadcasts must carry every
    * factor 2 of the numel ratio R under each binding (distance term (5)).
@@ -409,13 +410,16 @@ static int finish_contraction(contract_t *C) {
     for (int i = 0; i < C->n; i++) choice_at[C->at[i]] = C->choice[i];
     dim_info_t v[SPACE_MAX_IFACE];
     for (int j = 0; j < G->n.n_dims; j++)
-      if (choice_at[j] == 0) v[nv++] = C->info[j];
-      else if (choice_at[j] == 1) v[nv++] = C->shared[j];
+      if (choice_at[j] == 0)
+        v[nv++] = C->info[j];
+      else if (choice_at[j] == 1)
+        v[nv++] = C->shared[j];
     int8_t count[SYNO_PRIM_KINDS];
     memcpy(count, G->n.count, sizeof count);
     count[SYNO_PRIM_SHARE] = (int8_t)(count[SYNO_PRIM_SHARE] + shares);
-    if (G->n.depth + 1 + space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w, count, C->usage[SYNO_PRIMARY],
-                                                 opts(G)->depth - G->n.depth - 1) >
+    if (G->n.depth + 1 +
+            space_info_distance(G->s, SYNO_STAGE_NORMAL, v, nv, C->w, count, C->usage[SYNO_PRIMARY],
+                                opts(G)->depth - G->n.depth - 1) >
         opts(G)->depth) {
       G->s->stats.prune[SYNO_PRUNE_DISTANCE]++;
       return 0;
@@ -494,12 +498,14 @@ static int enum_contraction(contract_t *C, int i, double outer_numel) {
     C->choice[i] = 1;
     if (enum_contraction(C, i + 1, outer_numel)) return -1;
     bool can_expand = C->type[i] == CT_MERGE ? outer_numel * hi <= opts(G)->max_expansion_merge
-                      : C->type[i] == CT_SHARED ? lo >= opts(G)->min_shared_weight_dim && hi <= opts(G)->max_shared_weight_dim
-                                                : false;
+                      : C->type[i] == CT_SHARED
+                          ? lo >= opts(G)->min_shared_weight_dim && hi <= opts(G)->max_shared_weight_dim
+                          : false;
     /* R2: the outer dims' reshape blocks must not be adjacent. */
     for (int j = 0; j < i && can_expand; j++)
-      if (C->choice[j] == 2 && reject(G, SYNO_RULE_R2, syno_graph_adjacent(G->g, C->cand[i], C->cand[j]) ||
-                                                          syno_graph_adjacent(G->g, C->cand[j], C->cand[i])))
+      if (C->choice[j] == 2 && reject(G, SYNO_RULE_R2,
+                                      syno_graph_adjacent(G->g, C->cand[i], C->cand[j]) ||
+                                          syno_graph_adjacent(G->g, C->cand[j], C->cand[i])))
         can_expand = false;
     if (can_expand) {
       C->choice[i] = 2;

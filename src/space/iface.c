@@ -73,7 +73,8 @@ bool space_size_valid(const syno_space_t *s, syno_size_t x) {
 }
 
 int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
-                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max) {
+                   bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out,
+                   int max) {
   const syno_vars_t *v = &s->spec.vars;
   int cur[2][SYNO_MAX_VARS];
   for (int k = 0; k < 2; k++)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "syno/space.h"
 #include "syno/rng.h"
+#include "syno/space.h"
 
 typedef struct {
   const syno_space_spec_t *spec;
@@ -73,11 +73,20 @@ int syno_space_sample(const syno_space_spec_t *spec, long n, int threads, uint64
   }
   int started = 0;
   for (int t = 0; t < threads; t++) {
-    jobs[t] = (job_t){.spec = spec, .thread = t, .threads = threads, .n = n, .seed = seed,
-                      .max_walks = max_walks, .distinct = distinct, .out = out};
-    if (threads == 1) run_job(&jobs[t]);
-    else if (pthread_create(&tid[t], NULL, run_job, &jobs[t]) == 0) started++;
-    else jobs[t].rc = syno_error_set(&jobs[t].err, "cannot start sampling thread %d", t);
+    jobs[t] = (job_t){.spec = spec,
+                      .thread = t,
+                      .threads = threads,
+                      .n = n,
+                      .seed = seed,
+                      .max_walks = max_walks,
+                      .distinct = distinct,
+                      .out = out};
+    if (threads == 1)
+      run_job(&jobs[t]);
+    else if (pthread_create(&tid[t], NULL, run_job, &jobs[t]) == 0)
+      started++;
+    else
+      jobs[t].rc = syno_error_set(&jobs[t].err, "cannot start sampling thread %d", t);
   }
   for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
   int rc = 0;

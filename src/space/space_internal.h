@@ -14,23 +14,23 @@ typedef struct {
   syno_stage_t stage;
   int depth;
   int n_dims, n_exp;
-  uint32_t off;   /* dims then expansions, in the pool */
-  int n_weights;  /* the largest weight id so far */
+  uint32_t off;                   /* dims then expansions, in the pool */
+  int n_weights;                  /* the largest weight id so far */
   int8_t usage[2][SYNO_MAX_VARS]; /* occurrence of each variable (spec 1.5) */
   int8_t count[SYNO_PRIM_KINDS];  /* primitives of each kind below the interface */
-  int distance;   /* -1 until computed */
+  int distance;                   /* -1 until computed */
   bool expanded;
-  bool dead;      /* known to lead to no operator */
-  int8_t dead_at; /* known to lead to no operator within this depth budget (-1: none) */
-  int8_t n_red;   /* reductions below the interface (fixed once the normal stage begins) */
-  bool twins;     /* two of them have the same type and domain (rule U4) */
+  bool dead;          /* known to lead to no operator */
+  int8_t dead_at;     /* known to lead to no operator within this depth budget (-1: none) */
+  int8_t n_red;       /* reductions below the interface (fixed once the normal stage begins) */
+  bool twins;         /* two of them have the same type and domain (rule U4) */
   double red_bound;   /* the reductions' part of syno_node_flops_bound (set_reductions) */
   double red_numel;   /* sum over bindings of output numel x product of the reduction domains (for walks) */
   double flops_bound; /* syno_node_flops_bound */
   int n_children;
   uint32_t children; /* offset into the step array */
   int n_finals;
-  uint32_t finals;   /* offset into the final array */
+  uint32_t finals; /* offset into the final array */
   uint64_t hash;
 } node_t;
 
@@ -43,22 +43,31 @@ typedef struct {
   syno_dim_t exp[SYNO_MAX_RANK];
   double flops, params;
   bool taken; /* already returned by a walk that samples without replacement */
-  uint64_t hash; /* its function key (space_final_key): the same in every space, and for every spelling of one function */
+  uint64_t
+      hash; /* its function key (space_final_key): the same in every space, and for every spelling of one function */
 } final_t;
 
 /* What the shape distance needs of a dim: a pure function of the dim (dims
  * are hash-consed), computed once per dim (space_dim_info). */
-enum { DI_KNOWN = 1, DI_WEIGHT = 2, DI_BCAST = 4, DI_DISCARD = 8, DI_BASE_REDUCE = 16, DI_NO_MERGE = 32, DI_REDUCE = 64 };
+enum {
+  DI_KNOWN = 1,
+  DI_WEIGHT = 2,
+  DI_BCAST = 4,
+  DI_DISCARD = 8,
+  DI_BASE_REDUCE = 16,
+  DI_NO_MERGE = 32,
+  DI_REDUCE = 64
+};
 #define DI_MAX_POOLED 4
 typedef struct {
-  uint8_t flags;    /* DI_*: weight axis, broadcastable by a Contraction, data-discarding, shares down to a
-                     * Reduce, never the output of a Merge (spec 5.1 R0, R4; a share's data side), a
-                     * Reduce dim itself (no weight reads it yet) */
+  uint8_t flags; /* DI_*: weight axis, broadcastable by a Contraction, data-discarding, shares down to a
+                  * Reduce, never the output of a Merge (spec 5.1 R0, R4; a share's data side), a
+                  * Reduce dim itself (no weight reads it yet) */
   uint8_t n_pooled;
   int16_t height;
   uint16_t want_eq; /* bit w: the dim's size equals wanted input size w */
   syno_size_t size;
-  syno_dim_t id;    /* the dim, for rule R2's adjacency; 0 for a Share's data side not built yet */
+  syno_dim_t id; /* the dim, for rule R2's adjacency; 0 for a Share's data side not built yet */
   /* Reductions below the dim that a primitive other than a Share consumed
    * before any Share: no weight can ever read them directly, so they pool
    * (spec 5.7). Up to DI_MAX_POOLED of them; fewer only weakens the bound. */
@@ -85,23 +94,23 @@ struct syno_space {
   size_t n_steps, cap_steps;
   final_t *finals;
   size_t n_finals, cap_finals;
-  syno_table_t table; /* node ids by interface (node_t.hash) */
-  syno_dim_t iter[SYNO_MAX_RANK];   /* the output iterators */
+  syno_table_t table;             /* node ids by interface (node_t.hash) */
+  syno_dim_t iter[SYNO_MAX_RANK]; /* the output iterators */
   int n_want;
-  syno_size_t want[SYNO_MAX_RANK];  /* input sizes the search must reach (fixed axes excluded) */
-  syno_size_t want_numel;           /* their product */
-  dim_info_t *dinfo;                /* per dim, for the shape distance (distance.c) */
+  syno_size_t want[SYNO_MAX_RANK]; /* input sizes the search must reach (fixed axes excluded) */
+  syno_size_t want_numel;          /* their product */
+  dim_info_t *dinfo;               /* per dim, for the shape distance (distance.c) */
   size_t cap_dinfo;
-  group_memo_t *group_memo;         /* SPACE_GROUP_MEMO entries, direct-mapped (distance.c) */
-  int want_axis[SYNO_MAX_RANK];     /* their input positions */
+  group_memo_t *group_memo;     /* SPACE_GROUP_MEMO entries, direct-mapped (distance.c) */
+  int want_axis[SYNO_MAX_RANK]; /* their input positions */
   double input_numel[SYNO_MAX_BINDINGS];
   double output_numel[SYNO_MAX_BINDINGS];
   syno_space_stats_t stats;
-  double walk_bias; /* random walks weight children by exp(-bias * distance) */
+  double walk_bias;          /* random walks weight children by exp(-bias * distance) */
   double walk_fused_penalty; /* ... counting this many more steps when the fused FLOPs bound is over max */
-  int part, parts;  /* random walks return only operators with hash % parts == part */
-  size_t gen_start; /* the first step of the node being expanded */
-  syno_table_t fkeys; /* the functions finalized so far (rule C4): 1 + their index in finals, by key */
+  int part, parts;           /* random walks return only operators with hash % parts == part */
+  size_t gen_start;          /* the first step of the node being expanded */
+  syno_table_t fkeys;        /* the functions finalized so far (rule C4): 1 + their index in finals, by key */
 };
 
 /* A candidate child interface under construction. */
@@ -122,7 +131,9 @@ static inline bool space_weight_axis(const syno_graph_t *g, syno_dim_t d) {
 
 static inline node_t *space_node(const syno_space_t *s, uint32_t id) { return &s->nodes[id]; }
 static inline const syno_dim_t *space_node_dims(const syno_space_t *s, const node_t *n) { return s->pool + n->off; }
-static inline const syno_dim_t *space_node_exps(const syno_space_t *s, const node_t *n) { return s->pool + n->off + n->n_dims; }
+static inline const syno_dim_t *space_node_exps(const syno_space_t *s, const node_t *n) {
+  return s->pool + n->off + n->n_dims;
+}
 
 /* Interfaces under construction (iface.c). Starts a child interface as a
  * copy of node n's. */

@@ -67,17 +67,20 @@ static int prim_find(const char *name) {
 
 int syno_space_caps_parse(const char *text, int max_count[SYNO_PRIM_KINDS], syno_error_t *err) {
   char buf[256];
-  if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) return syno_error_set(err, "caps '%.40s...' are too long", text);
+  if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf)
+    return syno_error_set(err, "caps '%.40s...' are too long", text);
   for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
     while (*item == ' ') item++;
     char *eq = strchr(item, '='), *end;
     if (!eq) return syno_error_set(err, "cap '%s' is not KIND=COUNT", item);
     *eq = 0;
     int k = prim_find(item);
-    if (k == SYNO_PRIM_KINDS) return syno_error_set(err, "'%s' is not a primitive (split, merge, shift, stride, unfold, share, expand)", item);
+    if (k == SYNO_PRIM_KINDS)
+      return syno_error_set(err, "'%s' is not a primitive (split, merge, shift, stride, unfold, share, expand)", item);
     errno = 0;
     long v = strtol(eq + 1, &end, 10);
-    if (!eq[1] || *end || errno || v < -1 || v > 100) return syno_error_set(err, "the cap of %s, '%s', is not -1..100", item, eq + 1);
+    if (!eq[1] || *end || errno || v < -1 || v > 100)
+      return syno_error_set(err, "the cap of %s, '%s', is not -1..100", item, eq + 1);
     max_count[k] = (int)v;
   }
   return 0;
@@ -111,25 +114,30 @@ int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err) {
   if (o->depth < 1 || o->depth > 40) return syno_error_set(err, "depth %d out of range 1..40", o->depth);
   if (o->max_chain < 1) return syno_error_set(err, "max_chain %d must be at least 1", o->max_chain);
   if (o->max_tensors < 2 || o->max_tensors > SYNO_MAX_TENSORS)
-    return syno_error_set(err, "max_tensors %d out of range 2..%d (the input plus at least one weight)", o->max_tensors, SYNO_MAX_TENSORS);
+    return syno_error_set(err, "max_tensors %d out of range 2..%d (the input plus at least one weight)", o->max_tensors,
+                          SYNO_MAX_TENSORS);
   if (o->max_reductions < 0 || o->max_reductions > SYNO_MAX_REDUCTIONS)
     return syno_error_set(err, "max_reductions %d out of range 0..%d", o->max_reductions, SYNO_MAX_REDUCTIONS);
   if (o->min_flops < 0 || o->max_flops < 0) return syno_error_set(err, "FLOPs limits must not be negative");
   if (o->max_flops > 0 && o->min_flops > o->max_flops)
-    return syno_error_set(err, "min_flops %g is above max_flops %g: no operator can satisfy both", o->min_flops, o->max_flops);
+    return syno_error_set(err, "min_flops %g is above max_flops %g: no operator can satisfy both", o->min_flops,
+                          o->max_flops);
   if (o->max_params < 0) return syno_error_set(err, "max_params must not be negative");
-  if (o->max_enumerations < 1 || o->max_enumerations > 9) return syno_error_set(err, "max_enumerations out of range 1..9");
+  if (o->max_enumerations < 1 || o->max_enumerations > 9)
+    return syno_error_set(err, "max_enumerations out of range 1..9");
   if (o->max_finalizations < 1) return syno_error_set(err, "max_finalizations must be at least 1");
   for (int k = 0; k < SYNO_PRIM_KINDS; k++)
     if (o->max_count[k] < -1 || o->max_count[k] > 100)
-      return syno_error_set(err, "max_count of %s is %d: use 0..100, or -1 for no cap", syno_prim_name((syno_prim_kind_t)k),
-                            o->max_count[k]);
+      return syno_error_set(err, "max_count of %s is %d: use 0..100, or -1 for no cap",
+                            syno_prim_name((syno_prim_kind_t)k), o->max_count[k]);
   if (o->enable[SYNO_PRIM_SHARE] && o->max_count[SYNO_PRIM_SHARE] == 0)
     return syno_error_set(err, "max_count of share is 0: every operator needs a weight");
   if (o->rule[SYNO_RULE_C3] && o->max_count[SYNO_PRIM_SHARE] == 1)
     return syno_error_set(err, "max_count of share is 1: under rule C3 a contraction shares two dims at least");
-  if (!o->enable[SYNO_PRIM_SHARE]) return syno_error_set(err, "contractions cannot be disabled: every operator needs a weight");
-  if (spec->input.rank < 1 || spec->output.rank < 1) return syno_error_set(err, "input and output shapes need at least one axis");
+  if (!o->enable[SYNO_PRIM_SHARE])
+    return syno_error_set(err, "contractions cannot be disabled: every operator needs a weight");
+  if (spec->input.rank < 1 || spec->output.rank < 1)
+    return syno_error_set(err, "input and output shapes need at least one axis");
   for (int i = 0; i < spec->n_fixed; i++) {
     int a = spec->fixed_in[i], b = spec->fixed_out[i];
     if (a < 0 || a >= spec->input.rank || b < 0 || b >= spec->output.rank)
@@ -184,12 +192,41 @@ static const char *get_string(const cJSON *obj, const char *key, syno_error_t *e
   return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
-static const char *known_fields[] = {
-    "preset", "vars", "input", "output", "bind", "fixed", "depth", "max_chain", "max_tensors", "max_reductions",
-    "min_flops", "max_flops", "max_params", "max_pooling", "primitives", "max_count", "rules", "max_finalizations",
-    "min_weight_params", "max_rdom_multiplier", "max_unfold_kernel", "min_unfold_ratio", "max_shift_pattern", "max_expansion_merge",
-    "max_expansion_repeat", "max_strided_dim", "min_shared_weight_dim", "max_shared_weight_dim", "max_enumerations",
-    "max_vars_in_size", "max_powers_in_size", "prune_distance", "group_distance", "prune_flops", NULL};
+static const char *known_fields[] = {"preset",
+                                     "vars",
+                                     "input",
+                                     "output",
+                                     "bind",
+                                     "fixed",
+                                     "depth",
+                                     "max_chain",
+                                     "max_tensors",
+                                     "max_reductions",
+                                     "min_flops",
+                                     "max_flops",
+                                     "max_params",
+                                     "max_pooling",
+                                     "primitives",
+                                     "max_count",
+                                     "rules",
+                                     "max_finalizations",
+                                     "min_weight_params",
+                                     "max_rdom_multiplier",
+                                     "max_unfold_kernel",
+                                     "min_unfold_ratio",
+                                     "max_shift_pattern",
+                                     "max_expansion_merge",
+                                     "max_expansion_repeat",
+                                     "max_strided_dim",
+                                     "min_shared_weight_dim",
+                                     "max_shared_weight_dim",
+                                     "max_enumerations",
+                                     "max_vars_in_size",
+                                     "max_powers_in_size",
+                                     "prune_distance",
+                                     "group_distance",
+                                     "prune_flops",
+                                     NULL};
 
 int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_error_t *err) {
   cJSON *root = cJSON_Parse(json);
@@ -217,7 +254,8 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   const cJSON *bind = cJSON_GetObjectItemCaseSensitive(root, "bind");
   const char *binds[SYNO_MAX_BINDINGS];
   int n_bind = 0;
-  if (cJSON_IsString(bind)) binds[n_bind++] = bind->valuestring;
+  if (cJSON_IsString(bind))
+    binds[n_bind++] = bind->valuestring;
   else if (cJSON_IsArray(bind)) {
     for (const cJSON *b = bind->child; b; b = b->next) {
       if (!cJSON_IsString(b) || n_bind >= SYNO_MAX_BINDINGS) {
@@ -272,7 +310,8 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
       for (const cJSON *p = fixed->child; p; p = p->next) {
         if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(p->child) ||
             !cJSON_IsNumber(p->child->next) || spec->n_fixed >= SYNO_MAX_FIXED) {
-          rc = syno_error_set(err, "field 'fixed' must be an array of at most %d [input axis, output axis] pairs", SYNO_MAX_FIXED);
+          rc = syno_error_set(err, "field 'fixed' must be an array of at most %d [input axis, output axis] pairs",
+                              SYNO_MAX_FIXED);
           goto done;
         }
         spec->fixed_in[spec->n_fixed] = p->child->valueint;
@@ -327,7 +366,8 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   }
   for (const cJSON *p = caps ? caps->child : NULL; p; p = p->next) {
     int k = prim_find(p->string);
-    if (k == SYNO_PRIM_KINDS || !cJSON_IsNumber(p) || fabs(p->valuedouble) > 1e6 || p->valuedouble != floor(p->valuedouble)) {
+    if (k == SYNO_PRIM_KINDS || !cJSON_IsNumber(p) || fabs(p->valuedouble) > 1e6 ||
+        p->valuedouble != floor(p->valuedouble)) {
       rc = syno_error_set(err, "field 'max_count': '%s' is not a primitive with an integer count", p->string);
       goto done;
     }

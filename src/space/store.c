@@ -72,7 +72,7 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   int distance = -1;
   if (prune) {
     distance = space_iface_distance(s, stage, f->dims, f->n_dims, f->n_weights, f->count, f->usage[SYNO_PRIMARY],
-                                   s->spec.opts.depth - depth);
+                                    s->spec.opts.depth - depth);
     if (depth + distance > s->spec.opts.depth) {
       *id = 0;
       *created = false;
@@ -110,7 +110,8 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
 }
 
 int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
-  if (syno_grow((void **)&s->steps, &s->cap_steps, s->n_steps + 1, sizeof *s->steps)) return syno_error_set(err, "out of memory");
+  if (syno_grow((void **)&s->steps, &s->cap_steps, s->n_steps + 1, sizeof *s->steps))
+    return syno_error_set(err, "out of memory");
   s->steps[s->n_steps++] = st;
   return 0;
 }
@@ -145,8 +146,8 @@ static void set_flops_bound(syno_space_t *s, uint32_t id) {
   for (int b = 0; b < s->spec.vars.nbind; b++) {
     syno_flops_game_t fg;
     double cost;
-    if (syno_flops_game_build(s->g, space_node_dims(s, n), n->n_dims, space_node_exps(s, n), n->n_exp, s->input_numel[b], b,
-                              &fg, NULL) ||
+    if (syno_flops_game_build(s->g, space_node_dims(s, n), n->n_dims, space_node_exps(s, n), n->n_exp,
+                              s->input_numel[b], b, &fg, NULL) ||
         syno_flops_game_solve(&fg, &cost, NULL))
       return;
     game += cost;

@@ -39,8 +39,9 @@ static void test_rng_below(void **state) {
   (void)state;
   syno_rng_t r;
   syno_rng_seed(&r, 7, 1);
-  static const uint64_t ns[] = {1, 2, 3, 7, 10, 1000, 0x7fffffffu, 0xffffffffu, 0x100000000ull, 0x100000001ull,
-                                0x8000000000000001ull, UINT64_MAX};
+  static const uint64_t ns[] = {
+      1,         2, 3, 7, 10, 1000, 0x7fffffffu, 0xffffffffu, 0x100000000ull, 0x100000001ull, 0x8000000000000001ull,
+      UINT64_MAX};
   for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
     uint64_t n = ns[k], top = 0;
     for (int i = 0; i < 2000; i++) {
@@ -227,9 +228,9 @@ static void test_lex(void **state) {
     syno_tok_kind_t kind;
     const char *s;
     int col;
-  } want[] = {{SYNO_TOK_IDENT, "foo_1", 13}, {SYNO_TOK_ARROW, "->", 19}, {SYNO_TOK_PUNCT, "[", 21},
-              {SYNO_TOK_INT, "42", 22},      {SYNO_TOK_PUNCT, ",", 24},  {SYNO_TOK_IDENT, "x", 26},
-              {SYNO_TOK_PUNCT, "^", 27},     {SYNO_TOK_PUNCT, "-", 28},  {SYNO_TOK_INT, "3", 29},
+  } want[] = {{SYNO_TOK_IDENT, "foo_1", 13}, {SYNO_TOK_ARROW, "->", 19},  {SYNO_TOK_PUNCT, "[", 21},
+              {SYNO_TOK_INT, "42", 22},      {SYNO_TOK_PUNCT, ",", 24},   {SYNO_TOK_IDENT, "x", 26},
+              {SYNO_TOK_PUNCT, "^", 27},     {SYNO_TOK_PUNCT, "-", 28},   {SYNO_TOK_INT, "3", 29},
               {SYNO_TOK_PUNCT, "]", 30},     {SYNO_TOK_PUNCT, "\x01", 32}};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     assert_int_equal(lx.tok.kind, want[i].kind);
@@ -257,9 +258,12 @@ static void test_lex(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_pcg32_reference),   cmocka_unit_test(test_rng_below),
-      cmocka_unit_test(test_hash_values),       cmocka_unit_test(test_table_many),
-      cmocka_unit_test(test_table_fingerprints), cmocka_unit_test(test_grow),
+      cmocka_unit_test(test_pcg32_reference),
+      cmocka_unit_test(test_rng_below),
+      cmocka_unit_test(test_hash_values),
+      cmocka_unit_test(test_table_many),
+      cmocka_unit_test(test_table_fingerprints),
+      cmocka_unit_test(test_grow),
       cmocka_unit_test(test_lex),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "synotest.h"
 #include "syno/codegen.h"
 #include "syno/space.h"
+#include "synotest.h"
 
 typedef void (*forward_fn)(const float *, const float *const *, float *);
 
@@ -97,12 +97,12 @@ static void run_batch(void) {
 
 static void test_builtins(void **state) {
   (void)state;
-  static const char *small[] = {"conv2d", "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
-                                "grouped-conv2d", "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
+  static const char *small[] = {"conv2d",           "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
+                                "grouped-conv2d",   "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
                                 "depthwise-conv2d", "N=2, C_in=3, H=6, W=5, k=3",
-                                "strided-conv2d", "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
-                                "linear", "N=3, C_in=10, C_out=7",
-                                "avgpool2d", "N=2, C_in=3, H=8, W=6, k=2"};
+                                "strided-conv2d",   "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
+                                "linear",           "N=3, C_in=10, C_out=7",
+                                "avgpool2d",        "N=2, C_in=3, H=8, W=6, k=2"};
   syno_rng_t rng;
   syno_rng_seed(&rng, 3, 0);
   int checked = 0;
@@ -131,9 +131,10 @@ static void test_sampled(void **state) {
   (void)state;
   syno_rng_t rng;
   syno_rng_seed(&rng, 6, 0);
-  int seen = st_sample("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
-                       "\"min_weight_params\": 8}",
-                       5, 104, prepare_one, &rng);
+  int seen = st_sample(
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+      "\"min_weight_params\": 8}",
+      5, 104, prepare_one, &rng);
   run_batch();
   print_message("%d sampled operators compiled and checked\n", seen);
   assert_true(seen >= 100);

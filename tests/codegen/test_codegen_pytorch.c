@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "synotest.h"
 #include "syno/codegen.h"
 #include "syno/space.h"
+#include "synotest.h"
 
 #define MAX_CASES 64
 
@@ -128,12 +128,12 @@ static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
 }
 
 static void prepare_builtins(syno_rng_t *rng) {
-  static const char *small[] = {"conv2d", "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
-                                "grouped-conv2d", "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
+  static const char *small[] = {"conv2d",           "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
+                                "grouped-conv2d",   "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
                                 "depthwise-conv2d", "N=2, C_in=3, H=6, W=5, k=3",
-                                "strided-conv2d", "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
-                                "linear", "N=3, C_in=10, C_out=7",
-                                "avgpool2d", "N=2, C_in=3, H=8, W=6, k=2"};
+                                "strided-conv2d",   "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
+                                "linear",           "N=3, C_in=10, C_out=7",
+                                "avgpool2d",        "N=2, C_in=3, H=8, W=6, k=2"};
   for (int i = 0; syno_builtin_at(i); i++) {
     const char *bind = "";
     for (size_t j = 0; j < sizeof small / sizeof *small; j += 2)
@@ -153,9 +153,10 @@ static void prepare_one(syno_space_t *s, uint32_t node, uint32_t final, void *rn
 }
 
 static void prepare_sampled(syno_rng_t *rng, int n) {
-  int drawn = st_sample("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
-                        "\"min_weight_params\": 8}",
-                        11, n, prepare_one, rng);
+  int drawn = st_sample(
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+      "\"min_weight_params\": 8}",
+      11, n, prepare_one, rng);
   assert_int_equal(drawn, n);
 }
 

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "synotest.h"
 #include "syno/codegen.h"
+#include "synotest.h"
 
 static int have_dot(void) { return system("command -v dot >/dev/null 2>&1") == 0; }
 

@@ -30,8 +30,8 @@ static void check_builtin(const char *name, const char *bind) {
   assert_true(st_rel_err(out, want, n_out) <= 1e-4);
   assert_int_equal(syno_exec_backward(e, (const float *const *)t, gout, g, &err), 0);
   for (int i = 0; i < o.op.n_tensors; i++) {
-    assert_int_equal(syno_interp_grad_scatter(&low->forward, syno_graph_vars(o.g), 0, i, (const float *const *)t,
-                                              gout, ref[i], &err),
+    assert_int_equal(syno_interp_grad_scatter(&low->forward, syno_graph_vars(o.g), 0, i, (const float *const *)t, gout,
+                                              ref[i], &err),
                      0);
     double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
     if (ge > 1e-4) fail_msg("%s: gradient of tensor %d differs from the scatter form by %g", name, i, ge);

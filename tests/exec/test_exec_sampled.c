@@ -49,8 +49,7 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
   if (!(fe <= TOL)) fail_msg("%s [%s]: forward differs by %g", what, syno_exec_strategy(e), fe);
   if (syno_exec_backward(e, (const float *const *)t, gout, g, &err)) fail_msg("%s: %s", what, err.msg);
   for (int i = 0; i < nt; i++) {
-    if (syno_interp_nest(&low->backward[i], v, 0, (const float *const *)t, gout, ref[i], &err))
-      fail_msg("%s", err.msg);
+    if (syno_interp_nest(&low->backward[i], v, 0, (const float *const *)t, gout, ref[i], &err)) fail_msg("%s", err.msg);
     double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
     if (!(ge <= TOL)) fail_msg("%s [%s]: gradient of tensor %d differs by %g", what, syno_exec_strategy(e), i, ge);
   }

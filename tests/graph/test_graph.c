@@ -151,8 +151,8 @@ static void test_round_trip(void **state) {
       {"r0=sum(C) r1=sum(k); in[unfold(i0, share(r1, 1)), i1, share(r0, 1)] expand[share(i2, 1)] w1[i2, r0, r1]",
        "[H, W, C]", "[H, W, C: unordered]"},
       /* Two weights: a low-rank chain over C. */
-      {"r0=sum(C); in[i0, i1, share(r0, 1)] expand[share(share(i2, 2), 1)] w1[share(i2, 2), r0] w2[i2]",
-       "[H, W, C]", "[H, W, C: unordered]"},
+      {"r0=sum(C); in[i0, i1, share(r0, 1)] expand[share(share(i2, 2), 1)] w1[share(i2, 2), r0] w2[i2]", "[H, W, C]",
+       "[H, W, C: unordered]"},
       {"r0=sum(k) r1=sum(k); in[unfold(i0, share(r1, 1)), unfold(i1, share(r0, 1)), share(i2, 1)] w1[i2, r0, r1]",
        "[H, W, C]", "[H, W, C: unordered]"},
   };
@@ -171,13 +171,16 @@ static void test_round_trip(void **state) {
   syno_operator_t x, y;
   syno_error_t err;
   assert_int_equal(parse_op(f, "r0=sum(k) r1=sum(C); in[share(r0,1), share(r1,1), i0, i1, i2] w1[r0, r1]",
-                            "[k, C, H, W, C]", "[H, W, C]", &x, &err), 0);
+                            "[k, C, H, W, C]", "[H, W, C]", &x, &err),
+                   0);
   assert_int_equal(parse_op(f, "r5=sum(C) r2=sum(k); in[share(r2,1), share(r5,1), i0, i1, i2] w1[r2, r5]",
-                            "[k, C, H, W, C]", "[H, W, C]", &y, &err), 0);
+                            "[k, C, H, W, C]", "[H, W, C]", &y, &err),
+                   0);
   assert_true(syno_operator_eq(&x, &y));
   /* A different weight layout is a different operator. */
   assert_int_equal(parse_op(f, "r0=sum(k) r1=sum(C); in[share(r0,1), share(r1,1), i0, i1, i2] w1[r1, r0]",
-                            "[k, C, H, W, C]", "[H, W, C]", &y, &err), 0);
+                            "[k, C, H, W, C]", "[H, W, C]", &y, &err),
+                   0);
   assert_false(syno_operator_eq(&x, &y));
 }
 
@@ -217,7 +220,8 @@ static void test_operator_errors(void **state) {
       {"r0=max(k); in[i0, i1, i2]", "[H, W, C]", "[H, W, C]", "'sum' or 'mean'"},
       {"in[i0, i1, i2] w2[i0]", "[H, W, C]", "[H, W, C]", "the next weight"},
       {"in[i0, i1, i2] x", "[H, W, C]", "[H, W, C]", "found 'x' at column 16"},
-      {"in[i0, i1, share(share(i2, 1), 1)] w1[i2, share(i2, 1)]", "[H, W, C]", "[H, W, C]", "already shared with weight 1"},
+      {"in[i0, i1, share(share(i2, 1), 1)] w1[i2, share(i2, 1)]", "[H, W, C]", "[H, W, C]",
+       "already shared with weight 1"},
       /* A stride outside an unfold window discards data. */
       {"in[stride(i0, s), i1, i2]", "[s*H, W, C]", "[H, W, C]", "discards data"},
       {"in[unfold(i0, i1), i2]", "[H, C]", "[H, W, C]", "is even"},
@@ -227,7 +231,8 @@ static void test_operator_errors(void **state) {
     syno_error_t err = {{0}};
     if (parse_op(f, cases[i].text, cases[i].in, cases[i].out, &op, &err) == 0)
       fail_msg("'%s' was accepted", cases[i].text);
-    if (!strstr(err.msg, cases[i].want)) fail_msg("'%s': message '%s' lacks '%s'", cases[i].text, err.msg, cases[i].want);
+    if (!strstr(err.msg, cases[i].want))
+      fail_msg("'%s': message '%s' lacks '%s'", cases[i].text, err.msg, cases[i].want);
   }
 }
 
@@ -237,11 +242,13 @@ static void test_stride_under_unfold(void **state) {
   fixture_t *f = *state;
   syno_operator_t op;
   syno_error_t err;
-  assert_int_equal(parse_op(f, "r0=sum(k); in[unfold(stride(i0, s), share(r0, 1)), i1, i2] w1[r0]",
-                            "[s*H, W, C]", "[H, W, C]", &op, &err), 0);
+  assert_int_equal(parse_op(f, "r0=sum(k); in[unfold(stride(i0, s), share(r0, 1)), i1, i2] w1[r0]", "[s*H, W, C]",
+                            "[H, W, C]", &op, &err),
+                   0);
   /* Window 3 under stride 4 would skip input rows. */
   assert_int_not_equal(parse_op(f, "r0=sum(k); in[unfold(stride(i0, s^2), share(r0, 1)), i1, i2] w1[r0]",
-                                "[s^2*H, W, C]", "[H, W, C]", &op, &err), 0);
+                                "[s^2*H, W, C]", "[H, W, C]", &op, &err),
+                       0);
   assert_non_null(strstr(err.msg, "discards data"));
 }
 
@@ -258,10 +265,12 @@ static void test_contraction(void **state) {
   assert_int_equal(syno_graph_share(f->g, f->c, 1, NULL, &w[0][0], &err), 0);
   assert_int_equal(syno_graph_share(f->g, f->k, 1, NULL, &w[0][1], &err), 0);
   syno_operator_t built, parsed;
-  assert_int_equal(syno_operator_build(f->g, 3, 3, in, 1, &data[0], 1, &wrank,
-                                       (const syno_dim_t(*)[SYNO_MAX_RANK])w, &built, &err), 0);
+  assert_int_equal(
+      syno_operator_build(f->g, 3, 3, in, 1, &data[0], 1, &wrank, (const syno_dim_t(*)[SYNO_MAX_RANK])w, &built, &err),
+      0);
   assert_int_equal(parse_op(f, "r0=sum(k); in[i0, i1, share(r0, 1)] expand[share(i2, 1)] w1[i2, r0]", "[H, W, k]",
-                            "[H, W, C: unordered]", &parsed, &err), 0);
+                            "[H, W, C: unordered]", &parsed, &err),
+                   0);
   assert_true(syno_operator_eq(&built, &parsed));
   assert_int_equal(syno_operator_count(&built, SYNO_PRIM_SHARE), 2);
   assert_int_equal(syno_operator_count(&built, SYNO_PRIM_EXPAND), 1);
@@ -272,7 +281,8 @@ static void test_contraction(void **state) {
 /* Random mutations of valid texts: the parser rejects or accepts cleanly. */
 static void test_parse_mutations(void **state) {
   fixture_t *f = *state;
-  const char *base = "r0=sum(C) r1=sum(k); in[unfold(i0, share(r1, 1)), i1, share(r0, 1)] expand[share(i2, 1)] w1[i2, r0, r1]";
+  const char *base =
+      "r0=sum(C) r1=sum(k); in[unfold(i0, share(r1, 1)), i1, share(r0, 1)] expand[share(i2, 1)] w1[i2, r0, r1]";
   syno_shape_t si, so;
   syno_shape_parse(&f->v, "[H, W, C]", &si, NULL);
   syno_shape_parse(&f->v, "[H, W, C: unordered]", &so, NULL);
@@ -288,9 +298,12 @@ static void test_parse_mutations(void **state) {
     for (int e = 0; e < edits; e++) {
       size_t at = syno_rng_below(&rng, n);
       int kind = (int)syno_rng_below(&rng, 3);
-      if (kind == 0) buf[at] = alphabet[syno_rng_below(&rng, sizeof alphabet - 1)];
-      else if (kind == 1) memmove(buf + at, buf + at + 1, strlen(buf + at)); /* delete */
-      else buf[at] = 0;                                                       /* truncate */
+      if (kind == 0)
+        buf[at] = alphabet[syno_rng_below(&rng, sizeof alphabet - 1)];
+      else if (kind == 1)
+        memmove(buf + at, buf + at + 1, strlen(buf + at)); /* delete */
+      else
+        buf[at] = 0; /* truncate */
     }
     syno_operator_t op;
     syno_error_t err;

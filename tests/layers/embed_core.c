@@ -17,8 +17,10 @@ int main(void) {
   syno_graph_t *g = syno_graph_new(&spec.vars);
   syno_operator_t op;
   int rc = !g || !b || syno_operator_parse(g, b->text, &spec.input, &spec.output, &op, &err);
-  if (!rc) printf("conv2d parses against the conv2d signature: %d tensors\n", op.n_tensors);
-  else fprintf(stderr, "parse: %s\n", err.msg);
+  if (!rc)
+    printf("conv2d parses against the conv2d signature: %d tensors\n", op.n_tensors);
+  else
+    fprintf(stderr, "parse: %s\n", err.msg);
   syno_graph_free(g);
   return rc;
 }

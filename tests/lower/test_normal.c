@@ -60,8 +60,10 @@ static float *run_mapped(const syno_nest_t *n, const syno_vars_t *v, int b, cons
     int ident[SYNO_MAX_RANK];
     for (int j = 0; j < a->rank; j++) ident[j] = j;
     relayout(canon[p], owned[p], od, a->rank, a->tensor >= 1 ? map->axis[p] : ident);
-    if (a->tensor < 0) gout = owned[p];
-    else tensors[a->tensor] = owned[p];
+    if (a->tensor < 0)
+      gout = owned[p];
+    else
+      tensors[a->tensor] = owned[p];
   }
   syno_error_t err;
   int64_t numel;
@@ -252,9 +254,9 @@ static void test_expressions(void **s) {
   struct {
     index_fn f;
     bool swapped, hoisted;
-  } same[] = {{e_base, true, false},       {e_commuted, false, false}, {e_regrouped, false, false},
-              {e_cancel, false, false},    {e_fold, false, false},     {e_distribute, true, false},
-              {e_commuted, true, true},    {e_base, false, true}};
+  } same[] = {{e_base, true, false},    {e_commuted, false, false}, {e_regrouped, false, false},
+              {e_cancel, false, false}, {e_fold, false, false},     {e_distribute, true, false},
+              {e_commuted, true, true}, {e_base, false, true}};
   for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
     hand_form(same[i].f, same[i].swapped, same[i].hoisted, fo, other, &v);
     if (strcmp(fb, fo)) fail_msg("variant %zu differs:\n  %s\n  %s", i, fb, fo);
@@ -455,7 +457,8 @@ typedef struct {
   size_t cap;
 } entries_t;
 
-static void add(entries_t *es, int family, const char *label, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add(entries_t *es, int family, const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void add(entries_t *es, int family, const char *label, const char *fmt, ...) {
   assert_int_equal(syno_grow((void **)&es->e, &es->cap, (size_t)es->n + 1, sizeof *es->e), 0);
   entry_t *e = &es->e[es->n++];
@@ -506,8 +509,10 @@ static void expand(char *out, size_t cap, const char *tmpl, char names[3][16]) {
   for (const char *p = tmpl; *p; p++) {
     const char *ins = NULL;
     char one[2] = {*p, 0};
-    if (p[0] == '%' && p[1] >= '0' && p[1] <= '2') ins = names[*++p - '0'];
-    else ins = one;
+    if (p[0] == '%' && p[1] >= '0' && p[1] <= '2')
+      ins = names[*++p - '0'];
+    else
+      ins = one;
     size_t l = strlen(ins);
     assert_true(len + l < cap);
     memcpy(out + len, ins, l);
@@ -544,29 +549,39 @@ static void add_shape_variants(entries_t *es, int family, const char *label, con
   while (next_perm(decl, sh->nr)) add_shape(es, family, label, sh, decl, wperm);
 }
 
-static const shape_t conv_shape = {3, {"C_in", "k", "k"},
-                                   "in[i0, share(%0, 1), unfold(i2, share(%1, 1)), unfold(i3, share(%2, 1))] expand[share(i1, 1)]",
-                                   4, {"i1", "%0", "%1", "%2"}};
-static const shape_t conv_kl_shape = {3, {"C_in", "k", "l"},
-                                      "in[i0, share(%0, 1), unfold(i2, share(%1, 1)), unfold(i3, share(%2, 1))] expand[share(i1, 1)]",
-                                      4, {"i1", "%0", "%1", "%2"}};
+static const shape_t conv_shape = {
+    3,
+    {"C_in", "k", "k"},
+    "in[i0, share(%0, 1), unfold(i2, share(%1, 1)), unfold(i3, share(%2, 1))] expand[share(i1, 1)]",
+    4,
+    {"i1", "%0", "%1", "%2"}};
+static const shape_t conv_kl_shape = {
+    3,
+    {"C_in", "k", "l"},
+    "in[i0, share(%0, 1), unfold(i2, share(%1, 1)), unfold(i3, share(%2, 1))] expand[share(i1, 1)]",
+    4,
+    {"i1", "%0", "%1", "%2"}};
 static const shape_t grouped_shape = {
-    3, {"g^-1*C_in", "k", "k"},
+    3,
+    {"g^-1*C_in", "k", "k"},
     "in[i0, split(share(div(i1, g^-1*C_out), 1), share(%0, 1)), unfold(i2, share(%1, 1)), unfold(i3, share(%2, 1))] "
     "expand[share(mod(i1, g^-1*C_out), 1)]",
-    5, {"div(i1, g^-1*C_out)", "mod(i1, g^-1*C_out)", "%0", "%1", "%2"}};
-static const shape_t depthwise_shape = {2, {"k", "k"},
-                                        "in[i0, share(i1, 1), unfold(i2, share(%0, 1)), unfold(i3, share(%1, 1))]", 3,
-                                        {"i1", "%0", "%1"}};
-static const shape_t strided_shape = {
-    3, {"C_in", "k", "k"},
-    "in[i0, share(%0, 1), unfold(stride(i2, s), share(%1, 1)), unfold(stride(i3, s), share(%2, 1))] expand[share(i1, 1)]",
-    4, {"i1", "%0", "%1", "%2"}};
+    5,
+    {"div(i1, g^-1*C_out)", "mod(i1, g^-1*C_out)", "%0", "%1", "%2"}};
+static const shape_t depthwise_shape = {
+    2, {"k", "k"}, "in[i0, share(i1, 1), unfold(i2, share(%0, 1)), unfold(i3, share(%1, 1))]", 3, {"i1", "%0", "%1"}};
+static const shape_t strided_shape = {3,
+                                      {"C_in", "k", "k"},
+                                      "in[i0, share(%0, 1), unfold(stride(i2, s), share(%1, 1)), unfold(stride(i3, s), "
+                                      "share(%2, 1))] expand[share(i1, 1)]",
+                                      4,
+                                      {"i1", "%0", "%1", "%2"}};
 
 static void build_entries(entries_t *es) {
   int conv = family_index("conv2d"), kl = family_index("conv-kl");
   /* The builtins as they are, each in its family. */
-  for (int i = 0; syno_builtin_at(i); i++) add(es, family_index(syno_builtin_at(i)->name), syno_builtin_at(i)->name, "%s", syno_builtin_at(i)->text);
+  for (int i = 0; syno_builtin_at(i); i++)
+    add(es, family_index(syno_builtin_at(i)->name), syno_builtin_at(i)->name, "%s", syno_builtin_at(i)->text);
   /* conv2d: all 24 weight layouts and all 6 declaration orders. */
   add_shape_variants(es, conv, "conv2d", &conv_shape, 1);
   /* The two k-windows swapped between H and W: with the weight's layout
@@ -576,10 +591,12 @@ static void build_entries(entries_t *es) {
       "expand[share(i1, 1)] w1[i1, r0, r1, r2]");
   /* Other window offsets: a shifted position is not the same window. */
   add(es, conv, "conv-shift-h",
-      "r0=sum(C_in) r1=sum(k) r2=sum(k); in[i0, share(r0, 1), unfold(shift(i2), share(r1, 1)), unfold(i3, share(r2, 1))] "
+      "r0=sum(C_in) r1=sum(k) r2=sum(k); in[i0, share(r0, 1), unfold(shift(i2), share(r1, 1)), unfold(i3, share(r2, "
+      "1))] "
       "expand[share(i1, 1)] w1[i1, r0, r1, r2]");
   add(es, conv, "conv-shift-w",
-      "r0=sum(C_in) r1=sum(k) r2=sum(k); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), unfold(shift(i3), share(r2, 1))] "
+      "r0=sum(C_in) r1=sum(k) r2=sum(k); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), unfold(shift(i3), share(r2, "
+      "1))] "
       "expand[share(i1, 1)] w1[r2, r0, i1, r1]");
   /* One window along H, along W, unfold vs shift, an unweighted box along W. */
   add(es, conv, "conv-1d-h",
@@ -589,7 +606,8 @@ static void build_entries(entries_t *es) {
   add(es, conv, "conv-1d-w",
       "r0=sum(C_in) r1=sum(k); in[i0, share(r0, 1), i2, unfold(i3, share(r1, 1))] expand[share(i1, 1)] w1[i1, r0, r1]");
   add(es, conv, "conv-1d-h-shift-w",
-      "r0=sum(C_in) r1=sum(k); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), shift(i3)] expand[share(i1, 1)] w1[i1, r0, r1]");
+      "r0=sum(C_in) r1=sum(k); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), shift(i3)] expand[share(i1, 1)] w1[i1, "
+      "r0, r1]");
   add(es, conv, "conv-box-w",
       "r0=sum(C_in) r1=sum(k) r2=sum(k); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), unfold(i3, r2)] "
       "expand[share(i1, 1)] w1[i1, r0, r1]");
@@ -778,8 +796,9 @@ static void test_equal_forms_equal_functions(void **s) {
 static void test_different_forms_differ_numerically(void **s) {
   (void)s;
   static const char *const pairs[][2] = {
-      {"split01", "split10"}, {"identity", "transpose"}, {"shift0", "shift1"}, {"avgpool2d", "sumpool2d"},
-      {"conv-1d-h", "conv-1d-w"}, {"conv-1d-h", "conv-1d-h-shift-w"}, {"conv-box-w", "conv-mean-w"},
+      {"split01", "split10"},        {"identity", "transpose"},  {"shift0", "shift1"},
+      {"avgpool2d", "sumpool2d"},    {"conv-1d-h", "conv-1d-w"}, {"conv-1d-h", "conv-1d-h-shift-w"},
+      {"conv-box-w", "conv-mean-w"},
   };
   world_t w;
   world_make(&w);

@@ -40,7 +40,8 @@ static void check(const char *vars, const char *bind, const char *input, const c
       for (int64_t z = 0; z < Z; z++) {
         float want = expect(t, a, b, z), have = out[(a * B + b) * Z + z];
         if (fabsf(want - have) > 1e-5f * (1 + fabsf(want)))
-          fail_msg("'%s' at (%lld,%lld,%lld): %g, expected %g", text, (long long)a, (long long)b, (long long)z, have, want);
+          fail_msg("'%s' at (%lld,%lld,%lld): %g, expected %g", text, (long long)a, (long long)b, (long long)z, have,
+                   want);
       }
   /* Gradients: the backward nest against the scatter form, and against finite differences. */
   int64_t n_out = A * B * Z;
@@ -169,9 +170,9 @@ static void test_two_weights(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_split),        cmocka_unit_test(test_merge),         cmocka_unit_test(test_shift),
-      cmocka_unit_test(test_share),        cmocka_unit_test(test_expand),        cmocka_unit_test(test_reduce_sum),
-      cmocka_unit_test(test_reduce_mean),  cmocka_unit_test(test_unfold),        cmocka_unit_test(test_stride_in_window),
+      cmocka_unit_test(test_split),       cmocka_unit_test(test_merge),  cmocka_unit_test(test_shift),
+      cmocka_unit_test(test_share),       cmocka_unit_test(test_expand), cmocka_unit_test(test_reduce_sum),
+      cmocka_unit_test(test_reduce_mean), cmocka_unit_test(test_unfold), cmocka_unit_test(test_stride_in_window),
       cmocka_unit_test(test_two_weights),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -184,8 +184,9 @@ static void test_conv_flops(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_conv2d),         cmocka_unit_test(test_grouped_conv2d), cmocka_unit_test(test_depthwise_conv2d),
-      cmocka_unit_test(test_strided_conv2d), cmocka_unit_test(test_linear),         cmocka_unit_test(test_avgpool2d),
+      cmocka_unit_test(test_conv2d),           cmocka_unit_test(test_grouped_conv2d),
+      cmocka_unit_test(test_depthwise_conv2d), cmocka_unit_test(test_strided_conv2d),
+      cmocka_unit_test(test_linear),           cmocka_unit_test(test_avgpool2d),
       cmocka_unit_test(test_conv_flops),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

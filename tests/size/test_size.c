@@ -71,7 +71,8 @@ static void test_declare_errors(void **state) {
     syno_error_t err;
     syno_vars_init(&v);
     assert_int_not_equal(syno_vars_declare(&v, cases[i].decl, &err), 0);
-    if (!strstr(err.msg, cases[i].want)) fail_msg("'%s': message '%s' lacks '%s'", cases[i].decl, err.msg, cases[i].want);
+    if (!strstr(err.msg, cases[i].want))
+      fail_msg("'%s': message '%s' lacks '%s'", cases[i].decl, err.msg, cases[i].want);
   }
 }
 
@@ -203,7 +204,8 @@ static void test_parse_errors(void **state) {
     syno_size_t s;
     syno_error_t err;
     assert_int_not_equal(syno_size_parse(&v, cases[i].text, &s, &err), 0);
-    if (!strstr(err.msg, cases[i].want)) fail_msg("'%s': message '%s' lacks '%s'", cases[i].text, err.msg, cases[i].want);
+    if (!strstr(err.msg, cases[i].want))
+      fail_msg("'%s': message '%s' lacks '%s'", cases[i].text, err.msg, cases[i].want);
   }
 }
 
@@ -224,7 +226,8 @@ static void test_shapes(void **state) {
   assert_int_equal(syno_shape_parse(&v, "[]", &sh, &err), 0);
   assert_int_equal(sh.rank, 0);
   const char *bad[] = {"N, H]", "[N, H", "[N: ordered]", "[N,, H]", "[N] x", "[N, H: unordered+]"};
-  const char *want[] = {"'[' to open", "',' or ']'", "attribute 'unordered'", "variable name", "end of shape", "attribute"};
+  const char *want[] = {"'[' to open",   "',' or ']'",   "attribute 'unordered'",
+                        "variable name", "end of shape", "attribute"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     assert_int_not_equal(syno_shape_parse(&v, bad[i], &sh, &err), 0);
     if (!strstr(err.msg, want[i])) fail_msg("'%s': '%s' lacks '%s'", bad[i], err.msg, want[i]);

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "spacetest.h"
-#include "synotest.h"
 #include "syno/space.h"
+#include "synotest.h"
 
 /* For twins that compute exactly the same function with weights of the
  * same shapes: both operators, run on the same random input and weights,
@@ -60,9 +60,9 @@ static void check_same_function(const char *vars, const char *input, const char 
 
 /* [C: unordered, H] -> [C: unordered, H]: the channels can be shifted, and
  * so can the reductions (each is an unordered scope of its own). */
-#define SHIFT_SPACE                                                                                     \
+#define SHIFT_SPACE                                                                                      \
   "{\"input\": \"[C: unordered, H]\", \"output\": \"[C: unordered, H]\", \"vars\": \"C=4: 2, H=4: 2\", " \
-  "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, "                       \
+  "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, "                          \
   "\"primitives\": {\"split\": false, \"merge\": false, \"unfold\": false}, \"depth\": 3}"
 
 static void test_s1(void **state) {
@@ -82,11 +82,14 @@ static void test_s1(void **state) {
 static void test_u2(void **state) {
   (void)state;
   /* Rolling the unordered channels is a permutation the weight absorbs. */
-  st_check_rule(SYNO_RULE_U2, SHIFT_SPACE, 0, "r0=sum(H); in[share(shift(i0), 1), r0] expand[share(i1, 1)] w1[i1, shift(i0)]",
+  st_check_rule(SYNO_RULE_U2, SHIFT_SPACE, 0,
+                "r0=sum(H); in[share(shift(i0), 1), r0] expand[share(i1, 1)] w1[i1, shift(i0)]",
                 "r0=sum(H); in[share(i0, 1), r0] expand[share(i1, 1)] w1[i0, i1]");
 }
 
-#define S3_VARS "\"vars\": \"C_in=2: 2, C_out=2: 2, H=16: 2; s=4: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, \"depth\": 4"
+#define S3_VARS                                                                                                \
+  "\"vars\": \"C_in=2: 2, C_out=2: 2, H=16: 2; s=4: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, " \
+  "\"max_reductions\": 1, \"depth\": 4"
 
 static void test_s3(void **state) {
   (void)state;
@@ -101,7 +104,8 @@ static void test_s3(void **state) {
   st_check_rule(SYNO_RULE_S3,
                 "{\"input\": \"[C_in, s^-1*H, s]\", \"output\": \"[C_out: unordered, H]\", " S3_VARS
                 ", \"primitives\": {\"split\": false, \"unfold\": false}}",
-                0, "r0=sum(C_in); in[share(r0, 1), div(shift(i1), s), mod(shift(i1), s)] expand[share(i0, 1)] w1[r0, i0]",
+                0,
+                "r0=sum(C_in); in[share(r0, 1), div(shift(i1), s), mod(shift(i1), s)] expand[share(i0, 1)] w1[r0, i0]",
                 "r0=sum(C_in); in[share(r0, 1), div(i1, s), shift(mod(i1, s))] expand[share(i0, 1)] w1[r0, i0]");
 }
 
@@ -125,9 +129,10 @@ static void test_s4(void **state) {
 
 /* Windows of up to 27 = k^3 taps over H = 64. */
 #define STRIDE_VARS "C_out=2: 2, H=64: 2; k=3: 3"
-#define STRIDE_SPACE                                                                                       \
-  "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"" STRIDE_VARS "\", "               \
-  "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "                          \
+#define STRIDE_SPACE                                                                     \
+  "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"" STRIDE_VARS \
+  "\", "                                                                                 \
+  "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "          \
   "\"primitives\": {\"stride\": true, \"merge\": false, \"shift\": false}, \"depth\": 6}"
 
 static void test_t1(void **state) {
@@ -144,8 +149,9 @@ static void test_t3(void **state) {
   /* x[k*(3*a + b)] = x[9*a + k*b]: a stride above a split is the split with
    * the stride on its minor side. (The two windows sum(k) are
    * interchangeable, so each form is written with the renaming U4 keeps.) */
-  const char *unc = "r0=sum(k) r1=sum(k); in[unfold(i1, stride(split(share(r1, 1), r0), k))] expand[share(i0, 1)] w1[i0, r1]",
-             *twin = "r0=sum(k) r1=sum(k); in[unfold(i1, split(share(r0, 1), stride(r1, k)))] expand[share(i0, 1)] w1[i0, r0]";
+  const char
+      *unc = "r0=sum(k) r1=sum(k); in[unfold(i1, stride(split(share(r1, 1), r0), k))] expand[share(i0, 1)] w1[i0, r1]",
+      *twin = "r0=sum(k) r1=sum(k); in[unfold(i1, split(share(r0, 1), stride(r1, k)))] expand[share(i0, 1)] w1[i0, r0]";
   st_check_rule(SYNO_RULE_T3, STRIDE_SPACE, 0, unc, twin);
   check_same_function(STRIDE_VARS, "[H]", "[C_out: unordered, H]", unc, twin);
 }
@@ -155,15 +161,18 @@ static void test_t4(void **state) {
   /* A merge with block k^2 above a stride k is a merge with block k whose
    * minor half is strided: div(k*a, k^2) = div(a, k), mod(k*a, k^2) =
    * k*mod(a, k). The halves are the windows of two unfolds. */
-  const char *unc = "in[unfold(i2, div(stride(i1, k), k^2)), share(unfold(i3, mod(stride(i1, k), k^2)), 1)] "
-                    "expand[share(i0, 1)] w1[i0, unfold(i3, mod(stride(i1, k), k^2))]",
-             *twin = "in[unfold(i2, div(i1, k)), share(unfold(i3, stride(mod(i1, k), k)), 1)] expand[share(i0, 1)] "
-                     "w1[i0, unfold(i3, stride(mod(i1, k), k))]";
-  st_check_rule(SYNO_RULE_T4,
-                "{\"input\": \"[X, Y]\", \"output\": \"[C_out: unordered, k^2, X, Y]\", "
-                "\"vars\": \"C_out=2: 2, X=8: 2, Y=20: 2; k=3: 4\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
-                "\"max_reductions\": 0, \"primitives\": {\"stride\": true, \"split\": false, \"shift\": false}, \"depth\": 5}",
-                0, unc, twin);
+  const char *unc =
+                 "in[unfold(i2, div(stride(i1, k), k^2)), share(unfold(i3, mod(stride(i1, k), k^2)), 1)] "
+                 "expand[share(i0, 1)] w1[i0, unfold(i3, mod(stride(i1, k), k^2))]",
+             *twin =
+                 "in[unfold(i2, div(i1, k)), share(unfold(i3, stride(mod(i1, k), k)), 1)] expand[share(i0, 1)] "
+                 "w1[i0, unfold(i3, stride(mod(i1, k), k))]";
+  st_check_rule(
+      SYNO_RULE_T4,
+      "{\"input\": \"[X, Y]\", \"output\": \"[C_out: unordered, k^2, X, Y]\", "
+      "\"vars\": \"C_out=2: 2, X=8: 2, Y=20: 2; k=3: 4\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
+      "\"max_reductions\": 0, \"primitives\": {\"stride\": true, \"split\": false, \"shift\": false}, \"depth\": 5}",
+      0, unc, twin);
   check_same_function("C_out=2: 2, X=8: 2, Y=20: 2; k=3: 4", "[X, Y]", "[C_out: unordered, k^2, X, Y]", unc, twin);
 }
 
@@ -180,7 +189,8 @@ static void test_t2(void **state) {
       "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "
       "\"primitives\": {\"stride\": true, \"split\": false, \"merge\": false, \"shift\": false}, \"depth\": 6}";
   const char *removed =
-      "r0=sum(k) r1=sum(k); in[unfold(stride(unfold(i1, share(r1, 1)), s), share(r0, 1))] expand[share(i0, 1)] w1[i0, r1, r0]";
+      "r0=sum(k) r1=sum(k); in[unfold(stride(unfold(i1, share(r1, 1)), s), share(r0, 1))] expand[share(i0, 1)] w1[i0, "
+      "r1, r0]";
   syno_space_stats_t st;
   char *on = st_space_ops(json, true, 0, &st, NULL), *off = st_space_ops(json, true, ST_RULE(SYNO_RULE_T2), NULL, NULL);
   if (st_lines_have(on, removed)) fail_msg("T2 on: '%s' was generated", removed);
@@ -200,15 +210,19 @@ static void test_o1(void **state) {
   /* Two unfolds of one axis add their offsets: windows k then k^2 (the
    * larger nearer the input) is the one order kept (approximately equal:
    * the zero padding of the intermediate position differs at the border). */
-  st_check_rule(SYNO_RULE_O1,
-                "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_out=2: 2, H=20: 2; k=3: 3\", "
-                "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "
-                "\"primitives\": {\"split\": false, \"merge\": false, \"shift\": false}, \"depth\": 5}",
-                0, "r0=sum(k) r1=sum(k^2); in[unfold(unfold(i1, share(r1, 1)), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0, r1]",
-                "r0=sum(k) r1=sum(k^2); in[unfold(unfold(i1, share(r0, 1)), share(r1, 1))] expand[share(i0, 1)] w1[i0, r0, r1]");
+  st_check_rule(
+      SYNO_RULE_O1,
+      "{\"input\": \"[H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_out=2: 2, H=20: 2; k=3: 3\", "
+      "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, "
+      "\"primitives\": {\"split\": false, \"merge\": false, \"shift\": false}, \"depth\": 5}",
+      0,
+      "r0=sum(k) r1=sum(k^2); in[unfold(unfold(i1, share(r1, 1)), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0, r1]",
+      "r0=sum(k) r1=sum(k^2); in[unfold(unfold(i1, share(r0, 1)), share(r1, 1))] expand[share(i0, 1)] w1[i0, r0, r1]");
 }
 
-#define BLOCK_VARS "\"vars\": \"C_out=2: 2, H=64: 2; k=3: 2, s=8: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 1, \"depth\": 4"
+#define BLOCK_VARS                                                                                          \
+  "\"vars\": \"C_out=2: 2, H=64: 2; k=3: 2, s=8: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, " \
+  "\"max_reductions\": 1, \"depth\": 4"
 
 static void test_o2(void **state) {
   (void)state;
@@ -228,7 +242,9 @@ static void test_o3(void **state) {
   st_check_rule(SYNO_RULE_O3,
                 "{\"input\": \"[s^-1*H, s]\", \"output\": \"[C_out: unordered, H]\", " BLOCK_VARS
                 ", \"primitives\": {\"split\": false, \"shift\": false}}",
-                0, "r0=sum(k); in[div(unfold(i1, share(r0, 1)), s), mod(unfold(i1, share(r0, 1)), s)] expand[share(i0, 1)] w1[i0, r0]",
+                0,
+                "r0=sum(k); in[div(unfold(i1, share(r0, 1)), s), mod(unfold(i1, share(r0, 1)), s)] expand[share(i0, "
+                "1)] w1[i0, r0]",
                 "r0=sum(k); in[div(i1, s), unfold(mod(i1, s), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0]");
 }
 
@@ -239,13 +255,15 @@ static void test_c2(void **state) {
   /* Two contractions that do not touch each other ({C_in, C_out} and
    * {H, H}) generated in either order are one operator with the weight
    * ids swapped. */
-  st_check_rule(SYNO_RULE_C2,
-                "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=2: 2, C_out=2: 2, H=4: 3\", "
-                "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, \"max_tensors\": 3, "
-                "\"primitives\": {\"split\": false, \"merge\": false, \"shift\": false, \"unfold\": false}, \"depth\": 4}",
-                0,
-                "r0=sum(H) r1=sum(C_in); in[share(r1, 2), share(r0, 1)] expand[share(i0, 2), share(i1, 1)] w1[r0, i1] w2[r1, i0]",
-                "r0=sum(H) r1=sum(C_in); in[share(r1, 1), share(r0, 2)] expand[share(i0, 1), share(i1, 2)] w1[r1, i0] w2[r0, i1]");
+  st_check_rule(
+      SYNO_RULE_C2,
+      "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=2: 2, C_out=2: 2, H=4: 3\", "
+      "\"min_weight_params\": 2, \"max_finalizations\": 4, \"max_reductions\": 2, \"max_tensors\": 3, "
+      "\"primitives\": {\"split\": false, \"merge\": false, \"shift\": false, \"unfold\": false}, \"depth\": 4}",
+      0,
+      "r0=sum(H) r1=sum(C_in); in[share(r1, 2), share(r0, 1)] expand[share(i0, 2), share(i1, 1)] w1[r0, i1] w2[r1, i0]",
+      "r0=sum(H) r1=sum(C_in); in[share(r1, 1), share(r0, 2)] expand[share(i0, 1), share(i1, 2)] w1[r1, i0] w2[r0, "
+      "i1]");
 }
 
 /* C1 removes paths, not operators: a view generated after a contraction it
@@ -310,7 +328,8 @@ static bool c1_uncanonical(syno_space_t *s, uint32_t node, const syno_step_t *st
   int n = syno_node_dims(s, node, &dims), latest = 0;
   for (int i = 0; i < n; i++) {
     const syno_prim_t *p = syno_graph_below(g, dims[i]);
-    if (p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, dims[i])->slot == 1 && p->weight > latest) latest = p->weight;
+    if (p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, dims[i])->slot == 1 && p->weight > latest)
+      latest = p->weight;
   }
   if (latest == 0 || st->prim == SYNO_PRIM_UNFOLD) return false;
   const syno_prim_t *p = syno_graph_prim(g, st->prim_id);
@@ -352,7 +371,8 @@ static void c1_walk(const char *json, uint32_t off, c1_walk_t *w) {
       syno_step_t st = steps[i];
       if (st.kind == SYNO_STEP_FINALIZE) continue;
       if (c1_uncanonical(s, node, &st)) {
-        if ((size_t)w->n_bad == cap_bad) w->bad_targets = realloc(w->bad_targets, (cap_bad *= 2) * sizeof *w->bad_targets);
+        if ((size_t)w->n_bad == cap_bad)
+          w->bad_targets = realloc(w->bad_targets, (cap_bad *= 2) * sizeof *w->bad_targets);
         w->bad_targets[w->n_bad++] = node_text(s, st.target);
         w->bad_kind[st.prim]++;
       }
@@ -387,9 +407,9 @@ static void c1_free(c1_walk_t *w) {
   free(w->bad_targets);
 }
 
-#define SPLIT_STRIDE_C1                                                                                   \
-  "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, s^-1*H, s]\", "                                    \
-  "\"vars\": \"C_in=2: 2, C_out=2: 2, H=8: 2; s=2: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, "        \
+#define SPLIT_STRIDE_C1                                                                                                \
+  "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, s^-1*H, s]\", "                                         \
+  "\"vars\": \"C_in=2: 2, C_out=2: 2, H=8: 2; s=2: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, "          \
   "\"max_reductions\": 1, \"primitives\": {\"merge\": false, \"shift\": false, \"unfold\": false, \"stride\": true}, " \
   "\"depth\": 4}"
 
@@ -397,19 +417,23 @@ static void check_c1(const char *json, const syno_prim_kind_t *kinds, int n_kind
   c1_walk_t on, off;
   c1_walk(json, 0, &on);
   c1_walk(json, ST_RULE(SYNO_RULE_C1), &off);
-  if (on.n_bad) fail_msg("C1 on: %d views after a contraction they do not touch, e.g. to %s", on.n_bad, on.bad_targets[0]);
+  if (on.n_bad)
+    fail_msg("C1 on: %d views after a contraction they do not touch, e.g. to %s", on.n_bad, on.bad_targets[0]);
   for (int k = 0; k < n_kinds; k++)
-    if (!off.bad_kind[kinds[k]]) fail_msg("C1 off: no %s after a contraction it does not touch", syno_prim_name(kinds[k]));
+    if (!off.bad_kind[kinds[k]])
+      fail_msg("C1 off: no %s after a contraction it does not touch", syno_prim_name(kinds[k]));
   assert_true(on.stats.rule[SYNO_RULE_C1] > 0);
   /* Each such step leads to an interface that the canonical order (the view
    * first, then the contraction) reaches with C1 on. */
   for (int i = 0; i < off.n_bad; i++)
     if (!bsearch(&off.bad_targets[i], on.nodes, (size_t)on.n_nodes, sizeof *on.nodes, cmp_str))
       fail_msg("C1 off: '%s' has no canonical path", off.bad_targets[i]);
-  print_message("C1: %d nodes on, %d off; %d uncanonical steps off (%d shift, %d merge, %d stride, %d expand, %d split), "
-                "%llu removals counted\n", on.n_nodes, off.n_nodes, off.n_bad, off.bad_kind[SYNO_PRIM_SHIFT],
-                off.bad_kind[SYNO_PRIM_MERGE], off.bad_kind[SYNO_PRIM_STRIDE], off.bad_kind[SYNO_PRIM_EXPAND],
-                off.bad_kind[SYNO_PRIM_SPLIT], (unsigned long long)on.stats.rule[SYNO_RULE_C1]);
+  print_message(
+      "C1: %d nodes on, %d off; %d uncanonical steps off (%d shift, %d merge, %d stride, %d expand, %d split), "
+      "%llu removals counted\n",
+      on.n_nodes, off.n_nodes, off.n_bad, off.bad_kind[SYNO_PRIM_SHIFT], off.bad_kind[SYNO_PRIM_MERGE],
+      off.bad_kind[SYNO_PRIM_STRIDE], off.bad_kind[SYNO_PRIM_EXPAND], off.bad_kind[SYNO_PRIM_SPLIT],
+      (unsigned long long)on.stats.rule[SYNO_RULE_C1]);
   /* The operators are the same either way. */
   char *a = st_space_ops(json, true, 0, NULL, NULL), *b = st_space_ops(json, true, ST_RULE(SYNO_RULE_C1), NULL, NULL);
   char **la, **lb;
@@ -431,10 +455,11 @@ static void test_c1(void **state) {
    * broadcast of a merge half commute with the contraction over C_in and
    * C_out ... */
   const syno_prim_kind_t views[] = {SYNO_PRIM_SHIFT, SYNO_PRIM_MERGE, SYNO_PRIM_EXPAND};
-  check_c1("{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, H]\", "
-           "\"vars\": \"C_in=2: 2, C_out=4: 2, H=4: 2; s=2: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
-           "\"max_reductions\": 1, \"primitives\": {\"unfold\": false, \"expand\": true}, \"depth\": 4}",
-           views, 3);
+  check_c1(
+      "{\"input\": \"[C_in, H]\", \"output\": \"[C_out: unordered, H]\", "
+      "\"vars\": \"C_in=2: 2, C_out=4: 2, H=4: 2; s=2: 2\", \"min_weight_params\": 2, \"max_finalizations\": 4, "
+      "\"max_reductions\": 1, \"primitives\": {\"unfold\": false, \"expand\": true}, \"depth\": 4}",
+      views, 3);
   /* ... and so do splits and strides of the dims it does not touch. */
   const syno_prim_kind_t split_stride[] = {SYNO_PRIM_SPLIT, SYNO_PRIM_STRIDE};
   check_c1(SPLIT_STRIDE_C1, split_stride, 2);
@@ -482,19 +507,22 @@ static void check_one_spelling(syno_rule_t rule, uint32_t base, bool strict, con
       *tab = 0;
       if (nf[k] && !strcmp(forms[k][nf[k] - 1], lines[k][i])) {
         if (k == 0 && strict)
-          fail_msg("%s on: '%s' and '%s' compute one function", name, lines[k][i - 1] + strlen(lines[k][i - 1]) + 1, tab + 1);
+          fail_msg("%s on: '%s' and '%s' compute one function", name, lines[k][i - 1] + strlen(lines[k][i - 1]) + 1,
+                   tab + 1);
         pairs[k]++;
         continue;
       }
       forms[k][nf[k]++] = lines[k][i];
     }
   }
-  if (strict && pairs[1] == 0) fail_msg("%s off: no function has two spellings, so the space does not test %s", name, name);
+  if (strict && pairs[1] == 0)
+    fail_msg("%s off: no function has two spellings, so the space does not test %s", name, name);
   assert_int_equal(nf[0], nf[1]);
   for (int i = 0; i < nf[0]; i++)
-    if (strcmp(forms[0][i], forms[1][i])) fail_msg("%s changed the functions of the space: '%s' vs '%s'", name, forms[0][i], forms[1][i]);
-  print_message("%s: %d operators on, %d off (%d pairs with one form), %d functions, %llu removals counted\n", name, n[0],
-                n[1], pairs[1], nf[0], (unsigned long long)st.rule[rule]);
+    if (strcmp(forms[0][i], forms[1][i]))
+      fail_msg("%s changed the functions of the space: '%s' vs '%s'", name, forms[0][i], forms[1][i]);
+  print_message("%s: %d operators on, %d off (%d pairs with one form), %d functions, %llu removals counted\n", name,
+                n[0], n[1], pairs[1], nf[0], (unsigned long long)st.rule[rule]);
   for (int k = 0; k < 2; k++) {
     free(forms[k]);
     free(lines[k]);
@@ -502,8 +530,8 @@ static void check_one_spelling(syno_rule_t rule, uint32_t base, bool strict, con
   }
 }
 
-#define TWINS_SPACE(extra)                                                                                          \
-  "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", "                                 \
+#define TWINS_SPACE(extra)                                                        \
+  "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", " \
   "\"vars\": \"C_in=4: 2, C_out=4: 2, H=8: 2; k=3: 4, s=2: 2\", \"min_weight_params\": 8, \"depth\": 6" extra "}"
 
 static void test_u4(void **state) {
@@ -538,8 +566,7 @@ int main(void) {
       cmocka_unit_test(test_s1), cmocka_unit_test(test_u2), cmocka_unit_test(test_s3), cmocka_unit_test(test_s4),
       cmocka_unit_test(test_t1), cmocka_unit_test(test_t2), cmocka_unit_test(test_t3), cmocka_unit_test(test_t4),
       cmocka_unit_test(test_o1), cmocka_unit_test(test_o2), cmocka_unit_test(test_o3), cmocka_unit_test(test_c1),
-      cmocka_unit_test(test_c2), cmocka_unit_test(test_u3), cmocka_unit_test(test_u4),
-      cmocka_unit_test(test_c4),
+      cmocka_unit_test(test_c2), cmocka_unit_test(test_u3), cmocka_unit_test(test_u4), cmocka_unit_test(test_c4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "spacetest.h"
-#include "synotest.h"
 #include "syno/flopsgame.h"
 #include "syno/space.h"
 #include "syno/train.h"
+#include "synotest.h"
 
 static void expect_spec_error(const char *json, const char *want) {
   syno_space_spec_t spec;
@@ -35,9 +35,11 @@ static void test_specs(void **state) {
   assert_int_equal(spec.n_fixed, 2);
   assert_int_not_equal(syno_space_preset("conv3d", "", &spec, &err), 0);
   assert_non_null(strstr(err.msg, "unknown preset 'conv3d'"));
-  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"depth\": 6, \"rules\": {\"R1\": false}, "
-                                             "\"primitives\": {\"stride\": true}, \"bind\": [\"H=8, W=8\", \"H=16, W=16\"]}",
-                                             &spec, &err), 0);
+  assert_int_equal(
+      syno_space_spec_from_json("{\"preset\": \"conv2d\", \"depth\": 6, \"rules\": {\"R1\": false}, "
+                                "\"primitives\": {\"stride\": true}, \"bind\": [\"H=8, W=8\", \"H=16, W=16\"]}",
+                                &spec, &err),
+      0);
   assert_int_equal(spec.opts.depth, 6);
   assert_false(spec.opts.rule[SYNO_RULE_R1]);
   assert_true(spec.opts.rule[SYNO_RULE_R2]);
@@ -50,17 +52,22 @@ static void test_specs(void **state) {
   expect_spec_error("{\"input\": \"[N, C\", \"output\": \"[N]\"}", "input shape");
   expect_spec_error("{\"preset\": \"conv2d\", \"bind\": \"Q=3\"}", "unknown variable 'Q'");
   expect_spec_error("{\"preset\": \"conv2d\", \"rules\": {\"R9\": false}}", "'R9' is not a rule");
-  expect_spec_error("{\"input\": \"[H]\", \"output\": \"[H]\", \"bind\": \"H=3\", \"fixed\": [[0, 4]]}", "outside the shapes");
+  expect_spec_error("{\"input\": \"[H]\", \"output\": \"[H]\", \"bind\": \"H=3\", \"fixed\": [[0, 4]]}",
+                    "outside the shapes");
   expect_spec_error("{\"preset\": \"conv2d\"", "not valid JSON");
   expect_spec_error("{\"preset\": \"conv2d\", \"bind\": \"H=9\", \"max_tensors\": 7}", "max_tensors");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merg\": 1}}", "'merg' is not a primitive");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"split\": 1.5}}", "'split' is not a primitive with an integer count");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"split\": 1.5}}",
+                    "'split' is not a primitive with an integer count");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"share\": 0}}", "max_count of share is 0");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"share\": 1}}", "max_count of share is 1");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1e20}}", "'merge' is not a primitive with an integer count");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1e20}}",
+                    "'merge' is not a primitive with an integer count");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"shift\": -2}}", "max_count of shift is -2");
   expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": 3}", "field 'max_count' must be an object");
-  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1, \"shift\": 2}}", &spec, &err), 0);
+  assert_int_equal(
+      syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1, \"shift\": 2}}", &spec, &err),
+      0);
   assert_int_equal(spec.opts.max_count[SYNO_PRIM_MERGE], 1);
   assert_int_equal(spec.opts.max_count[SYNO_PRIM_SHIFT], 2);
   assert_int_equal(spec.opts.max_count[SYNO_PRIM_SPLIT], -1);
@@ -77,7 +84,8 @@ static double check_game(syno_space_t *s, uint32_t node, const syno_operator_t *
   char text[4096];
   syno_operator_print(op, text, sizeof text);
   if (syno_node_flops_bound(s, node) > flops)
-    fail_msg("'%s': node %u's FLOPs bound %g above the operator's %g", text, node, syno_node_flops_bound(s, node), flops);
+    fail_msg("'%s': node %u's FLOPs bound %g above the operator's %g", text, node, syno_node_flops_bound(s, node),
+             flops);
   double game = 0;
   for (int b = 0; b < syno_graph_vars(op->g)->nbind; b++) {
     syno_flops_game_t g;
@@ -154,9 +162,7 @@ static void check_real(syno_space_t *s, uint32_t node, uint32_t index, reality_t
   r->seen++;
 }
 
-static void check_real_cb(syno_space_t *s, uint32_t node, uint32_t final, void *r) {
-  check_real(s, node, final, r);
-}
+static void check_real_cb(syno_space_t *s, uint32_t node, uint32_t final, void *r) { check_real(s, node, final, r); }
 
 static void sample_and_check(const char *json, int n, int min_found) {
   syno_space_spec_t spec;
@@ -171,9 +177,10 @@ static void sample_and_check(const char *json, int n, int min_found) {
 
 static void test_sampled_operators_are_real(void **state) {
   (void)state;
-  sample_and_check("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 5, "
-                   "\"max_flops\": 2e5, \"max_params\": 3000}",
-                   1000, 1000);
+  sample_and_check(
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 5, "
+      "\"max_flops\": 2e5, \"max_params\": 3000}",
+      1000, 1000);
   sample_and_check("{\"preset\": \"linear\", \"bind\": \"N=2, S=3, C_in=16, C_out=16\", \"depth\": 6}", 1000, 20);
 }
 
@@ -224,7 +231,9 @@ static const char *describe(syno_space_t *s, uint32_t node) {
     char sz[64];
     syno_size_print(syno_graph_vars(g), syno_graph_dim(g, dims[i])->size, sz, sizeof sz);
     const syno_prim_t *p = syno_graph_below(g, dims[i]);
-    const char *kind = p ? syno_prim_name(p->kind) : syno_graph_dim(g, dims[i])->kind == SYNO_DIM_REDUCE ? "reduce" : "iterator";
+    const char *kind = p                                                     ? syno_prim_name(p->kind)
+                       : syno_graph_dim(g, dims[i])->kind == SYNO_DIM_REDUCE ? "reduce"
+                                                                             : "iterator";
     len += (size_t)snprintf(buf + len, sizeof buf - len, " %s(%s%s)", sz, kind,
                             p && p->kind == SYNO_PRIM_SHARE && syno_graph_dim(g, dims[i])->slot ? " weight" : "");
   }
@@ -236,9 +245,11 @@ static void test_distance_is_a_lower_bound(void **state) {
   const char *specs[] = {
       "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, "
       "H=8: 2; k=3: 2, s=2: 2\", \"depth\": 4, \"min_weight_params\": 4, \"max_finalizations\": 4}",
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}",
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, "
+      "\"min_weight_params\": 8}",
       /* one step deeper */
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, \"min_weight_params\": 8}",
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, "
+      "\"min_weight_params\": 8}",
       /* under caps, which the distance counts against */
       "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, "
       "\"min_weight_params\": 8, \"max_count\": {\"merge\": 1, \"split\": 1, \"unfold\": 1, \"shift\": 1}}",
@@ -296,14 +307,17 @@ static void check_pruning_keeps_every_operator(const char *json) {
 
 static void test_pruning_keeps_every_operator(void **state) {
   (void)state;
-  check_pruning_keeps_every_operator("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
-                                     "\"max_reductions\": 3, \"min_weight_params\": 8}");
+  check_pruning_keeps_every_operator(
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
+      "\"max_reductions\": 3, \"min_weight_params\": 8}");
   /* where the broadcast dims' limit (term 9) binds */
-  check_pruning_keeps_every_operator("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
-                                     "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_expansion_merge\": 4}");
+  check_pruning_keeps_every_operator(
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
+      "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_expansion_merge\": 4}");
   /* where the pooling limit (term 10) binds */
-  check_pruning_keeps_every_operator("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
-                                     "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_pooling\": 2}");
+  check_pruning_keeps_every_operator(
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
+      "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_pooling\": 2}");
 }
 
 /* The reshape-group bound only removes nodes that cannot finish either, on
@@ -311,8 +325,9 @@ static void test_pruning_keeps_every_operator(void **state) {
  * the same with the counting bound alone. */
 static void test_group_bound_keeps_every_operator(void **state) {
   (void)state;
-  const char *json = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 6, "
-                     "\"max_reductions\": 1, \"min_weight_params\": 8}";
+  const char *json =
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 6, "
+      "\"max_reductions\": 1, \"min_weight_params\": 8}";
   syno_space_spec_t spec;
   syno_error_t err;
   if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
@@ -381,8 +396,9 @@ static char *enumerate_capped(const syno_space_spec_t *spec, const int *filter, 
 
 static void test_caps_keep_exactly_the_capped_operators(void **state) {
   (void)state;
-  const char *json = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 5, "
-                     "\"max_reductions\": 2, \"min_weight_params\": 8}";
+  const char *json =
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 5, "
+      "\"max_reductions\": 2, \"min_weight_params\": 8}";
   const int caps[][SYNO_PRIM_KINDS] = {
       /* split merge shift stride unfold share expand */
       {1, 1, 1, -1, -1, -1, -1}, /* the published vision caps, tightened to bind at depth 5 */
@@ -411,8 +427,8 @@ static void test_caps_keep_exactly_the_capped_operators(void **state) {
       if (c > 0) fail_msg("caps %zu: '%s' is over a cap", k, lg[j]);
       i++, j++;
     }
-    print_message("caps %zu: %d of %d operators within the caps, %llu nodes (%llu uncapped)\n", k, ng,
-                  all.kept, (unsigned long long)n2, (unsigned long long)all_nodes);
+    print_message("caps %zu: %d of %d operators within the caps, %llu nodes (%llu uncapped)\n", k, ng, all.kept,
+                  (unsigned long long)n2, (unsigned long long)all_nodes);
     assert_true(filtered.dropped > 0); /* the caps bind */
     assert_true(ng > 10);
     assert_true(n2 < all_nodes);
@@ -453,7 +469,8 @@ static int collect_flops(syno_space_t *s, uint32_t node, uint32_t index, void *c
   return 0;
 }
 
-static char *enumerate_flops(const char *json, bool prune, double bound, double filter, flops_ctx_t *c, uint64_t *pruned) {
+static char *enumerate_flops(const char *json, bool prune, double bound, double filter, flops_ctx_t *c,
+                             uint64_t *pruned) {
   syno_space_spec_t spec;
   syno_error_t err;
   if (syno_space_spec_from_json(json, &spec, &err)) fail_msg("%s", err.msg);
@@ -480,8 +497,10 @@ static int cmp_double(const void *a, const void *b) {
 static void test_flops_pruning_keeps_every_operator(void **state) {
   (void)state;
   const char *specs[] = {
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, \"min_weight_params\": 8}",
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_tensors\": 3, \"max_reductions\": 2, "
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, "
+      "\"min_weight_params\": 8}",
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_tensors\": 3, "
+      "\"max_reductions\": 2, "
       "\"min_weight_params\": 8}",
   };
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
@@ -499,9 +518,10 @@ static void test_flops_pruning_keeps_every_operator(void **state) {
     char *on = enumerate_flops(specs[k], true, bound, 0, &b, &pb);
     char **la, **lb;
     int na = st_sorted_lines(off, &la), nb = st_sorted_lines(on, &lb);
-    print_message("spec %zu: %d operators (%d with a game below their FLOPs), %d within %g FLOPs; with the bound and "
-                  "pruning on %d, %llu nodes pruned\n",
-                  k, all.n, all.games, na, bound, nb, (unsigned long long)pb);
+    print_message(
+        "spec %zu: %d operators (%d with a game below their FLOPs), %d within %g FLOPs; with the bound and "
+        "pruning on %d, %llu nodes pruned\n",
+        k, all.n, all.games, na, bound, nb, (unsigned long long)pb);
     assert_int_equal(na, nb);
     for (int i = 0; i < na; i++) assert_string_equal(la[i], lb[i]);
     assert_true(na < all.n);
@@ -519,7 +539,9 @@ static void test_flops_pruning_keeps_every_operator(void **state) {
 /* A rule that is switched off lets its uncanonical twin through, and the
  * canonical form is generated either way (st_check_rule, spacetest.h). The
  * rules that never fire in these two spaces are tested in test_rules.c. */
-#define SMALL "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, H=8: 2; k=3: 2, s=2: 2\", \"min_weight_params\": 4, \"max_finalizations\": 4, \"depth\": "
+#define SMALL                                                                                                        \
+  "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, " \
+  "H=8: 2; k=3: 2, s=2: 2\", \"min_weight_params\": 4, \"max_finalizations\": 4, \"depth\": "
 
 /* A walk from an inner node: the steps it returns lead, child by child,
  * from that node to the operator it returned; without replacement it never
@@ -597,13 +619,15 @@ static void test_walk_from_a_node(void **state) {
 static void test_rules(void **state) {
   (void)state;
   /* S2: shifting a shared dim is the same as a rolled (learned) weight. */
-  st_check_rule(SYNO_RULE_S2, SMALL "3}", 0, "r0=sum(C_in); in[share(r0, 1), shift(share(i1, 1))] expand[share(i0, 1)] w1[r0, i0, i1]",
+  st_check_rule(SYNO_RULE_S2, SMALL "3}", 0,
+                "r0=sum(C_in); in[share(r0, 1), shift(share(i1, 1))] expand[share(i0, 1)] w1[r0, i0, i1]",
                 "r0=sum(C_in); in[share(r0, 1), share(i1, 1)] expand[share(i0, 1)] w1[r0, i0, i1]");
   /* R2: broadcasting both halves of a merged C_out is one broadcast of C_out. */
-  st_check_rule(SYNO_RULE_R2, SMALL "3}", 0,
-                "r0=sum(C_in); in[share(r0, 1), i1] expand[share(div(i0, s^-1*C_out), 1), share(mod(i0, s^-1*C_out), 1)] "
-                "w1[r0, div(i0, s^-1*C_out), mod(i0, s^-1*C_out)]",
-                "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
+  st_check_rule(
+      SYNO_RULE_R2, SMALL "3}", 0,
+      "r0=sum(C_in); in[share(r0, 1), i1] expand[share(div(i0, s^-1*C_out), 1), share(mod(i0, s^-1*C_out), 1)] "
+      "w1[r0, div(i0, s^-1*C_out), mod(i0, s^-1*C_out)]",
+      "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
   /* R4: summing a merged dim is two reductions; here one half only meets the
    * weight, so it sums the weight alone. */
   st_check_rule(SYNO_RULE_R4, SMALL "3}", 0,
@@ -614,7 +638,8 @@ static void test_rules(void **state) {
   st_check_rule(SYNO_RULE_C3, SMALL "3}", 0, "r0=sum(C_in); in[r0, i1] expand[share(i0, 1)] w1[i0]",
                 "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
   /* R1: splitting the two halves of a merge back together is the identity. */
-  const char *conv = "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"min_weight_params\": 8}";
+  const char *conv =
+      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"min_weight_params\": 8}";
   st_check_rule(SYNO_RULE_R1, conv, 0,
                 "r0=sum(C_in); in[i0, r0, share(i2, 1), split(div(i3, k), mod(i3, k))] expand[share(i1, 1)] w1[i1, i2]",
                 "r0=sum(C_in); in[i0, r0, share(i2, 1), i3] expand[share(i1, 1)] w1[i1, i2]");
@@ -625,7 +650,8 @@ static void test_rules(void **state) {
   /* R0: splitting W and merging its halves back with H is a reshape of the
    * input that the plain contraction over the same dims spells once. */
   st_check_rule(SYNO_RULE_R0, conv, 0,
-                "r0=sum(C_in); in[i0, div(split(i2, r0), H), mod(split(i2, r0), H), share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]",
+                "r0=sum(C_in); in[i0, div(split(i2, r0), H), mod(split(i2, r0), H), share(i3, 1)] expand[share(i1, 1)] "
+                "w1[i1, i3]",
                 "r0=sum(C_in); in[i0, r0, i2, share(i3, 1)] expand[share(i1, 1)] w1[i1, i3]");
   /* R3: a split of W whose two halves both meet the weight is the weight
    * reshaped; W shared whole is the canonical spelling. */
@@ -636,8 +662,10 @@ static void test_rules(void **state) {
   /* U1: the factors of the unordered C_out come in sorted order; the
    * unsorted factorization (s, C_out/s) is the sorted one relabelled. */
   st_check_rule(SYNO_RULE_U1, conv, 0,
-                "r0=sum(s^-1*C_in); in[i0, split(mod(i1, s), r0), i2, share(i3, 1)] expand[share(div(i1, s), 1)] w1[div(i1, s), i3]",
-                "r0=sum(s^-1*C_in); in[i0, split(div(i1, s^-1*C_out), r0), i2, share(i3, 1)] expand[share(mod(i1, s^-1*C_out), 1)] "
+                "r0=sum(s^-1*C_in); in[i0, split(mod(i1, s), r0), i2, share(i3, 1)] expand[share(div(i1, s), 1)] "
+                "w1[div(i1, s), i3]",
+                "r0=sum(s^-1*C_in); in[i0, split(div(i1, s^-1*C_out), r0), i2, share(i3, 1)] expand[share(mod(i1, "
+                "s^-1*C_out), 1)] "
                 "w1[mod(i1, s^-1*C_out), i3]");
 }
 

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "synotest.h"
 #include "syno/space.h"
+#include "synotest.h"
 
 /* A set of rules, bit r for rule r (SYNO_RULE_COUNT < 32). */
 #define ST_RULE(r) (1u << (r))

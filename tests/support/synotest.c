@@ -44,7 +44,8 @@ void st_op_make(st_op_t *o, const char *vars, const char *input, const char *out
   if (syno_shape_parse(&o->vars, output, &o->output, &err)) fail_msg("output: %s", err.msg);
   o->g = syno_graph_new(&o->vars);
   assert_non_null(o->g);
-  if (syno_operator_parse(o->g, text, &o->input, &o->output, &o->op, &err)) fail_msg("operator '%s': %s", text, err.msg);
+  if (syno_operator_parse(o->g, text, &o->input, &o->output, &o->op, &err))
+    fail_msg("operator '%s': %s", text, err.msg);
 }
 
 void st_op_builtin(st_op_t *o, const char *name, const char *bind) {
@@ -94,8 +95,8 @@ static double loss(const st_op_t *o, const syno_nest_t *fwd, int b, float *const
   return s;
 }
 
-void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float *const *tensors, int t,
-                       int probes, double tol, syno_rng_t *rng) {
+void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float *const *tensors, int t, int probes,
+                       double tol, syno_rng_t *rng) {
   syno_error_t err;
   int64_t n_out, n_t;
   if (syno_output_numel(&o->op, b, &n_out, &err) || syno_tensor_numel(&o->op, t, b, &n_t, &err))

@@ -38,8 +38,8 @@ float *st_forward(const st_op_t *o, const syno_nest_t *fwd, int b, float *const 
 /* Checks d(sum(out * gout))/d(tensor t) from the backward nest against
  * central finite differences on `probes` random elements (all when
  * probes <= 0); fails the test when the relative error exceeds tol. */
-void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float *const *tensors, int t,
-                       int probes, double tol, syno_rng_t *rng);
+void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float *const *tensors, int t, int probes,
+                       double tol, syno_rng_t *rng);
 
 /* Draws up to n operators from the space that spec_json describes, by seeded random walks
  * (seed), calling each(space, node, final, user) for every one; stops early when the space
