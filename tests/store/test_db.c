@@ -288,7 +288,7 @@ static void test_upgrade(void **state) {
   sqlite3_finalize(q);
   sqlite3_close(h);
 
-  /* The report of the upgraded file. */
+  /* The report of the upgraded file: every row, the confirmed one ranked first. */
   const char *bin = getenv("SYNO_BIN");
   if (!bin) return;
   char cmd[1024], out[300];
@@ -299,6 +299,7 @@ static void test_upgrade(void **state) {
   char *json = slurp(out, &len);
   assert_non_null(strstr(json, "\"op_text\":\"op-old\""));
   assert_non_null(strstr(json, "\"confirmed_accuracy\":0.86"));
+  assert_non_null(strstr(json, "\"ranked_ids\":[2,3]"));
   free(json);
 }
 
