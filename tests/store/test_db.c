@@ -274,9 +274,15 @@ static void test_upgrade(void **state) {
   syno_db_cand_t c = {.id = list[1].id, .confirmed = 1, .confirmed_accuracy = 0.86};
   assert_int_equal(syno_db_confirm(db, &c, &err), 0);
   syno_db_list_free(list, n);
-  syno_db_cand_t a = make("op-new", 0, 0.8);
+  /* By reward the order would be op-new, op-old, op-c; confirmed first, by confirmed accuracy,
+   * it is op-c, op-old, op-new. */
+  syno_db_cand_t a = make("op-new", 0, 0.8), b = make("op-c", 0, 0.6);
+  a.reward = 0.9, b.reward = 0.1;
   assert_int_equal(syno_db_insert(db, &a, &err), 0);
-  syno_db_cand_clear(&a);
+  assert_int_equal(syno_db_insert(db, &b, &err), 0);
+  c = (syno_db_cand_t){.id = b.id, .confirmed = 1, .confirmed_accuracy = 0.95};
+  assert_int_equal(syno_db_confirm(db, &c, &err), 0);
+  syno_db_cand_clear(&a), syno_db_cand_clear(&b);
   syno_db_close(db);
 
   sqlite3 *h;
@@ -288,7 +294,7 @@ static void test_upgrade(void **state) {
   sqlite3_finalize(q);
   sqlite3_close(h);
 
-  /* The report of the upgraded file: every row, the confirmed one ranked first. */
+  /* The report of the upgraded file: every row, the confirmed ones ranked first. */
   const char *bin = getenv("SYNO_BIN");
   if (!bin) return;
   char cmd[1024], out[300];
@@ -299,7 +305,8 @@ static void test_upgrade(void **state) {
   char *json = slurp(out, &len);
   assert_non_null(strstr(json, "\"op_text\":\"op-old\""));
   assert_non_null(strstr(json, "\"confirmed_accuracy\":0.86"));
-  assert_non_null(strstr(json, "\"ranked_ids\":[2,3]"));
+  assert_non_null(strstr(json, "\"ranked_ids\":[4,2,3]"));
+  assert_non_null(strstr(json, "\"best_confirmed_accuracy\":0.95"));
   free(json);
 }
 
