@@ -172,7 +172,8 @@ int syno_cmd_eval(int argc, char **argv) {
       rec.reason = strdup(err.msg);
     } else if (tc.op_text && req.min_speedup > 0 && !(rec.speedup >= req.min_speedup)) {
       char why[128];
-      if (req.min_speedup == 1.0) snprintf(why, sizeof why, "%s (%.2fx)", SYNO_EVALRES_SLOWER, rec.speedup);
+      if (req.min_speedup == 1.0)
+        snprintf(why, sizeof why, "%s (%.2fx)", SYNO_EVALRES_SLOWER, rec.speedup);
       else
         snprintf(why, sizeof why, "%s (%.2fx, the minimum is %gx)", SYNO_EVALRES_SLOWER, rec.speedup, req.min_speedup);
       rec.status = 1;

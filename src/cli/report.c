@@ -46,7 +46,8 @@ static int by_rank(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
   int cx = x->confirmed == 1, cy = y->confirmed == 1;
   if (cx != cy) return cx ? -1 : 1;
-  if (cx && x->confirmed_accuracy != y->confirmed_accuracy) return x->confirmed_accuracy < y->confirmed_accuracy ? 1 : -1;
+  if (cx && x->confirmed_accuracy != y->confirmed_accuracy)
+    return x->confirmed_accuracy < y->confirmed_accuracy ? 1 : -1;
   return by_reward(a, b);
 }
 

@@ -74,6 +74,7 @@ static void on_signal(int sig) {
 /* The progress printer's state. */
 typedef struct {
   int tty;
+  int midline; /* a progress line is open on the terminal */
   int last_count, last_running;
 } printer_t;
 
@@ -101,11 +102,18 @@ static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
   fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed%s, %d replayed, %d running) %s%s  %.0f s%s%s",
           pr->tty ? "\r\033[K" : "", p->count, of, p->evaluated, p->failed, slow, p->replayed, p->running, best,
           fast, el, rem, pr->tty ? "" : "\n");
+  pr->midline = pr->tty;
   fflush(stderr);
 }
 
-static void show_done(const syno_driver_progress_t *p, const printer_t *pr) {
-  if (pr->tty) fputc('\n', stderr);
+/* Ends an open progress line before a line of its own. */
+static void end_line(printer_t *pr) {
+  if (pr->midline) fputc('\n', stderr);
+  pr->midline = 0;
+}
+
+static void show_done(const syno_driver_progress_t *p, printer_t *pr) {
+  end_line(pr);
   char why[128] = "";
   if (p->exhausted == 1) snprintf(why, sizeof why, "; the space has no further operators");
   if (p->exhausted == 2)
@@ -154,7 +162,7 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
     fprintf(stderr, "\n[search] interrupted: %d running evaluation(s) dropped; resume with --resume\n", p->running);
     break;
   case SYNO_DRIVER_CONFIRM_START:
-    if (pr->tty) fputc('\n', stderr);
+    end_line(pr);
     show_confirm_start(p);
     break;
   case SYNO_DRIVER_CONFIRMED: show_confirmed(p); break;

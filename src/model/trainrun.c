@@ -254,9 +254,10 @@ static int overrun(const syno_train_cfg_t *cfg, double elapsed, double first_ste
     double predicted = elapsed + per * (double)(total - done);
     if (predicted <= cfg->time_limit)
         return 0;
-    snprintf(why, n, predicted >= 10 ? "would take %.0f s, over the %g s limit (predicted from %lld step%s)"
-                                     : "would take %.2g s, over the %g s limit (predicted from %lld step%s)",
-             predicted, cfg->time_limit, (long long)done, done == 1 ? "" : "s");
+    char t[32];
+    snprintf(t, sizeof t, predicted >= 10 ? "%.0f" : "%.2g", predicted);
+    snprintf(why, n, "would take %s s, over the %g s limit (predicted from %lld step%s)", t,
+             cfg->time_limit, (long long)done, done == 1 ? "" : "s");
     return 1;
 }
 

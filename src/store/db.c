@@ -282,7 +282,8 @@ int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
   sqlite3_bind_int64(q, 5, c->id);
   int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "recording a confirmation");
   sqlite3_finalize(q);
-  if (rc == 0 && sqlite3_changes(db->h) != 1) rc = syno_error_set(err, "%s: no candidate %ld to confirm", db->path, c->id);
+  if (rc == 0 && sqlite3_changes(db->h) != 1)
+    rc = syno_error_set(err, "%s: no candidate %ld to confirm", db->path, c->id);
   return rc;
 }
 

@@ -79,7 +79,8 @@ grep -q "no candidate yet" "$tmp/e.err" || fail "the progress line without candi
 json_check() { python3 -c "$1" "$2" || fail "$3"; }
 "$bin" search --db "$tmp/s.db" --budget 3 --min-speedup 1000 --confirm 0 "${common[@]}" 2>"$tmp/s.err" ||
   fail "search --min-speedup 1000 failed: $(cat "$tmp/s.err")"
-"$bin" search --resume "$tmp/s.db" --budget 4 --quiet 2>"$tmp/s.err" || fail "resume of s.db failed: $(cat "$tmp/s.err")"
+"$bin" search --resume "$tmp/s.db" --budget 4 --quiet 2>"$tmp/s.err" ||
+  fail "resume of s.db failed: $(cat "$tmp/s.err")"
 "$bin" report --db "$tmp/s.db" --json > "$tmp/s.json" || fail "report of s.db failed"
 json_check '
 import json, re, sys
@@ -90,7 +91,8 @@ cands = [r for r in rows if not r["is_baseline"]]
 assert len(base) == 1 and base[0]["status"] == 0 and base[0]["epochs_done"] == 1 and base[0]["train_seconds"] > 0, base
 assert len(cands) == 4, len(cands)
 for r in cands:
-    assert r["status"] == 1 and re.fullmatch(r"slower than the baseline \([0-9.]+x, the minimum is 1000x\)", r["reason"]), r
+    assert r["status"] == 1, r
+    assert re.fullmatch(r"slower than the baseline \([0-9.]+x, the minimum is 1000x\)", r["reason"]), r
     assert r["epochs_done"] == 0 and r["train_seconds"] == 0 and r["accuracy"] == 0 and r["reward"] == 0, r
     assert r["latency_s"] > 0 and r["base_latency_s"] > 0 and r["speedup"] > 0, r
 assert summary["too_slow"] == 4 and summary["failed"] == 4, summary
@@ -129,7 +131,8 @@ python3 -c "$confirm_check" "$tmp/c.json" 2 || fail "--confirm 2: $(cat "$tmp/c.
   fail "resume --confirm 3 failed: $(cat "$tmp/c.err")"
 "$bin" report --db "$tmp/c.db" --json > "$tmp/c.json"
 python3 -c "$confirm_check" "$tmp/c.json" 3 || fail "resume --confirm 3: $(cat "$tmp/c.json")"
-[ "$(grep -c '^confirm ' "$tmp/c.log2")" -le 1 ] || fail "a resumed search confirmed a candidate again: $(cat "$tmp/c.log2")"
+[ "$(grep -c '^confirm ' "$tmp/c.log2")" -le 1 ] ||
+  fail "a resumed search confirmed a candidate again: $(cat "$tmp/c.log2")"
 echo "search --confirm: 2 confirmed and ranked first, a resume confirmed the third only"
 
 # Retraining a recorded candidate takes its operator and the search's settings.

@@ -52,7 +52,8 @@ static void test_predicted_overrun(void **state)
     if (syno_train_run(&cfg, &res, &err))
         fail_msg("%s", err.msg);
     assert_true(res.failed);
-    if (strncmp(res.failure, "would take ", 11) || !strstr(res.failure, " s, over the 60 s limit (predicted from 40 steps)"))
+    if (strncmp(res.failure, "would take ", 11) ||
+        !strstr(res.failure, " s, over the 60 s limit (predicted from 40 steps)"))
         fail_msg("unexpected reason: %s", res.failure);
     assert_int_equal(res.steps, 40);
     assert_int_equal(res.epochs_done, 19); /* step 40 ends epoch 20's steps, not the epoch */
@@ -72,7 +73,8 @@ static void test_limit_before_prediction(void **state)
     if (syno_train_run(&cfg, &res, &err))
         fail_msg("%s", err.msg);
     assert_true(res.failed);
-    if (strncmp(res.failure, "would take ", 11) || !strstr(res.failure, "over the 0.01 s limit (predicted from 1 step)"))
+    if (strncmp(res.failure, "would take ", 11) ||
+        !strstr(res.failure, "over the 0.01 s limit (predicted from 1 step)"))
         fail_msg("unexpected reason: %s", res.failure);
     assert_int_equal(res.steps, 1);
     assert_int_equal(res.epochs_done, 0);
