@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # make demo: syno's main job on its embedded default. A short operator
 # search (MCTS) on the UCI digits committed in data/: every candidate the
-# search proposes fills each conv slot of a small ResNet, is trained, and is
-# timed against the standard convolution it replaces, in its own worker
-# process; results go into an SQLite database, then `syno report` prints the
-# best operators and writes the plots. A candidate whose training or timing
-# takes over 30 s (a few gather-heavy operators the executor runs slowly) is
-# stopped and recorded as a timeout, which keeps the demo to a few minutes.
+# search proposes fills each conv slot of a small ResNet, is timed against
+# the standard convolution it replaces and, when it is not slower, trained, in
+# its own worker process; results go into an SQLite database, the top three
+# are re-trained at a larger proxy, then `syno report` prints the best
+# operators and writes the plots. A candidate whose training or timing takes
+# over 30 s is stopped and recorded as a timeout, which keeps the demo to a
+# few minutes.
 set -euo pipefail
 SYNO=${1:-build/syno}
 OUT=${DEMO_DIR:-build/demo}

@@ -198,7 +198,11 @@ typedef struct syno_train_cfg {
   double width; /* see syno_backbone_cfg_t (gpt: the model dim) */
   int depth;
   const char *op_text; /* NULL: standard operator; gpt: a linear-preset operator */
-  double time_limit;   /* seconds, 0 = none */
+  double time_limit;   /* seconds, 0 = none. After the first max(5, 2%) steps the run
+                        * stops at once, failed, when the time so far plus the remaining
+                        * steps at the rate seen predict it would pass the limit ("would take
+                        * 412 s, over the 30 s limit (predicted from 12 steps)"); a limit
+                        * passed before that point stops it with the same prediction */
   int quiet;
   void (*progress)(const syno_train_progress_t *p, void *user); /* NULL: built-in printer */
   void *user;
@@ -214,8 +218,9 @@ typedef struct syno_train_result {
   int64_t flops, params;
   double train_images_per_s; /* samples (images or sequences) per second */
   double wall_seconds;
-  int epochs_done;
-  int failed;                /* 1 when training stopped early (NaN loss, time limit) */
+  int epochs_done;           /* epochs run to their end (one stopped early does not count) */
+  int failed;                /* 1 when training stopped early (NaN loss, time limit or its
+                              * prediction) */
   char failure[128];         /* the reason, e.g. "loss is NaN at step 17" */
   double final_test_loss;    /* mean cross-entropy per label on the test/validation set
                               * (gpt: nats per token; perplexity = exp of it) */

@@ -12,7 +12,19 @@
  *
  * The first evaluation of a new database is the backbone with its standard
  * operator (the baseline row); the reward's accuracy bounds default to
- * [baseline - 0.3, baseline].
+ * [baseline - 0.3, baseline]. The baseline is always trained; a candidate
+ * less than min_speedup times faster than the standard network is not (the
+ * worker times it first): it is recorded as a failure with reward 0.
+ *
+ * Confirmation: when the search phase ends (budget, time or space used up,
+ * not the stop flag), the top `confirm` successful candidates by reward
+ * (ties: the earlier) that have no confirmation yet are re-trained at a
+ * larger proxy - twice the epochs, twice the training subset (all stays
+ * all), seed + 1 - each by a `syno eval --confirm` worker in the same pool,
+ * with the per-evaluation timeout scaled by the work (x4, x2 without a
+ * subset). The accuracy goes into the candidate's confirmation columns
+ * (syno_db_confirm); a failed confirmation is recorded as one and not tried
+ * again. A resumed search confirms too, so new entries of the top get theirs.
  *
  * Durability: a result is in the database before the driver acts on it, so
  * stopping the search at any moment (Ctrl-C, kill -9) loses at most the
@@ -63,6 +75,11 @@ typedef struct syno_driver_cfg {
   int workers;
   double cand_timeout;     /* seconds per evaluation; 0 = none */
   double reward_lb, reward_ub; /* < 0: from the baseline */
+  double min_speedup;      /* candidates slower than this times the standard network are not
+                            * trained; 0 = no check (default 1; on resume the recorded one, 0
+                            * for a search recorded before it existed) */
+  int confirm;             /* top candidates to confirm at the end; 0 = none; < 0: unset, 3 for
+                            * a new search, the recorded one on resume */
   const char *worker_exe;  /* the syno binary the workers run */
   const char *log_path;    /* one line per evaluation started, or NULL */
   /* Reporting and stopping; the driver itself prints nothing. */
@@ -80,6 +97,9 @@ typedef enum {
   SYNO_DRIVER_BASELINE_DONE,  /* base_acc, reward_lb and reward_ub are known */
   SYNO_DRIVER_PROGRESS,       /* once per step of the main loop (about every second) */
   SYNO_DRIVER_INTERRUPTED,    /* the stop flag was seen; `running` evaluations are dropped */
+  SYNO_DRIVER_CONFIRM_START,  /* confirm_total candidates are re-trained at confirm_epochs,
+                               * confirm_subset, confirm_seed */
+  SYNO_DRIVER_CONFIRMED,      /* one confirmation is recorded: confirm_id, confirm_acc, ... */
   SYNO_DRIVER_DONE,           /* the run is over: see stopped and exhausted */
 } syno_driver_event_t;
 
@@ -90,6 +110,7 @@ struct syno_driver_progress {
   int running;              /* evaluations in flight */
   int evaluated, failed, replayed; /* this run: evaluated (failures included), failed,
                                     * proposals answered from the database */
+  int slower;               /* this run: failed because slower than min_speedup (not trained) */
   double best_reward, best_acc, best_acc_speedup; /* best reward (-1: none yet), and that candidate's */
   double base_acc;          /* the baseline network's accuracy */
   double best_speedup;      /* the fastest candidate within 1 pp of base_acc, 0 if none */
@@ -98,6 +119,15 @@ struct syno_driver_progress {
   int stopped;              /* DONE: the stop flag ended the run */
   int exhausted;            /* DONE: 1 the space has nothing left, 2 SYNO_DRIVER_FRUITLESS
                              * proposals in a row found nothing new */
+  /* The confirmation phase. */
+  int confirm_total, confirm_done, confirm_failed; /* to confirm in this run, recorded, of
+                                                    * which failed */
+  int confirm_epochs;       /* the larger proxy */
+  long confirm_subset;      /* 0 = all */
+  uint64_t confirm_seed;
+  long confirm_id;          /* CONFIRMED: the candidate's id */
+  double confirm_proxy_acc, confirm_acc; /* CONFIRMED: its search accuracy, the confirmed one */
+  const char *confirm_reason; /* CONFIRMED: why it failed, or NULL */
 };
 
 void syno_driver_cfg_default(syno_driver_cfg_t *c);

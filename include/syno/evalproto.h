@@ -14,7 +14,8 @@
  *   always written: --backbone --dataset --epochs --batch --lr --seed --threads
  *   written when > 0: --width --depth --subset --pad --time-limit
  *   written when not the default: --latency-batch --repeats --latency-threads,
- *     --op TEXT (absent: the standard operator, the baseline), --plan
+ *     --min-speedup, --op TEXT (absent: the standard operator, the baseline),
+ *     --plan, --confirm
  *   read only: --json (accepted; the reply is always JSON)
  *
  * Numbers are decimal (reals with 17 significant digits, so they read back
@@ -38,10 +39,19 @@
  *   search overwrites op_text, path, reward, worker and the times, and takes
  *   flops and params from the space when the reply has none.
  *
+ * The order of an evaluation: the candidate network is timed against the
+ * standard one first, before anything trains in the worker; a candidate
+ * (--op given) that is not --min-speedup times faster than the standard
+ * network is not trained: its reply is a failure whose reason starts with
+ * SYNO_EVALRES_SLOWER, with the latency fields filled and "epochs_done" and
+ * "train_seconds" 0. Then it trains. With --confirm the worker only trains
+ * (no latency, no speed-up check): the search records the accuracy as the
+ * candidate's confirmed accuracy (syno_db_confirm), not as a new row.
+ *
  * Failures. An evaluation that fails in the worker's hands (a NaN loss, the
- * training time limit, an operator that does not fit the backbone, a failed
- * latency measurement) is still exit status 0 and a reply with "status":1
- * and "reason". Anything else is a failure the search records itself
+ * training time limit or its prediction, an operator that does not fit the
+ * backbone, a failed latency measurement, too slow) is still exit status 0
+ * and a reply with "status":1 and "reason". Anything else is a failure the search records itself
  * (syno_evalres_from_job): a non-zero exit status, death by a signal, the
  * pool's timeout, or no valid reply line; "reason" then says which, with
  * the last line of the worker's standard error. A usage error in the
@@ -78,12 +88,21 @@ typedef struct {
   long latency_batch;      /* batch of the latency measurements */
   int repeats;             /* timing repeats (the median is taken) */
   int latency_threads;     /* threads of the latency measurements */
+  double min_speedup;      /* a candidate less than this many times faster than the standard
+                            * network is not trained (a failure); 0 = no check. Never applied
+                            * to the standard operator itself (op_text NULL). */
   const char *op_text;     /* the operator (conv2d preset variables); NULL = the standard one */
   int plan;                /* only list the backbone's slots */
+  int confirm;             /* a confirmation: train only, no latency, no speed-up check */
 } syno_evalreq_t;
 
+/* The reason of a candidate rejected by --min-speedup starts with this,
+ * followed by the measured speed-up: "slower than the baseline (0.62x)". */
+#define SYNO_EVALRES_SLOWER "slower than the baseline"
+
 /* The worker's defaults: resnet on digits, 2 epochs, batch 64, lr 0.1, seed
- * 1, latency batch 1, 30 repeats, 1 latency thread, the rest 0 / NULL. */
+ * 1, latency batch 1, 30 repeats, 1 latency thread, min speed-up 1, the rest
+ * 0 / NULL. */
 void syno_evalreq_default(syno_evalreq_t *r);
 
 #define SYNO_EVALREQ_MAX_ARGS 48
@@ -110,6 +129,10 @@ int syno_evalreq_from_argv(int argc, char **argv, syno_evalreq_t *r, syno_error_
 /* The reply line in a worker's standard output: the last line starting with
  * '{' (up to its newline or the end), or NULL when there is none. */
 const char *syno_evalres_line(const char *out);
+
+/* 1 when a record is a candidate the worker did not train because it was
+ * slower than --min-speedup allows (its reason starts with SYNO_EVALRES_SLOWER). */
+int syno_evalres_too_slow(const syno_db_cand_t *rec);
 
 /* An evaluation's reply (the worker's whole standard output) as a record.
  * 0, or -1 with err set and *rec zeroed: no reply line, not JSON, not an

@@ -43,6 +43,8 @@ typedef struct syno_pool syno_pool_t;
 
 /* timeout_s <= 0: no timeout. */
 int syno_pool_new(int size, double timeout_s, syno_pool_t **out, syno_error_t *err);
+/* Changes the timeout; it applies to the running jobs and the later ones. */
+void syno_pool_set_timeout(syno_pool_t *p, double timeout_s);
 /* Kills (SIGKILL) and reaps every running job, then frees the pool. */
 void syno_pool_free(syno_pool_t *p);
 int syno_pool_running(const syno_pool_t *p);

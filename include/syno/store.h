@@ -15,6 +15,14 @@
  * belongs to another application, or has a newer schema is refused with a
  * message naming the path and the reason.
  *
+ * Schema versions: 1 had the candidate columns up to finished_at; 2 added
+ * epochs_done and the confirmation columns (confirmed, confirmed_accuracy,
+ * confirm_reason, confirm_seconds). syno_db_open upgrades an older file in
+ * place, in one transaction, by adding the missing columns: its rows keep
+ * every value, epochs_done reads -1 (unknown) in rows recorded before
+ * version 2, the confirmation columns 0 / NULL (not confirmed). An older
+ * syno then refuses the upgraded file (a newer schema).
+ *
  * Meta keys written by `syno search`: "spec" (the search spec as JSON, read
  * by syno_space_spec_from_json), "driver" (the search settings as JSON),
  * "backbone", "dataset", "seed", "algorithm" ("mcts" or "random"),
@@ -27,7 +35,7 @@
 
 #include "syno/error.h"
 
-#define SYNO_DB_SCHEMA_VERSION 1
+#define SYNO_DB_SCHEMA_VERSION 2
 
 typedef struct syno_db syno_db_t;
 
@@ -52,6 +60,14 @@ typedef struct {
   double reward;
   int worker;
   double started_at, finished_at; /* unix seconds */
+  /* Schema 2. */
+  int epochs_done;         /* training epochs finished: 0 not trained (e.g. too slow); -1 unknown
+                            * (recorded before schema 2) */
+  int confirmed;           /* 0 not confirmed, 1 confirmed_accuracy holds the re-training's
+                            * accuracy, -1 the re-training failed (confirm_reason) */
+  double confirmed_accuracy; /* max test accuracy of the re-training at the larger proxy */
+  char *confirm_reason;    /* why the re-training failed */
+  double confirm_seconds;  /* wall time of the re-training's worker */
 } syno_db_cand_t;
 
 /* create = 1 makes the file if it does not exist. */
@@ -65,6 +81,10 @@ int syno_db_meta_get(syno_db_t *db, const char *key, char **value, syno_error_t 
 /* Inserts one record in its own transaction; sets c->id. A second row with
  * the same op_text (or a second baseline) is refused. */
 int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err);
+/* Records a confirmation: writes c's confirmed, confirmed_accuracy,
+ * confirm_reason and confirm_seconds into row c->id (nothing else). An id
+ * that is not recorded is an error. */
+int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err);
 /* 1 found, 0 not, -1 error. Candidates only (not the baseline). */
 int syno_db_find(syno_db_t *db, const char *op_text, syno_db_cand_t *out, syno_error_t *err);
 int syno_db_baseline(syno_db_t *db, syno_db_cand_t *out, syno_error_t *err);

@@ -13,13 +13,14 @@ static const char *help =
     "usage: syno eval --backbone NAME --dataset NAME [--op TEXT] [OPTIONS]\n"
     "\n"
     "Evaluates one operator the way the search does: puts it into every slot of the\n"
-    "backbone (the standard operator without --op), trains on the proxy setting,\n"
-    "then times inference of the whole network and of each slot against the\n"
-    "standard operator in the same run: the standard convolutions run once on\n"
-    "oneDNN and once on syno's im2col + BLAS path, and the faster is the\n"
-    "baseline. Prints the result as one JSON line (the results database's record,\n"
-    "see docs/search.md). `syno search` runs one of these per candidate, in its\n"
-    "own process.\n"
+    "backbone (the standard operator without --op), first times inference of the\n"
+    "whole network and of each slot against the standard operator in the same run\n"
+    "(the standard convolutions run once on oneDNN and once on syno's im2col + BLAS\n"
+    "path, and the faster is the baseline), before anything trains in this process;\n"
+    "then, unless the operator is less than --min-speedup times faster than the\n"
+    "baseline (a failure, not trained), trains it on the proxy setting. Prints the\n"
+    "result as one JSON line (the results database's record, see docs/search.md).\n"
+    "`syno search` runs one of these per candidate, in its own process.\n"
     "\n"
     "options:\n"
     "  --backbone NAME       resnet or vgg (default resnet)\n"
@@ -32,13 +33,57 @@ static const char *help =
     "  --lr X                learning rate (default 0.1)\n"
     "  --width W, --depth D  backbone knobs\n"
     "  --seed S              seed (default 1)\n"
-    "  --time-limit T        stop training after T seconds (a failure)\n"
+    "  --time-limit T        stop training after T seconds, or as soon as the first\n"
+    "                        steps predict it would take longer (a failure)\n"
+    "  --min-speedup X       do not train an operator less than X times faster than\n"
+    "                        the baseline: a failure \"slower than the baseline (0.62x)\"\n"
+    "                        (default 1; 0 = train whatever its speed; never applied\n"
+    "                        to the standard operator)\n"
+    "  --confirm             only train (no latency, no speed-up check): the search's\n"
+    "                        re-training of a top candidate at a larger proxy\n"
     "  --latency-batch B     batch size for the latency measurements (default 1)\n"
     "  --repeats R           timing repeats, the median is taken (default 30)\n"
     "  --threads T           threads for training (default 0: one per CPU)\n"
     "  --latency-threads T   threads for the latency measurements (default 1)\n"
     "  --plan                only print the backbone's slots as JSON\n"
     "  -h, --help            this help\n";
+
+/* Times the candidate network against the standard one, in this process, with the standard
+ * convolutions on oneDNN and on syno's im2col + BLAS path; the baseline is the faster. Fills
+ * the record's latency fields. */
+static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc, syno_rng_t *rng, long lat_batch,
+                           int repeats, syno_db_cand_t *rec, syno_error_t *err) {
+  syno_latency_cmp_t lc;
+  if (syno_backbone_latency_cmp(cand, bc, rng, lat_batch, repeats, &lc, err)) return -1;
+  int fast = syno_latency_fastest(lc.net);
+  rec->latency_s = lc.net[SYNO_LAT_CAND];
+  rec->base_latency_s = lc.net[fast];
+  rec->base_impl = strdup(fast == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+  rec->nnconv_latency_s = lc.net[SYNO_LAT_IM2COL];
+  rec->speedup = rec->base_latency_s / rec->latency_s;
+  rec->speedup_nnconv = rec->nnconv_latency_s / rec->latency_s;
+  rec->flops_ratio = lc.std_flops > 0 ? (double)cand->flops / (double)lc.std_flops : 0;
+  cJSON *a = cJSON_CreateArray();
+  for (int i = 0; i < lc.nslots; i++) {
+    const double *st = lc.slot_t[i];
+    int sf = syno_latency_fastest(st);
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "c_in", (double)lc.slot[i].c_in);
+    cJSON_AddNumberToObject(s, "c_out", (double)lc.slot[i].c_out);
+    cJSON_AddNumberToObject(s, "h", (double)lc.slot[i].h);
+    cJSON_AddNumberToObject(s, "w", (double)lc.slot[i].w);
+    cJSON_AddNumberToObject(s, "latency_s", st[SYNO_LAT_CAND]);
+    cJSON_AddNumberToObject(s, "onednn_latency_s", st[SYNO_LAT_ONEDNN]);
+    cJSON_AddNumberToObject(s, "im2col_latency_s", st[SYNO_LAT_IM2COL]);
+    cJSON_AddStringToObject(s, "base_impl", sf == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+    cJSON_AddNumberToObject(s, "speedup", st[sf] / st[SYNO_LAT_CAND]);
+    cJSON_AddNumberToObject(s, "speedup_im2col", st[SYNO_LAT_IM2COL] / st[SYNO_LAT_CAND]);
+    cJSON_AddItemToArray(a, s);
+  }
+  rec->slots_json = cJSON_PrintUnformatted(a);
+  cJSON_Delete(a);
+  return 0;
+}
 
 static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, int *classes) {
   *c = 1, *classes = 10;
@@ -77,7 +122,8 @@ int syno_cmd_eval(int argc, char **argv) {
   if (tc.epochs < 1 || tc.batch < 1 || repeats < 1 || lat_batch < 1 || threads < 0 || lat_threads < 1)
     return syno_cli_usage_error("--epochs, --batch, --repeats, --latency-batch and --latency-threads must be "
                                 "positive, --threads at least 0");
-  syno_nn_threads_set(threads);
+  if (!(req.min_speedup >= 0)) return syno_cli_usage_error("--min-speedup must not be negative");
+  syno_nn_threads_set(req.confirm ? threads : lat_threads);
   int64_t in_c, in_h, in_w;
   int classes;
   if (dataset_shape(tc.dataset, &in_c, &in_h, &in_w, &classes))
@@ -116,58 +162,44 @@ int syno_cmd_eval(int argc, char **argv) {
 
   syno_db_cand_t rec;
   memset(&rec, 0, sizeof rec);
-  syno_train_result_t res;
   int rc = 0;
-  if (syno_train_run(&tc, &res, &err)) {
-    rec.status = 1;
-    rec.reason = strdup(err.msg);
-  } else if (res.failed) {
-    rec.status = 1;
-    rec.reason = strdup(res.failure);
-  }
-  rec.accuracy = res.max_test_acc;
-  rec.final_accuracy = res.final_test_acc;
-  rec.train_loss = res.final_train_loss;
-  rec.flops = (double)res.flops;
-  rec.params = (double)res.params;
-  rec.train_seconds = res.wall_seconds;
-
-  /* Latency: the candidate network against the standard one, in this run, with the standard
-   * convolutions on oneDNN and on syno's im2col + BLAS path; the baseline is the faster. */
-  syno_nn_threads_set(lat_threads);
-  syno_latency_cmp_t lc;
-  if (rec.status == 0 && syno_backbone_latency_cmp(&cand, &bc, &rng, lat_batch, repeats, &lc, &err)) {
-    rec.status = 1;
-    free(rec.reason);
-    rec.reason = strdup(err.msg);
-  } else if (rec.status == 0) {
-    int fast = syno_latency_fastest(lc.net);
-    rec.latency_s = lc.net[SYNO_LAT_CAND];
-    rec.base_latency_s = lc.net[fast];
-    rec.base_impl = strdup(fast == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
-    rec.nnconv_latency_s = lc.net[SYNO_LAT_IM2COL];
-    rec.speedup = rec.base_latency_s / rec.latency_s;
-    rec.speedup_nnconv = rec.nnconv_latency_s / rec.latency_s;
-    rec.flops_ratio = lc.std_flops > 0 ? (double)cand.flops / (double)lc.std_flops : 0;
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < lc.nslots; i++) {
-      const double *st = lc.slot_t[i];
-      int sf = syno_latency_fastest(st);
-      cJSON *s = cJSON_CreateObject();
-      cJSON_AddNumberToObject(s, "c_in", (double)lc.slot[i].c_in);
-      cJSON_AddNumberToObject(s, "c_out", (double)lc.slot[i].c_out);
-      cJSON_AddNumberToObject(s, "h", (double)lc.slot[i].h);
-      cJSON_AddNumberToObject(s, "w", (double)lc.slot[i].w);
-      cJSON_AddNumberToObject(s, "latency_s", st[SYNO_LAT_CAND]);
-      cJSON_AddNumberToObject(s, "onednn_latency_s", st[SYNO_LAT_ONEDNN]);
-      cJSON_AddNumberToObject(s, "im2col_latency_s", st[SYNO_LAT_IM2COL]);
-      cJSON_AddStringToObject(s, "base_impl", sf == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
-      cJSON_AddNumberToObject(s, "speedup", st[sf] / st[SYNO_LAT_CAND]);
-      cJSON_AddNumberToObject(s, "speedup_im2col", st[SYNO_LAT_IM2COL] / st[SYNO_LAT_CAND]);
-      cJSON_AddItemToArray(a, s);
+  /* Latency first, before anything has trained in this process: no training, nor the threads
+   * it leaves spinning, shares the CPU with the measurement. A candidate that is not fast
+   * enough is then not trained at all; the standard operator always is. */
+  if (!req.confirm) {
+    if (measure_latency(&cand, &bc, &rng, lat_batch, repeats, &rec, &err)) {
+      rec.status = 1;
+      rec.reason = strdup(err.msg);
+    } else if (tc.op_text && req.min_speedup > 0 && !(rec.speedup >= req.min_speedup)) {
+      char why[128];
+      if (req.min_speedup == 1.0)
+        snprintf(why, sizeof why, "%s (%.2fx)", SYNO_EVALRES_SLOWER, rec.speedup);
+      else
+        snprintf(why, sizeof why, "%s (%.2fx, the minimum is %gx)", SYNO_EVALRES_SLOWER, rec.speedup, req.min_speedup);
+      rec.status = 1;
+      rec.reason = strdup(why);
     }
-    rec.slots_json = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
+  }
+  if (rec.status == 0) {
+    syno_nn_threads_set(threads);
+    syno_train_result_t res;
+    if (syno_train_run(&tc, &res, &err)) {
+      rec.status = 1;
+      rec.reason = strdup(err.msg);
+    } else if (res.failed) {
+      rec.status = 1;
+      rec.reason = strdup(res.failure);
+    }
+    rec.accuracy = res.max_test_acc;
+    rec.final_accuracy = res.final_test_acc;
+    rec.train_loss = res.final_train_loss;
+    rec.flops = (double)res.flops;
+    rec.params = (double)res.params;
+    rec.train_seconds = res.wall_seconds;
+    rec.epochs_done = res.epochs_done;
+  } else {
+    rec.flops = (double)cand.flops;
+    rec.params = (double)cand.params;
   }
   if (tc.op_text) rec.op_text = strdup(tc.op_text);
   char *json = syno_evalres_json(&rec);

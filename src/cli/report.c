@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "syno/codegen.h"
+#include "syno/evalproto.h"
 #include "syno/space.h"
 #include "syno/store.h"
 
@@ -15,12 +16,15 @@ static const char *help =
     "usage: syno report --db FILE [--top K] [--json | --csv] [--out DIR]\n"
     "\n"
     "Shows what a search recorded: its settings, the baseline (the backbone with\n"
-    "the standard operator), the best operators by reward with their accuracy,\n"
-    "accuracy loss against the baseline, FLOPs ratio and measured speed-up, the\n"
-    "failures with their reasons, and the Pareto front of accuracy against\n"
-    "latency. Writes DIR/NAME-pareto.png (gnuplot) and DIR/NAME-best.dot and\n"
-    "-best.png (graphviz) of the best operator, NAME being the database's name\n"
-    "without .db and DIR its directory unless --out is given.\n"
+    "the standard operator), the best operators - ranked by their confirmed\n"
+    "accuracy (the search's re-training at a larger proxy, --confirm) where there\n"
+    "is one, then by reward - with their accuracy, accuracy loss against the\n"
+    "baseline, FLOPs ratio and measured speed-up, the failures with their reasons,\n"
+    "and the Pareto front of accuracy against speed-up. Every table shows the same\n"
+    "speed-up of a candidate: the one its worker measured against the standard\n"
+    "network in the same run. Writes DIR/NAME-pareto.png (gnuplot) and\n"
+    "DIR/NAME-best.dot and -best.png (graphviz) of the best operator, NAME being the\n"
+    "database's name without .db and DIR its directory unless --out is given.\n"
     "\n"
     "options:\n"
     "  --db FILE     the results database of `syno search`\n"
@@ -35,28 +39,65 @@ static int by_reward(const void *a, const void *b) {
   if (x->reward != y->reward) return x->reward < y->reward ? 1 : -1;
   return x->id < y->id ? -1 : 1;
 }
-static int by_latency(const void *a, const void *b) {
+
+/* The ranking of the tables: a confirmed accuracy (the larger proxy's) first, by it; the
+ * others after, by reward. */
+static int by_rank(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
-  if (x->latency_s != y->latency_s) return x->latency_s < y->latency_s ? -1 : 1;
-  return x->accuracy > y->accuracy ? -1 : 1;
+  int cx = x->confirmed == 1, cy = y->confirmed == 1;
+  if (cx != cy) return cx ? -1 : 1;
+  if (cx && x->confirmed_accuracy != y->confirmed_accuracy)
+    return x->confirmed_accuracy < y->confirmed_accuracy ? 1 : -1;
+  return by_reward(a, b);
 }
 
-/* The latency of a record: the candidate's, or the baseline network's. */
-static double latency_of(const syno_db_cand_t *c) { return c->is_baseline ? c->base_latency_s : c->latency_s; }
+/* A record's speed-up, the one figure every table and the plot show: the candidate's, as its
+ * worker measured it against the faster standard network in the same run; the baseline is
+ * that standard network, 1 by definition. Absolute latencies are not compared across records:
+ * each was timed in another process, under another load. */
+static double speedup_of(const syno_db_cand_t *c) { return c->is_baseline ? 1.0 : c->speedup; }
+static double speedup_nnconv_of(const syno_db_cand_t *c) {
+  if (!c->is_baseline) return c->speedup_nnconv;
+  return c->base_latency_s > 0 ? c->nnconv_latency_s / c->base_latency_s : 0;
+}
 
-/* Non-dominated records (higher accuracy, lower latency), by latency. */
+static int by_speedup(const void *a, const void *b) {
+  const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
+  if (speedup_of(x) != speedup_of(y)) return speedup_of(x) > speedup_of(y) ? -1 : 1;
+  if (x->accuracy != y->accuracy) return x->accuracy > y->accuracy ? -1 : 1;
+  return x->id < y->id ? -1 : 1;
+}
+
+/* Non-dominated records (higher accuracy, higher speed-up), fastest first. */
 static int pareto(syno_db_cand_t **ok, int n, syno_db_cand_t **front) {
   syno_db_cand_t **s = malloc((size_t)(n ? n : 1) * sizeof *s);
   memcpy(s, ok, (size_t)n * sizeof *s);
-  for (int i = 0; i < n; i++)
-    if (s[i]->is_baseline) s[i]->latency_s = s[i]->base_latency_s;
-  qsort(s, (size_t)n, sizeof *s, by_latency);
+  qsort(s, (size_t)n, sizeof *s, by_speedup);
   int m = 0;
   double best = -1;
   for (int i = 0; i < n; i++)
     if (s[i]->accuracy > best) best = s[i]->accuracy, front[m++] = s[i];
   free(s);
   return m;
+}
+
+/* The confirmations' larger proxy, from the recorded search settings (see syno/driver.h). */
+static void confirm_setting(syno_db_t *db, char *buf, size_t n) {
+  char *meta = NULL;
+  syno_error_t err;
+  snprintf(buf, n, "at a larger proxy");
+  if (syno_db_meta_get(db, "driver", &meta, &err) != 1) return;
+  cJSON *o = cJSON_Parse(meta);
+  free(meta);
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "epochs"), *s = cJSON_GetObjectItemCaseSensitive(o, "subset"),
+              *seed = cJSON_GetObjectItemCaseSensitive(o, "seed");
+  if (cJSON_IsNumber(e) && cJSON_IsNumber(s) && cJSON_IsNumber(seed)) {
+    char imgs[32] = "all";
+    if (s->valuedouble > 0) snprintf(imgs, sizeof imgs, "%.0f", 2 * s->valuedouble);
+    snprintf(buf, n, "re-trained at %.0f epochs, %s training images, seed %.0f", 2 * e->valuedouble, imgs,
+             seed->valuedouble + 1);
+  }
+  cJSON_Delete(o);
 }
 
 static int have_program(const char *name) {
@@ -71,17 +112,18 @@ static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **fr
   FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
   if (!g) return -1;
   fprintf(g, "set terminal %s size 900,600\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
-  fprintf(g, "set title 'syno search: accuracy against inference latency'\n"
-             "set xlabel 'whole-network latency (ms)'\nset ylabel 'test accuracy (%%)'\nset grid\nset key bottom right\n");
+  fprintf(g, "set title 'syno search: accuracy against inference speed-up'\n"
+             "set xlabel 'whole-network speed-up against the standard network (same run)'\n"
+             "set ylabel 'test accuracy (%%)'\nset grid\nset key bottom left\n");
   fprintf(g, "plot '-' with points pt 7 ps 0.8 lc rgb '#7f7f7f' title 'candidates', "
              "'-' with linespoints pt 7 lw 2 lc rgb '#d62728' title 'Pareto front', "
              "'-' with points pt 9 ps 2 lc rgb '#1f77b4' title 'baseline (standard operator)'\n");
   for (int i = 0; i < n; i++)
-    if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", 1e3 * ok[i]->latency_s, 100 * ok[i]->accuracy);
+    if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", speedup_of(ok[i]), 100 * ok[i]->accuracy);
   fprintf(g, "e\n");
-  for (int i = 0; i < m; i++) fprintf(g, "%g %g\n", 1e3 * latency_of(front[i]), 100 * front[i]->accuracy);
+  for (int i = 0; i < m; i++) fprintf(g, "%g %g\n", speedup_of(front[i]), 100 * front[i]->accuracy);
   fprintf(g, "e\n");
-  if (base) fprintf(g, "%g %g\n", 1e3 * base->base_latency_s, 100 * base->accuracy);
+  if (base) fprintf(g, "%g %g\n", speedup_of(base), 100 * base->accuracy);
   fprintf(g, "e\n");
   return pclose(g) == 0 ? 0 : -1;
 }
@@ -151,14 +193,16 @@ int syno_cmd_report(int argc, char **argv) {
   }
   syno_db_cand_t *base = NULL;
   syno_db_cand_t **ok = malloc((size_t)(n + 1) * sizeof *ok), **front = malloc((size_t)(n + 1) * sizeof *front);
-  int n_ok = 0, n_failed = 0;
+  int n_ok = 0, n_failed = 0, n_slow = 0, n_confirmed = 0;
   for (int i = 0; i < n; i++) {
     if (rows[i].is_baseline) base = &rows[i];
     if (rows[i].status == 0) ok[n_ok++] = &rows[i];
     else n_failed++;
+    n_slow += syno_evalres_too_slow(&rows[i]);
+    n_confirmed += rows[i].confirmed == 1;
   }
   int n_front = pareto(ok, n_ok, front);
-  qsort(ok, (size_t)n_ok, sizeof *ok, by_reward);
+  qsort(ok, (size_t)n_ok, sizeof *ok, by_rank);
   syno_db_cand_t *best = NULL;
   for (int i = 0; i < n_ok && !best; i++)
     if (!ok[i]->is_baseline) best = ok[i];
@@ -198,11 +242,18 @@ int syno_cmd_report(int argc, char **argv) {
       cJSON_AddNumberToObject(o, "candidates", n - (base ? 1 : 0));
       cJSON_AddNumberToObject(o, "ok", n_ok - (base && base->status == 0 ? 1 : 0));
       cJSON_AddNumberToObject(o, "failed", n_failed);
+      cJSON_AddNumberToObject(o, "too_slow", n_slow);
+      cJSON_AddNumberToObject(o, "confirmed", n_confirmed);
       if (base) cJSON_AddNumberToObject(o, "baseline_accuracy", base->accuracy);
+      cJSON_AddStringToObject(o, "ranking", "confirmed_accuracy, then reward");
+      cJSON *rk = cJSON_AddArrayToObject(o, "ranked_ids");
+      for (int i = 0; i < n_ok; i++)
+        if (!ok[i]->is_baseline) cJSON_AddItemToArray(rk, cJSON_CreateNumber((double)ok[i]->id));
       if (best) {
         cJSON_AddStringToObject(o, "best_op", best->op_text);
         cJSON_AddNumberToObject(o, "best_reward", best->reward);
         cJSON_AddNumberToObject(o, "best_accuracy", best->accuracy);
+        if (best->confirmed == 1) cJSON_AddNumberToObject(o, "best_confirmed_accuracy", best->confirmed_accuracy);
         cJSON_AddNumberToObject(o, "best_speedup", best->speedup);
       }
       cJSON *pf = cJSON_AddArrayToObject(o, "pareto_ids");
@@ -227,16 +278,28 @@ int syno_cmd_report(int argc, char **argv) {
              "%.3f ms with syno's im2col conv\n",
              100 * base->accuracy, base->flops / 1e6, base->params, 1e3 * base->base_latency_s,
              base->base_impl ? base->base_impl : "?", 1e3 * base->nnconv_latency_s);
-    printf("\n%d candidates: %d ok, %d failed\n", n - (base ? 1 : 0), n_ok - (base && base->status == 0), n_failed);
-    printf("\nbest operators by reward:\n  %4s %7s %8s %8s %7s %9s %9s  %s\n", "id", "reward", "acc", "d-acc", "FLOPs",
-           "speed-up", "vs im2col", "operator");
+    printf("\n%d candidates: %d ok, %d failed", n - (base ? 1 : 0), n_ok - (base && base->status == 0), n_failed);
+    if (n_slow) printf(" (%d of them slower than the baseline, not trained)", n_slow);
+    printf("\n");
+    if (n_confirmed) {
+      char setting[160];
+      confirm_setting(db, setting, sizeof setting);
+      printf("\nbest operators, ranked by confirmed accuracy (%d confirmed: %s), then by reward:\n", n_confirmed,
+             setting);
+    } else
+      printf("\nbest operators by reward (none confirmed yet; confirmed ones would rank first):\n");
+    printf("  %4s %7s %8s %8s %8s %7s %9s %9s  %s\n", "id", "reward", "acc", "conf-acc", "d-acc", "FLOPs", "speed-up",
+           "vs im2col", "operator");
     int shown = 0;
     for (int i = 0; i < n_ok && shown < top; i++) {
       const syno_db_cand_t *c = ok[i];
       if (c->is_baseline) continue;
       shown++;
-      printf("  %4ld %7.4f %7.2f%% %+7.2fpp %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, 100 * c->accuracy,
-             base ? 100 * (c->accuracy - base->accuracy) : 0.0, c->flops_ratio, c->speedup, c->speedup_nnconv,
+      char conf[16] = "-";
+      if (c->confirmed == 1) snprintf(conf, sizeof conf, "%.2f%%", 100 * c->confirmed_accuracy);
+      if (c->confirmed == -1) snprintf(conf, sizeof conf, "failed");
+      printf("  %4ld %7.4f %7.2f%% %8s %+7.2fpp %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, 100 * c->accuracy, conf,
+             base ? 100 * (c->accuracy - base->accuracy) : 0.0, c->flops_ratio, speedup_of(c), speedup_nnconv_of(c),
              c->op_text);
     }
     if (n_failed) {
@@ -251,7 +314,7 @@ int syno_cmd_report(int argc, char **argv) {
         const syno_db_cand_t *c = ok[i];
         if (c->is_baseline || c->accuracy < base->accuracy - 0.01) continue;
         for (int k = 0; k < 5; k++)
-          if (!fast[k] || c->speedup > fast[k]->speedup) {
+          if (!fast[k] || speedup_of(c) > speedup_of(fast[k])) {
             memmove(&fast[k + 1], &fast[k], sizeof fast[0] * (size_t)(4 - k));
             fast[k] = c;
             break;
@@ -262,14 +325,16 @@ int syno_cmd_report(int argc, char **argv) {
       if (!fast[0]) printf("  none yet\n");
       for (int k = 0; k < 5 && fast[k]; k++)
         printf("  %4ld %7.2f%% %+7.2fpp %8.2fx %8.2fx  %s\n", fast[k]->id, 100 * fast[k]->accuracy,
-               100 * (fast[k]->accuracy - base->accuracy), fast[k]->speedup, fast[k]->speedup_nnconv, fast[k]->op_text);
+               100 * (fast[k]->accuracy - base->accuracy), speedup_of(fast[k]), speedup_nnconv_of(fast[k]),
+               fast[k]->op_text);
       if (fast[0])
         printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
     }
-    printf("\nPareto front (accuracy against latency):\n");
+    printf("\nPareto front (accuracy against speed-up):\n  %4s %8s %8s %9s  %s\n", "id", "acc", "speed-up",
+           "vs im2col", "operator");
     for (int i = 0; i < n_front; i++)
-      printf("  %4ld %7.2f%% %9.3f ms  %s\n", front[i]->id, 100 * front[i]->accuracy, 1e3 * latency_of(front[i]),
-             front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
+      printf("  %4ld %7.2f%% %7.2fx %8.2fx  %s\n", front[i]->id, 100 * front[i]->accuracy, speedup_of(front[i]),
+             speedup_nnconv_of(front[i]), front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
     printf("\n");
     if (plotted) printf("wrote %s\n", png);
     else printf("no plot: gnuplot is missing or failed\n");

@@ -15,21 +15,24 @@ static const char *help =
     "\n"
     "Searches for operators that are faster than the standard convolution at\n"
     "almost the same accuracy. Each candidate the search proposes is put into every\n"
-    "slot of the backbone, trained on the proxy setting and timed against the\n"
-    "standard operator by a `syno eval` worker process; every result goes into the\n"
-    "results database before the search acts on it. Stop it at any moment; resume\n"
-    "continues without evaluating anything recorded again. `syno report --db FILE`\n"
-    "shows the results.\n"
+    "slot of the backbone, timed against the standard operator and, when it is fast\n"
+    "enough (--min-speedup), trained on the proxy setting, by a `syno eval` worker\n"
+    "process; every result goes into the results database before the search acts on\n"
+    "it. At the end the top candidates by reward are re-trained at a larger proxy\n"
+    "(--confirm). Stop it at any moment; resume continues without evaluating\n"
+    "anything recorded again. `syno report --db FILE` shows the results.\n"
     "\n"
     "options:\n"
     "  --db FILE             a new results database\n"
     "  --resume FILE         continue the search recorded in FILE (its settings are\n"
-    "                        used; only --budget, --time, --workers, --timeout apply)\n"
+    "                        used; only --budget, --time, --workers, --timeout and\n"
+    "                        --confirm apply)\n"
     "  --backbone NAME       resnet or vgg (default resnet)\n"
     "  --dataset NAME        digits or fashion-mnist (default digits)\n"
     "  --budget N            candidates to record in all, failures included (default 20;\n"
     "                        0 = until --time or the space runs out)\n"
-    "  --time T              stop starting evaluations after T seconds (default none)\n"
+    "  --time T              stop starting evaluations after T seconds (default none;\n"
+    "                        the confirmations follow)\n"
     "  --workers W           evaluations at once, one process each (default 1)\n"
     "  --timeout T           seconds one evaluation may take (default 600)\n"
     "  --random              random search instead of MCTS\n"
@@ -51,6 +54,12 @@ static const char *help =
     "                        merge=1,split=3,shift=2 (the published vision caps)\n"
     "  --reward-lb A, --reward-ub A   accuracy bounds of the reward (default:\n"
     "                        baseline accuracy - 0.3 and the baseline accuracy)\n"
+    "  --min-speedup X       do not train a candidate less than X times faster than the\n"
+    "                        standard network (timed first): a failure \"slower than the\n"
+    "                        baseline\" with reward 0 (default 1; 0 = train all)\n"
+    "  --confirm K           at the end, re-train the top K candidates by reward that\n"
+    "                        have no confirmed accuracy yet at twice the epochs, twice\n"
+    "                        the subset and seed + 1 (default 3; 0 = none)\n"
     "  --log FILE            append one line per evaluation started\n"
     "  --quiet               no progress line\n"
     "  -h, --help            this help\n";
@@ -65,6 +74,7 @@ static void on_signal(int sig) {
 /* The progress printer's state. */
 typedef struct {
   int tty;
+  int midline; /* a progress line is open on the terminal */
   int last_count, last_running;
 } printer_t;
 
@@ -87,21 +97,52 @@ static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
     snprintf(best, sizeof best, "best reward %.4f (acc %.2f%%, %.2fx)", p->best_reward, 100 * p->best_acc,
              p->best_acc_speedup);
   if (p->best_speedup > 0) snprintf(fast, sizeof fast, ", fastest within 1 pp %.2fx", p->best_speedup);
-  fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed, %d replayed, %d running) %s%s  %.0f s%s%s",
-          pr->tty ? "\r\033[K" : "", p->count, of, p->evaluated, p->failed, p->replayed, p->running, best, fast,
-          el, rem, pr->tty ? "" : "\n");
+  char slow[32] = "";
+  if (p->slower) snprintf(slow, sizeof slow, " (%d too slow)", p->slower);
+  fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed%s, %d replayed, %d running) %s%s  %.0f s%s%s",
+          pr->tty ? "\r\033[K" : "", p->count, of, p->evaluated, p->failed, slow, p->replayed, p->running, best,
+          fast, el, rem, pr->tty ? "" : "\n");
+  pr->midline = pr->tty;
   fflush(stderr);
 }
 
-static void show_done(const syno_driver_progress_t *p, const printer_t *pr) {
-  if (pr->tty) fputc('\n', stderr);
+/* Ends an open progress line before a line of its own. */
+static void end_line(printer_t *pr) {
+  if (pr->midline) fputc('\n', stderr);
+  pr->midline = 0;
+}
+
+static void show_done(const syno_driver_progress_t *p, printer_t *pr) {
+  end_line(pr);
   char why[128] = "";
   if (p->exhausted == 1) snprintf(why, sizeof why, "; the space has no further operators");
   if (p->exhausted == 2)
     snprintf(why, sizeof why, "; %d proposals in a row found no new operator (is the FLOPs window too narrow?)",
              SYNO_DRIVER_FRUITLESS);
-  fprintf(stderr, "[search] %s: %d candidates recorded in %s (%d evaluated now, %d failed, %d replayed)%s\n",
-          p->stopped ? "stopped" : "done", p->count, p->cfg->db_path, p->evaluated, p->failed, p->replayed, why);
+  char slow[32] = "", conf[64] = "";
+  if (p->slower) snprintf(slow, sizeof slow, " (%d too slow)", p->slower);
+  if (p->confirm_total)
+    snprintf(conf, sizeof conf, "; %d of %d confirmed%s", p->confirm_done - p->confirm_failed, p->confirm_total,
+             p->confirm_failed ? " (the others failed)" : "");
+  fprintf(stderr, "[search] %s: %d candidates recorded in %s (%d evaluated now, %d failed%s, %d replayed)%s%s\n",
+          p->stopped ? "stopped" : "done", p->count, p->cfg->db_path, p->evaluated, p->failed, slow, p->replayed, why,
+          conf);
+}
+
+static void show_confirm_start(const syno_driver_progress_t *p) {
+  char subset[32] = "all";
+  if (p->confirm_subset > 0) snprintf(subset, sizeof subset, "%ld", p->confirm_subset);
+  fprintf(stderr, "[search] confirming the top %d candidate(s) by reward: %d epochs, %s training images, seed %llu\n",
+          p->confirm_total, p->confirm_epochs, subset, (unsigned long long)p->confirm_seed);
+}
+
+static void show_confirmed(const syno_driver_progress_t *p) {
+  if (p->confirm_reason)
+    fprintf(stderr, "[search] confirmation %d/%d: id %ld failed: %s\n", p->confirm_done, p->confirm_total,
+            p->confirm_id, p->confirm_reason);
+  else
+    fprintf(stderr, "[search] confirmation %d/%d: id %ld accuracy %.2f%% (search proxy %.2f%%)\n", p->confirm_done,
+            p->confirm_total, p->confirm_id, 100 * p->confirm_acc, 100 * p->confirm_proxy_acc);
 }
 
 static void on_progress(const syno_driver_progress_t *p, void *user) {
@@ -120,6 +161,11 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
   case SYNO_DRIVER_INTERRUPTED:
     fprintf(stderr, "\n[search] interrupted: %d running evaluation(s) dropped; resume with --resume\n", p->running);
     break;
+  case SYNO_DRIVER_CONFIRM_START:
+    end_line(pr);
+    show_confirm_start(p);
+    break;
+  case SYNO_DRIVER_CONFIRMED: show_confirmed(p); break;
   case SYNO_DRIVER_DONE: show_done(p, pr); break;
   }
 }
@@ -142,6 +188,7 @@ int syno_cmd_search(int argc, char **argv) {
       {"reward-ub", required_argument, 0, 'A'}, {"log", required_argument, 0, 'L'},
       {"pad", required_argument, 0, 'P'},       {"max-count", required_argument, 0, 'C'},
       {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
+      {"min-speedup", required_argument, 0, 'X'}, {"confirm", required_argument, 0, 'K'},
       {0, 0, 0, 0}};
   optind = 1;
   for (int o, idx = 0; (o = getopt_long(argc, argv, "h", opts, &idx)) != -1;) {
@@ -173,12 +220,15 @@ int syno_cmd_search(int argc, char **argv) {
     case 'A': c.reward_ub = strtod(optarg, &end); break;
     case 'L': c.log_path = optarg; break;
     case 'C': c.max_count = optarg; break;
+    case 'X': c.min_speedup = strtod(optarg, &end); break;
+    case 'K': c.confirm = (int)strtol(optarg, &end, 10); break;
     case 'q': c.quiet = 1; break;
     case 'h': fputs(help, stdout); return 0;
     default: return SYNO_EXIT_USAGE;
     }
     if (end && (*end || end == optarg))
       return syno_cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
+    if (o == 'K' && c.confirm < 0) return syno_cli_usage_error("--confirm must not be negative");
   }
   if (optind < argc) return syno_cli_usage_error("unexpected argument '%s'", argv[optind]);
   if (!c.db_path) return syno_cli_usage_error("give --db FILE for a new search or --resume FILE");
@@ -186,6 +236,7 @@ int syno_cmd_search(int argc, char **argv) {
   if (c.budget < -1) return syno_cli_usage_error("--budget must not be negative");
   if (c.epochs < 1) return syno_cli_usage_error("--epochs must be at least 1");
   if (c.max_params_ratio < 0) return syno_cli_usage_error("--max-params must not be negative");
+  if (!(c.min_speedup >= 0)) return syno_cli_usage_error("--min-speedup must not be negative");
   if (c.max_tensors < 0 || c.max_tensors == 1) return syno_cli_usage_error("--max-tensors must be at least 2");
   int caps[SYNO_PRIM_KINDS];
   syno_error_t cerr;

@@ -230,6 +230,37 @@ static int evaluate(syno_layer_t *net, const source_t *src, int64_t batch, doubl
     return 0;
 }
 
+/* The time limit's prediction: after the first max(5, 2%) steps of a run, the time so far plus
+ * the remaining steps at the rate of the steps after the first (which pays one-off set-up)
+ * says whether the run would pass the limit; it then stops at once rather than at the limit.
+ * The per-epoch evaluations are not in the rate, so the prediction errs on the short side. */
+static int64_t predict_at(int64_t total_steps)
+{
+    int64_t p = (total_steps * 2 + 99) / 100;
+    return p > 5 ? p : 5;
+}
+
+/* 1 (the reason in why) when the run would not finish within cfg->time_limit: checked at the
+ * prediction step, and at every step before it once the limit is already passed (then the
+ * prediction from the steps so far is the reason too). */
+static int overrun(const syno_train_cfg_t *cfg, double elapsed, double first_step_s,
+                   double since_first_s, int64_t done, int64_t total, char *why, size_t n)
+{
+    if (cfg->time_limit <= 0 || done < 1 || done >= total || done > predict_at(total))
+        return 0;
+    if (done < predict_at(total) && elapsed <= cfg->time_limit)
+        return 0;
+    double per = done > 1 ? since_first_s / (double)(done - 1) : first_step_s;
+    double predicted = elapsed + per * (double)(total - done);
+    if (predicted <= cfg->time_limit)
+        return 0;
+    char t[32];
+    snprintf(t, sizeof t, predicted >= 10 ? "%.0f" : "%.2g", predicted);
+    snprintf(why, n, "would take %s s, over the %g s limit (predicted from %lld step%s)", t,
+             cfg->time_limit, (long long)done, done == 1 ? "" : "s");
+    return 1;
+}
+
 static const char *slot_errors(const syno_backbone_t *bb)
 {
     for (int i = 0; i < bb->nslots; i++)
@@ -271,7 +302,8 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
                                 (int64_t)cfg->epochs * spe};
     syno_tensor_t x = SYNO_TENSOR_EMPTY, dlog = SYNO_TENSOR_EMPTY;
     int32_t *lab = malloc(sizeof(int32_t) * (size_t)(nb * lps));
-    int64_t step = 0;
+    int64_t step = 0, total_steps = (int64_t)cfg->epochs * spe;
+    double first_step_s = 0, t_first_end = 0; /* the first step's time, and when it ended */
     double train_time = 0;
     int64_t train_samples = 0;
     int fail = 0, rc = lab ? 0 : -1;
@@ -315,7 +347,9 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
                 break;
             }
             optim_step(&opt, syno_nn_lr_at(&sched, step));
-            double dt = now_s() - t0;
+            double t1 = now_s(), dt = t1 - t0;
+            if (step == 0)
+                first_step_s = dt, t_first_end = t1;
             train_time += dt;
             train_samples += m;
             step++;
@@ -329,6 +363,11 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
                                              (double)correct / (double)(seen * lps), -1, sps, -1,
                                              text ? sps * (double)lps : 0};
                 (cfg->progress ? cfg->progress : default_progress)(&pr, cfg->user);
+            }
+            if (overrun(cfg, now_s() - L->t_start, first_step_s, now_s() - t_first_end, step,
+                        total_steps, res->failure, sizeof res->failure)) {
+                fail = 1;
+                break;
             }
             if (cfg->time_limit > 0 && now_s() - L->t_start > cfg->time_limit) {
                 snprintf(res->failure, sizeof res->failure,
@@ -350,7 +389,8 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
         if (acc > res->max_test_acc)
             res->max_test_acc = acc;
         res->final_train_loss = seen ? loss_sum / seen : 0;
-        res->epochs_done = ep + 1;
+        if (!fail)
+            res->epochs_done = ep + 1; /* a run stopped early does not count its last epoch */
         if (!cfg->quiet) {
             pr = (syno_train_progress_t){ep + 1, cfg->epochs, s_in_ep, spe, res->final_train_loss,
                                          seen ? (double)correct / (double)(seen * lps) : 0, acc,

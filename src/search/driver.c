@@ -42,6 +42,8 @@ void syno_driver_cfg_default(syno_driver_cfg_t *c) {
   c->workers = 1;
   c->cand_timeout = 600;
   c->reward_lb = c->reward_ub = -1;
+  c->min_speedup = 1.0;
+  c->confirm = -1; /* unset: 3 for a new search, the recorded one on resume */
 }
 
 /* ------------------------------------------------------------ settings */
@@ -69,6 +71,8 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "reward_lb", c->reward_lb);
   cJSON_AddNumberToObject(o, "reward_ub", c->reward_ub);
   cJSON_AddNumberToObject(o, "budget", c->budget);
+  cJSON_AddNumberToObject(o, "min_speedup", c->min_speedup);
+  cJSON_AddNumberToObject(o, "confirm", c->confirm);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
@@ -86,6 +90,7 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
     return syno_error_set(err, "the database's search settings are not valid JSON");
   }
   const cJSON *x;
+  c->min_speedup = 0; /* a search recorded before the check existed trained every candidate */
 #define NUM(field, key)                                                    \
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = x->valuedouble;
 #define INT(field, key)                                                    \
@@ -93,10 +98,12 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(pad, "pad") INT(space_depth, "space_depth");
   NUM(width, "width") NUM(lr, "lr") NUM(max_flops_ratio, "max_flops_ratio") NUM(min_flops_ratio, "min_flops_ratio");
   NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub") NUM(max_params_ratio, "max_params_ratio");
-  INT(max_tensors, "max_tensors");
+  INT(max_tensors, "max_tensors") NUM(min_speedup, "min_speedup");
 #undef NUM
 #undef INT
   if (c->budget < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "budget"))) c->budget = (int)x->valuedouble;
+  if (c->confirm < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "confirm")))
+    c->confirm = (int)x->valuedouble;
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "subset"))) c->subset = (long)x->valuedouble;
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "seed"))) c->seed = (uint64_t)x->valuedouble;
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "algorithm")))
@@ -197,6 +204,21 @@ static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, s
   q->threads = per > 0 ? per : 1;
   q->op_text = op;
   q->plan = plan;
+  q->min_speedup = op ? c->min_speedup : 0; /* the standard operator is always trained */
+}
+
+/* The confirmation's larger proxy: twice the epochs, twice the training images (all stay
+ * all), the next seed. The work grows by this factor, and so do the time limits. */
+static double confirm_scale(const syno_driver_cfg_t *c) { return c->subset > 0 ? 4 : 2; }
+
+static void confirm_request(const syno_driver_cfg_t *c, const char *op, syno_evalreq_t *q) {
+  eval_request(c, op, 0, q);
+  q->confirm = 1;
+  q->min_speedup = 0;
+  q->epochs = 2 * c->epochs;
+  q->subset = 2 * c->subset;
+  q->seed = c->seed + 1;
+  if (c->cand_timeout > 0) q->time_limit = confirm_scale(c) * c->cand_timeout * 0.9;
 }
 
 /* Runs one evaluation to completion (the plan and the baseline). */
@@ -233,12 +255,14 @@ static int run_open(run_t *r, syno_error_t *err) {
   if (!c->worker_exe) return syno_error_set(err, "no worker program");
   if (c->workers < 1) return syno_error_set(err, "workers must be at least 1 (got %d)", c->workers);
   if (c->pad < 0 || c->pad > 64) return syno_error_set(err, "pad must be in 0..64 (got %d)", c->pad);
+  if (!(c->min_speedup >= 0)) return syno_error_set(err, "min_speedup must not be negative");
   int caps[SYNO_PRIM_KINDS];
   if (c->max_count && syno_space_caps_parse(c->max_count, caps, err)) return syno_error_prefix(err, "max_count");
   if (!c->resume && access(c->db_path, F_OK) == 0) return syno_error_set(err, "%s already exists", c->db_path);
   if (syno_db_open(c->db_path, !c->resume, &r->db, err)) return -1;
   if (c->resume && run_resume(r, err)) return -1;
   if (c->budget < 0) c->budget = 20;
+  if (c->confirm < 0) c->confirm = 3;
   return syno_pool_new(c->workers, c->cand_timeout, &r->pool, err);
 }
 
@@ -455,7 +479,9 @@ static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
   if (rec.params <= 0) rec.params = pe->cand.params;
   if (rec.status == 0 && r->base.flops > 0) rec.flops_ratio = rec.flops / r->base.flops;
   rec.worker = (int)job->tag;
-  rec.reward = syno_reward(&r->rw, rec.status == 0, rec.accuracy, rec.flops_ratio);
+  int slow = syno_evalres_too_slow(&rec);
+  /* Too slow is a verdict on the operator, not a breakdown: reward 0, not a failure's -1. */
+  rec.reward = slow ? 0 : syno_reward(&r->rw, rec.status == 0, rec.accuracy, rec.flops_ratio);
   syno_pool_job_free(job);
   int rc = syno_db_insert(r->db, &rec, err) || syno_search_tell(r->search, &pe->cand, rec.reward, err) ? -1 : 0;
   if (rc == 0) {
@@ -463,6 +489,7 @@ static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
     r->prog.count++;
     r->prog.evaluated++;
     r->prog.failed += rec.status != 0;
+    r->prog.slower += slow;
     note_best(&r->prog, &rec);
   }
   syno_db_cand_clear(&rec);
@@ -492,6 +519,100 @@ static int run_loop(run_t *r, syno_error_t *err) {
   return 0;
 }
 
+/* ------------------------------------------------------------ confirmation */
+
+static int by_reward(const void *a, const void *b) {
+  const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
+  if (x->reward != y->reward) return x->reward < y->reward ? 1 : -1;
+  return x->id < y->id ? -1 : 1;
+}
+
+/* A finished confirmation into its candidate's confirmation columns. */
+static int collect_confirm(run_t *r, const syno_db_cand_t *cand, syno_job_t *job, syno_error_t *err) {
+  syno_driver_progress_t *p = &r->prog;
+  syno_db_cand_t rec, conf;
+  syno_evalres_from_job(job, confirm_scale(&r->c) * r->c.cand_timeout, &rec);
+  syno_pool_job_free(job);
+  memset(&conf, 0, sizeof conf);
+  conf.id = cand->id;
+  conf.confirmed = rec.status == 0 ? 1 : -1;
+  conf.confirmed_accuracy = rec.status == 0 ? rec.accuracy : 0;
+  conf.confirm_reason = rec.status == 0 ? NULL : rec.reason;
+  conf.confirm_seconds = rec.finished_at - rec.started_at;
+  int rc = syno_db_confirm(r->db, &conf, err);
+  if (rc == 0) {
+    p->confirm_done++;
+    p->confirm_failed += rec.status != 0;
+    p->confirm_id = cand->id;
+    p->confirm_proxy_acc = cand->accuracy;
+    p->confirm_acc = conf.confirmed_accuracy;
+    p->confirm_reason = conf.confirm_reason ? conf.confirm_reason : (rec.status ? "unknown" : NULL);
+    emit(r, SYNO_DRIVER_CONFIRMED);
+    p->confirm_reason = NULL;
+  }
+  syno_db_cand_clear(&rec);
+  return rc;
+}
+
+/* Confirms, in the pool, those of the top c->confirm candidates by reward that have no
+ * confirmation yet. */
+static int confirm_top(run_t *r, syno_db_cand_t **top, int n, syno_error_t *err) {
+  const syno_driver_cfg_t *c = &r->c;
+  syno_driver_progress_t *p = &r->prog;
+  p->confirm_total = n;
+  p->confirm_epochs = 2 * c->epochs;
+  p->confirm_subset = 2 * c->subset;
+  p->confirm_seed = c->seed + 1;
+  emit(r, SYNO_DRIVER_CONFIRM_START);
+  if (c->cand_timeout > 0) syno_pool_set_timeout(r->pool, confirm_scale(c) * c->cand_timeout);
+  for (int next = 0;;) {
+    while (!stopping(r) && next < n && syno_pool_free_slots(r->pool) > 0) {
+      syno_evalreq_t q;
+      confirm_request(c, top[next]->op_text, &q);
+      syno_evalargv_t a;
+      if (syno_evalreq_argv(&q, &a, err) || syno_pool_start(r->pool, next, a.argv, err)) return -1;
+      if (r->log) {
+        fprintf(r->log, "confirm %s\n", top[next]->op_text);
+        fflush(r->log);
+      }
+      next++;
+    }
+    p->running = syno_pool_running(r->pool);
+    if (p->running == 0) return 0;
+    if (stopping(r)) {
+      emit(r, SYNO_DRIVER_INTERRUPTED);
+      return 0;
+    }
+    syno_job_t *job = NULL;
+    int w = syno_pool_wait(r->pool, 1.0, &job, err);
+    if (w < 0) return -1;
+    if (w == 1 && collect_confirm(r, top[job->tag], job, err)) return -1;
+  }
+}
+
+/* After the search phase (not after the stop flag): the top candidates' confirmations. */
+static int run_confirm(run_t *r, syno_error_t *err) {
+  if (r->c.confirm <= 0 || stopping(r)) return 0;
+  syno_db_cand_t *rows;
+  int n;
+  if (syno_db_list(r->db, &rows, &n, err)) return -1;
+  syno_db_cand_t **top = malloc((size_t)(n ? n : 1) * sizeof *top);
+  if (!top) {
+    syno_db_list_free(rows, n);
+    return syno_error_set(err, "out of memory");
+  }
+  int m = 0, k = 0;
+  for (int i = 0; i < n; i++)
+    if (!rows[i].is_baseline && rows[i].status == 0) top[m++] = &rows[i];
+  qsort(top, (size_t)m, sizeof *top, by_reward);
+  for (int i = 0; i < m && i < r->c.confirm; i++)
+    if (top[i]->confirmed == 0) top[k++] = top[i];
+  int rc = k > 0 ? confirm_top(r, top, k, err) : 0;
+  free(top);
+  syno_db_list_free(rows, n);
+  return rc;
+}
+
 /* ------------------------------------------------------------ the run */
 
 static void run_close(run_t *r) {
@@ -510,7 +631,7 @@ int syno_driver_run(const syno_driver_cfg_t *cfg, syno_error_t *err) {
   memset(&r, 0, sizeof r);
   r.c = *cfg;
   int rc = run_open(&r, err) || run_plan(&r, err) || run_space(&r, err) || run_baseline(&r, err) ||
-                   run_loop(&r, err)
+                   run_loop(&r, err) || run_confirm(&r, err)
                ? -1
                : 0;
   if (rc == 0) {

@@ -20,6 +20,7 @@ void syno_evalreq_default(syno_evalreq_t *r) {
   r->latency_batch = 1;
   r->repeats = 30;
   r->latency_threads = 1;
+  r->min_speedup = 1.0;
 }
 
 /* ------------------------------------------------------------ the options */
@@ -53,8 +54,10 @@ static const opt_t opts[] = {
     OPT("--latency-batch", K_LONG, latency_batch, W_CHANGED),
     OPT("--repeats", K_INT, repeats, W_CHANGED),
     OPT("--latency-threads", K_INT, latency_threads, W_CHANGED),
+    OPT("--min-speedup", K_REAL, min_speedup, W_CHANGED),
     OPT("--op", K_STR, op_text, W_CHANGED),
     OPT("--plan", K_FLAG, plan, W_CHANGED),
+    OPT("--confirm", K_FLAG, confirm, W_CHANGED),
     OPT("--json", K_IGNORED, plan, W_NEVER), /* accepted: the reply is always JSON */
 };
 #undef OPT
@@ -246,6 +249,10 @@ void syno_evalres_from_job(const syno_job_t *job, double timeout_s, syno_db_cand
 }
 
 char *syno_evalres_json(const syno_db_cand_t *rec) { return syno_db_cand_to_json(rec); }
+
+int syno_evalres_too_slow(const syno_db_cand_t *rec) {
+  return rec->status != 0 && rec->reason && !strncmp(rec->reason, SYNO_EVALRES_SLOWER, strlen(SYNO_EVALRES_SLOWER));
+}
 
 /* ------------------------------------------------------------ the plan */
 

@@ -53,6 +53,8 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
+void syno_pool_set_timeout(syno_pool_t *p, double timeout_s) { p->timeout = timeout_s; }
+
 void syno_pool_free(syno_pool_t *p) {
   if (!p) return;
   for (int i = 0; i < p->size; i++) {

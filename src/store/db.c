@@ -1,7 +1,8 @@
 /* The results database: SQLite in WAL mode. See syno/store.h.
  *
- * The record's columns are described once, in `fields`; the schema, the
- * insert, the select and the JSON conversions are all driven by it. */
+ * The record's columns are described once, in `fields`; the schema, its
+ * upgrade from an older version, the insert, the select and the JSON
+ * conversions are all driven by it. */
 #include "syno/store.h"
 
 #include <cjson/cJSON.h>
@@ -28,9 +29,12 @@ typedef struct {
   const char *name;
   ftype_t type;
   size_t off;
+  int since;       /* the schema version that added the column */
+  const char *old; /* its value in the rows of an older file (SQL), or NULL */
 } field_t;
 
-#define FLD(name, type) {#name, type, offsetof(syno_db_cand_t, name)}
+#define FLD(name, type) {#name, type, offsetof(syno_db_cand_t, name), 1, NULL}
+#define FLD2(name, type, old) {#name, type, offsetof(syno_db_cand_t, name), 2, old}
 static const field_t fields[] = {
     FLD(id, F_LONG),          FLD(is_baseline, F_INT),       FLD(op_text, F_TEXT),
     FLD(path, F_TEXT),        FLD(status, F_INT),            FLD(reason, F_TEXT),
@@ -40,8 +44,11 @@ static const field_t fields[] = {
     FLD(base_impl, F_TEXT),   FLD(nnconv_latency_s, F_REAL), FLD(speedup, F_REAL),
     FLD(speedup_nnconv, F_REAL), FLD(slots_json, F_TEXT),    FLD(reward, F_REAL),
     FLD(worker, F_INT),       FLD(started_at, F_REAL),       FLD(finished_at, F_REAL),
+    FLD2(epochs_done, F_INT, "-1"), FLD2(confirmed, F_INT, NULL), FLD2(confirmed_accuracy, F_REAL, NULL),
+    FLD2(confirm_reason, F_TEXT, NULL), FLD2(confirm_seconds, F_REAL, NULL),
 };
 #undef FLD
+#undef FLD2
 #define NFIELDS ((int)(sizeof fields / sizeof *fields))
 
 #define AT(c, f, T) ((T *)((char *)(c) + (f)->off))
@@ -87,6 +94,10 @@ static int check_header(const char *path, syno_error_t *err) {
   return 0;
 }
 
+static const char *sql_type(const field_t *f) {
+  return f->type == F_TEXT ? "TEXT" : f->type == F_REAL ? "REAL" : "INTEGER";
+}
+
 static int create_schema(syno_db_t *db, syno_error_t *err) {
   char sql[4096];
   int n = snprintf(sql, sizeof sql,
@@ -94,8 +105,7 @@ static int create_schema(syno_db_t *db, syno_error_t *err) {
                    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
                    "CREATE TABLE candidates(id INTEGER PRIMARY KEY AUTOINCREMENT");
   for (int i = 1; i < NFIELDS; i++)
-    n += snprintf(sql + n, sizeof sql - (size_t)n, ", %s %s", fields[i].name,
-                  fields[i].type == F_TEXT ? "TEXT" : fields[i].type == F_REAL ? "REAL" : "INTEGER");
+    n += snprintf(sql + n, sizeof sql - (size_t)n, ", %s %s", fields[i].name, sql_type(&fields[i]));
   snprintf(sql + n, sizeof sql - (size_t)n,
            ");"
            "CREATE UNIQUE INDEX candidates_op ON candidates(is_baseline, op_text);"
@@ -107,6 +117,37 @@ static int create_schema(syno_db_t *db, syno_error_t *err) {
   /* Put the header (application id, version) into the main file at once, so
    * a search killed now still leaves a file that is recognisably ours. */
   return exec_sql(db, "PRAGMA wal_checkpoint(TRUNCATE);", err);
+}
+
+static int user_version(syno_db_t *db) {
+  sqlite3_stmt *q;
+  int v = -1;
+  if (sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+    v = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  return v;
+}
+
+/* Brings a file of an older schema to this one: the columns added since,
+ * with their value for the old rows, and the new version, in one
+ * transaction (another process may have done it meanwhile: then nothing). */
+static int upgrade(syno_db_t *db, syno_error_t *err) {
+  if (exec_sql(db, "BEGIN IMMEDIATE;", err)) return syno_error_prefix(err, "upgrading the schema");
+  int v = user_version(db);
+  if (v >= SYNO_DB_SCHEMA_VERSION) return exec_sql(db, "COMMIT;", err);
+  char sql[4096];
+  int n = 0;
+  for (int i = 0; i < NFIELDS; i++)
+    if (fields[i].since > v)
+      n += snprintf(sql + n, sizeof sql - (size_t)n, "ALTER TABLE candidates ADD COLUMN %s %s%s%s;", fields[i].name,
+                    sql_type(&fields[i]), fields[i].old ? " DEFAULT " : "", fields[i].old ? fields[i].old : "");
+  snprintf(sql + n, sizeof sql - (size_t)n, "PRAGMA user_version = %d; COMMIT;", SYNO_DB_SCHEMA_VERSION);
+  if (exec_sql(db, sql, err)) {
+    syno_error_t ignored;
+    exec_sql(db, "ROLLBACK;", &ignored);
+    return syno_error_prefix(err, "upgrading the schema from version %d", v);
+  }
+  return 0;
 }
 
 int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *err) {
@@ -149,6 +190,10 @@ int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *er
   sqlite3_finalize(q);
   if (tables != 2) {
     syno_error_set(err, "%s lacks the syno tables; refusing to use it", path);
+    syno_db_close(db);
+    return -1;
+  }
+  if (user_version(db) < SYNO_DB_SCHEMA_VERSION && upgrade(db, err)) {
     syno_db_close(db);
     return -1;
   }
@@ -221,6 +266,26 @@ int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err) {
   else
     c->id = (long)sqlite3_last_insert_rowid(db->h);
   sqlite3_finalize(q);
+  return rc;
+}
+
+int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(db->h,
+                         "UPDATE candidates SET confirmed = ?, confirmed_accuracy = ?, confirm_reason = ?, "
+                         "confirm_seconds = ? WHERE id = ?",
+                         -1, &q, NULL) != SQLITE_OK)
+    return db_error(db, err, "confirm");
+  sqlite3_bind_int(q, 1, c->confirmed);
+  sqlite3_bind_double(q, 2, c->confirmed_accuracy);
+  if (c->confirm_reason) sqlite3_bind_text(q, 3, c->confirm_reason, -1, SQLITE_TRANSIENT);
+  else sqlite3_bind_null(q, 3);
+  sqlite3_bind_double(q, 4, c->confirm_seconds);
+  sqlite3_bind_int64(q, 5, c->id);
+  int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "recording a confirmation");
+  sqlite3_finalize(q);
+  if (rc == 0 && sqlite3_changes(db->h) != 1)
+    rc = syno_error_set(err, "%s: no candidate %ld to confirm", db->path, c->id);
   return rc;
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # syno search end to end on the committed digits data: bad input, a search
 # killed with SIGKILL in the middle, and --resume losing no finished
-# evaluation and evaluating none twice.
+# evaluation and evaluating none twice; --min-speedup (a candidate too slow is
+# not trained, the baseline always is) and --confirm (the top candidates
+# re-trained, recorded and ranked first by the report).
 set -u
 bin=$1
 tmp=$(mktemp -d)
@@ -17,12 +19,16 @@ msg=$("$bin" search --resume "$tmp/junk.db" 2>&1); [ $? -ne 0 ] || fail "a corru
 cmp -s "$tmp/junk.db" "$tmp/junk.orig" || fail "a corrupt database was modified"
 echo "$msg" | grep -q "junk.db" || fail "the message does not name the file: $msg"
 
+"$bin" search --db "$tmp/x.db" --min-speedup -1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--min-speedup -1 should exit 2"
+"$bin" search --db "$tmp/x.db" --confirm -1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--confirm -1 should exit 2"
+
 # A search that is killed with SIGKILL once some candidates are recorded.
 # Full width: each evaluation must take long enough for the kill below to land
-# in the middle of the search (at --width 0.25 the whole search takes 1 s).
+# in the middle of the search (at --width 0.25 the whole search takes 1 s); so
+# every candidate trains (--min-speedup 0), and nothing is confirmed.
 common=(--backbone resnet --dataset digits --epochs 1 --subset 300 --batch 32 --depth 1
         --space-depth 6 --seed 3 --quiet)
-"$bin" search --db "$tmp/k.db" --budget 5 --log "$tmp/log1" "${common[@]}" 2>"$tmp/err1" &
+"$bin" search --db "$tmp/k.db" --budget 5 --log "$tmp/log1" --min-speedup 0 --confirm 0 "${common[@]}" 2>"$tmp/err1" &
 pid=$!
 rows() { "$bin" report --db "$tmp/k.db" --json 2>/dev/null | grep -c '"op_text"'; }
 for _ in $(seq 600); do
@@ -65,6 +71,69 @@ loud=(); for a in "${common[@]}"; do [ "$a" = --quiet ] || loud+=("$a"); done
   fail "a search over an empty window failed: $(cat "$tmp/e.err")"
 grep -q "the space has no further operators" "$tmp/e.err" || fail "the empty window was not reported: $(tail -2 "$tmp/e.err")"
 grep -q "no candidate yet" "$tmp/e.err" || fail "the progress line without candidates: $(tail -2 "$tmp/e.err")"
+
+# --min-speedup: every candidate is timed before it trains, and one not 1000x
+# faster than the standard network is recorded as a failure with reward 0,
+# its latency measured and not trained (epochs_done and train_seconds 0). The
+# baseline trains all the same. A resumed search keeps the setting.
+json_check() { python3 -c "$1" "$2" || fail "$3"; }
+"$bin" search --db "$tmp/s.db" --budget 3 --min-speedup 1000 --confirm 0 "${common[@]}" 2>"$tmp/s.err" ||
+  fail "search --min-speedup 1000 failed: $(cat "$tmp/s.err")"
+"$bin" search --resume "$tmp/s.db" --budget 4 --quiet 2>"$tmp/s.err" ||
+  fail "resume of s.db failed: $(cat "$tmp/s.err")"
+"$bin" report --db "$tmp/s.db" --json > "$tmp/s.json" || fail "report of s.db failed"
+json_check '
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+summary = rows.pop()
+base = [r for r in rows if r["is_baseline"]]
+cands = [r for r in rows if not r["is_baseline"]]
+assert len(base) == 1 and base[0]["status"] == 0 and base[0]["epochs_done"] == 1 and base[0]["train_seconds"] > 0, base
+assert len(cands) == 4, len(cands)
+for r in cands:
+    assert r["status"] == 1, r
+    assert re.fullmatch(r"slower than the baseline \([0-9.]+x, the minimum is 1000x\)", r["reason"]), r
+    assert r["epochs_done"] == 0 and r["train_seconds"] == 0 and r["accuracy"] == 0 and r["reward"] == 0, r
+    assert r["latency_s"] > 0 and r["base_latency_s"] > 0 and r["speedup"] > 0, r
+assert summary["too_slow"] == 4 and summary["failed"] == 4, summary
+' "$tmp/s.json" "--min-speedup 1000: $(cat "$tmp/s.json")"
+"$bin" report --db "$tmp/s.db" | grep -q "4 of them slower than the baseline, not trained" ||
+  fail "the report does not count the candidates too slow to train"
+echo "search --min-speedup: 4 candidates too slow and not trained, the baseline trained"
+
+# --confirm: the top 2 candidates by reward are re-trained at the end and their
+# accuracy recorded; the report ranks them first, by confirmed accuracy. A
+# resumed search with --confirm 3 confirms only the third.
+"$bin" search --db "$tmp/c.db" --budget 4 --min-speedup 0 --confirm 2 --log "$tmp/c.log" "${loud[@]}" 2>"$tmp/c.err" ||
+  fail "search --confirm 2 failed: $(cat "$tmp/c.err")"
+grep -q "confirming the top 2 candidate(s) by reward: 2 epochs, 600 training images, seed 4" "$tmp/c.err" ||
+  fail "no confirmation phase: $(tail -5 "$tmp/c.err")"
+[ "$(grep -c "^\[search\] confirmation [12]/2: id [0-9]* accuracy" "$tmp/c.err")" -eq 2 ] ||
+  fail "two confirmations were not reported: $(tail -5 "$tmp/c.err")"
+"$bin" report --db "$tmp/c.db" --json > "$tmp/c.json" || fail "report of c.db failed"
+confirm_check='
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+summary = rows.pop()
+ok = sorted((r for r in rows if not r["is_baseline"] and r["status"] == 0), key=lambda r: (-r["reward"], r["id"]))
+want = min(int(sys.argv[2]), len(ok))
+conf = [r for r in rows if r["confirmed"] == 1]
+assert len(conf) == want and {r["id"] for r in conf} == {r["id"] for r in ok[:want]}, (want, conf)
+assert all(r["confirmed_accuracy"] > 0 and r["confirm_seconds"] > 0 for r in conf), conf
+rank = [r["id"] for r in sorted(conf, key=lambda r: (-r["confirmed_accuracy"], -r["reward"], r["id"]))]
+assert summary["ranked_ids"][:want] == rank and summary["confirmed"] == want, (summary, rank)
+assert summary["best_confirmed_accuracy"] == max(r["confirmed_accuracy"] for r in conf), summary
+'
+python3 -c "$confirm_check" "$tmp/c.json" 2 || fail "--confirm 2: $(cat "$tmp/c.json")"
+"$bin" report --db "$tmp/c.db" | grep -q "ranked by confirmed accuracy (2 confirmed: re-trained at 2 epochs" ||
+  fail "the report does not say it ranks by confirmed accuracy"
+"$bin" search --resume "$tmp/c.db" --confirm 3 --log "$tmp/c.log2" --quiet 2>"$tmp/c.err" ||
+  fail "resume --confirm 3 failed: $(cat "$tmp/c.err")"
+"$bin" report --db "$tmp/c.db" --json > "$tmp/c.json"
+python3 -c "$confirm_check" "$tmp/c.json" 3 || fail "resume --confirm 3: $(cat "$tmp/c.json")"
+[ "$(grep -c '^confirm ' "$tmp/c.log2")" -le 1 ] ||
+  fail "a resumed search confirmed a candidate again: $(cat "$tmp/c.log2")"
+echo "search --confirm: 2 confirmed and ranked first, a resume confirmed the third only"
 
 # Retraining a recorded candidate takes its operator and the search's settings.
 "$bin" train --db "$tmp/k.db" --id 2 --epochs 1 --subset 100 --json > "$tmp/re" 2>"$tmp/re.err" ||

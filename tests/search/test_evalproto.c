@@ -31,6 +31,8 @@ static void full_request(syno_evalreq_t *r) {
   r->latency_batch = 4;
   r->repeats = 7;
   r->latency_threads = 2;
+  r->min_speedup = 1.25;
+  r->confirm = 1;
   r->op_text = "r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]";
 }
 
@@ -50,6 +52,8 @@ static void assert_same_request(const syno_evalreq_t *a, const syno_evalreq_t *b
   assert_int_equal(a->latency_batch, b->latency_batch);
   assert_int_equal(a->repeats, b->repeats);
   assert_int_equal(a->latency_threads, b->latency_threads);
+  assert_true(a->min_speedup == b->min_speedup);
+  assert_int_equal(a->confirm, b->confirm);
   if (a->op_text || b->op_text) {
     assert_non_null(a->op_text);
     assert_non_null(b->op_text);
@@ -82,6 +86,7 @@ static void test_round_trip(void **state) {
   /* The plan request and the baseline (no --op) too. */
   r.op_text = NULL;
   r.plan = 1;
+  r.confirm = 0;
   assert_int_equal(syno_evalreq_argv(&r, &a, &err), 0);
   assert_string_equal(a.argv[a.argc - 1], "--plan");
   assert_int_equal(read_back(&a, &back, &err), 0);
@@ -135,6 +140,18 @@ static void test_search_command_line(void **state) {
     assert_string_not_equal(a.argv[i], "--width");
     assert_string_not_equal(a.argv[i], "--time-limit");
   }
+  /* The speed-up check off (the baseline's request) is written; a confirmation says so. */
+  r.min_speedup = 0;
+  r.confirm = 1;
+  assert_int_equal(syno_evalreq_argv(&r, &a, &err), 0);
+  assert_int_equal(a.argc, n - 10 + 3);
+  assert_string_equal(a.argv[a.argc - 5], "--min-speedup");
+  assert_string_equal(a.argv[a.argc - 4], "0");
+  assert_string_equal(a.argv[a.argc - 1], "--confirm");
+  syno_evalreq_t back;
+  assert_int_equal(read_back(&a, &back, &err), 0);
+  assert_true(back.min_speedup == 0);
+  assert_int_equal(back.confirm, 1);
 }
 
 static void test_bad_command_lines(void **state) {
@@ -200,6 +217,18 @@ static void test_result_ok(void **state) {
   assert_int_equal(syno_evalres_parse("{\"status\":1,\"reason\":\"loss is NaN\"}\n", &rec, &err), 0);
   assert_int_equal(rec.status, 1);
   assert_string_equal(rec.reason, "loss is NaN");
+  assert_false(syno_evalres_too_slow(&rec));
+  syno_db_cand_clear(&rec);
+
+  /* A candidate too slow to be trained. */
+  assert_int_equal(syno_evalres_parse("{\"status\":1,\"reason\":\"slower than the baseline (0.62x)\","
+                                      "\"speedup\":0.62,\"epochs_done\":0}\n",
+                                      &rec, &err),
+                   0);
+  assert_true(syno_evalres_too_slow(&rec));
+  assert_true(rec.speedup == 0.62);
+  rec.status = 0;
+  assert_false(syno_evalres_too_slow(&rec));
   syno_db_cand_clear(&rec);
 }
 

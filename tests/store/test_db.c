@@ -197,11 +197,123 @@ static void test_refusals(void **state) {
   expect_refused(p, "newer");
 }
 
+/* A confirmation goes into its row's confirmation columns and nowhere else. */
+static void test_confirm(void **state) {
+  (void)state;
+  char p[300];
+  path_in(p, sizeof p, "c.db");
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_equal(syno_db_open(p, 1, &db, &err), 0);
+  syno_db_cand_t a = make("op-a", 0, 0.8), b = make("op-b", 0, 0.7);
+  a.epochs_done = 2;
+  assert_int_equal(syno_db_insert(db, &a, &err), 0);
+  assert_int_equal(syno_db_insert(db, &b, &err), 0);
+  syno_db_cand_t c = {.id = a.id, .confirmed = 1, .confirmed_accuracy = 0.85, .confirm_seconds = 12.5};
+  assert_int_equal(syno_db_confirm(db, &c, &err), 0);
+  c = (syno_db_cand_t){.id = b.id, .confirmed = -1, .confirm_reason = "timeout after 600 s"};
+  assert_int_equal(syno_db_confirm(db, &c, &err), 0);
+  c.id = 999;
+  assert_int_not_equal(syno_db_confirm(db, &c, &err), 0);
+  assert_non_null(strstr(err.msg, "no candidate 999"));
+  syno_db_close(db);
+
+  assert_int_equal(syno_db_open(p, 0, &db, &err), 0);
+  syno_db_cand_t f;
+  assert_int_equal(syno_db_find(db, "op-a", &f, &err), 1);
+  assert_int_equal(f.confirmed, 1);
+  assert_true(f.confirmed_accuracy == 0.85 && f.confirm_seconds == 12.5 && f.accuracy == 0.8);
+  assert_int_equal(f.epochs_done, 2);
+  assert_null(f.confirm_reason);
+  syno_db_cand_clear(&f);
+  assert_int_equal(syno_db_find(db, "op-b", &f, &err), 1);
+  assert_int_equal(f.confirmed, -1);
+  assert_string_equal(f.confirm_reason, "timeout after 600 s");
+  assert_true(f.accuracy == 0.7);
+  syno_db_cand_clear(&f);
+  syno_db_close(db);
+  syno_db_cand_clear(&a), syno_db_cand_clear(&b);
+}
+
+/* A results database written by schema version 1 (before epochs_done and the confirmation
+ * columns), byte for byte as that version made it. */
+static const char *schema1 =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE candidates(id INTEGER PRIMARY KEY AUTOINCREMENT, is_baseline INTEGER, op_text TEXT, path TEXT,"
+    " status INTEGER, reason TEXT, accuracy REAL, final_accuracy REAL, train_loss REAL, flops REAL, params REAL,"
+    " flops_ratio REAL, train_seconds REAL, latency_s REAL, base_latency_s REAL, base_impl TEXT,"
+    " nnconv_latency_s REAL, speedup REAL, speedup_nnconv REAL, slots_json TEXT, reward REAL, worker INTEGER,"
+    " started_at REAL, finished_at REAL);"
+    "CREATE UNIQUE INDEX candidates_op ON candidates(is_baseline, op_text);"
+    "INSERT INTO meta VALUES('backbone', 'resnet');"
+    "INSERT INTO candidates(is_baseline, op_text, path, status, accuracy, flops, latency_s, base_latency_s, speedup,"
+    " reward) VALUES(1, '(standard operator)', '', 0, 0.9, 3e6, 2e-4, 2e-4, 1, 0);"
+    "INSERT INTO candidates(is_baseline, op_text, path, status, accuracy, flops, latency_s, base_latency_s, speedup,"
+    " reward) VALUES(0, 'op-old', 'p', 0, 0.85, 1e6, 1e-4, 2e-4, 2, 0.5);"
+    "PRAGMA application_id = 1398361679;" /* 0x53594E4F */
+    "PRAGMA user_version = 1;";
+
+/* An old database opens: it is upgraded in place, keeps its rows, reads epochs_done -1
+ * (unknown) and no confirmation, takes new rows and confirmations, and `syno report` reads it. */
+static void test_upgrade(void **state) {
+  (void)state;
+  char p[300];
+  path_in(p, sizeof p, "v1.db");
+  make_sqlite(p, schema1);
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_equal(syno_db_open(p, 0, &db, &err), 0);
+  syno_db_cand_t *list;
+  int n;
+  assert_int_equal(syno_db_list(db, &list, &n, &err), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(list[1].op_text, "op-old");
+  assert_true(list[1].accuracy == 0.85 && list[1].speedup == 2 && list[1].reward == 0.5);
+  assert_int_equal(list[1].epochs_done, -1);
+  assert_int_equal(list[1].confirmed, 0);
+  syno_db_cand_t c = {.id = list[1].id, .confirmed = 1, .confirmed_accuracy = 0.86};
+  assert_int_equal(syno_db_confirm(db, &c, &err), 0);
+  syno_db_list_free(list, n);
+  /* By reward the order would be op-new, op-old, op-c; confirmed first, by confirmed accuracy,
+   * it is op-c, op-old, op-new. */
+  syno_db_cand_t a = make("op-new", 0, 0.8), b = make("op-c", 0, 0.6);
+  a.reward = 0.9, b.reward = 0.1;
+  assert_int_equal(syno_db_insert(db, &a, &err), 0);
+  assert_int_equal(syno_db_insert(db, &b, &err), 0);
+  c = (syno_db_cand_t){.id = b.id, .confirmed = 1, .confirmed_accuracy = 0.95};
+  assert_int_equal(syno_db_confirm(db, &c, &err), 0);
+  syno_db_cand_clear(&a), syno_db_cand_clear(&b);
+  syno_db_close(db);
+
+  sqlite3 *h;
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_open(p, &h), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(q, 0), SYNO_DB_SCHEMA_VERSION);
+  sqlite3_finalize(q);
+  sqlite3_close(h);
+
+  /* The report of the upgraded file: every row, the confirmed ones ranked first. */
+  const char *bin = getenv("SYNO_BIN");
+  if (!bin) return;
+  char cmd[1024], out[300];
+  path_in(out, sizeof out, "v1.json");
+  snprintf(cmd, sizeof cmd, "'%s' report --db '%s' --json --out '%s' > '%s' 2>/dev/null", bin, p, dir, out);
+  assert_int_equal(system(cmd), 0);
+  size_t len;
+  char *json = slurp(out, &len);
+  assert_non_null(strstr(json, "\"op_text\":\"op-old\""));
+  assert_non_null(strstr(json, "\"confirmed_accuracy\":0.86"));
+  assert_non_null(strstr(json, "\"ranked_ids\":[4,2,3]"));
+  assert_non_null(strstr(json, "\"best_confirmed_accuracy\":0.95"));
+  free(json);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_roundtrip),
-      cmocka_unit_test(test_sigkill),
-      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_sigkill), cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_confirm),   cmocka_unit_test(test_upgrade),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
