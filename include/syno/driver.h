@@ -53,39 +53,39 @@ typedef struct syno_driver_progress syno_driver_progress_t;
 
 typedef struct syno_driver_cfg {
   const char *db_path;
-  int resume;              /* continue an existing database (settings from it) */
+  int resume; /* continue an existing database (settings from it) */
   /* What to train: passed to every `syno eval` worker (syno/evalproto.h). */
   const char *backbone, *dataset;
   int epochs, batch, depth;
-  double width;            /* channel multiplier; 0 = the backbone's default */
-  int pad;                 /* zero-padding of the images per side */
+  double width; /* channel multiplier; 0 = the backbone's default */
+  int pad;      /* zero-padding of the images per side */
   long subset;
   double lr;
   uint64_t seed;
   /* The space. */
-  int space_depth;         /* max primitives; 0 = the preset's */
+  int space_depth;                         /* max primitives; 0 = the preset's */
   double max_flops_ratio, min_flops_ratio; /* vs the standard operator in the slots */
-  double max_params_ratio; /* vs the standard operator in the first slot; 0 = no limit */
-  int max_tensors;         /* input + weights; 0 = the preset's (2) */
-  const char *max_count;   /* per-kind caps, "merge=1,split=3,shift=2"; NULL = none */
+  double max_params_ratio;                 /* vs the standard operator in the first slot; 0 = no limit */
+  int max_tensors;                         /* input + weights; 0 = the preset's (2) */
+  const char *max_count;                   /* per-kind caps, "merge=1,split=3,shift=2"; NULL = none */
   /* The search. */
-  int random;              /* random search instead of MCTS */
-  int budget;              /* recorded candidates wanted; 0 = no limit */
-  double time_limit;       /* seconds for this run; 0 = no limit */
+  int random;        /* random search instead of MCTS */
+  int budget;        /* recorded candidates wanted; 0 = no limit */
+  double time_limit; /* seconds for this run; 0 = no limit */
   int workers;
-  double cand_timeout;     /* seconds per evaluation; 0 = none */
+  double cand_timeout;         /* seconds per evaluation; 0 = none */
   double reward_lb, reward_ub; /* < 0: from the baseline */
-  double min_speedup;      /* candidates slower than this times the standard network are not
-                            * trained; 0 = no check (default 1; on resume the recorded one, 0
-                            * for a search recorded before it existed) */
-  int confirm;             /* top candidates to confirm at the end; 0 = none; < 0: unset, 3 for
-                            * a new search, the recorded one on resume */
-  const char *worker_exe;  /* the syno binary the workers run */
-  const char *log_path;    /* one line per evaluation started, or NULL */
+  double min_speedup;          /* candidates slower than this times the standard network are not
+                                * trained; 0 = no check (default 1; on resume the recorded one, 0
+                                * for a search recorded before it existed) */
+  int confirm;                 /* top candidates to confirm at the end; 0 = none; < 0: unset, 3 for
+                                * a new search, the recorded one on resume */
+  const char *worker_exe;      /* the syno binary the workers run */
+  const char *log_path;        /* one line per evaluation started, or NULL */
   /* Reporting and stopping; the driver itself prints nothing. */
-  int quiet;               /* no progress events */
+  int quiet;                                                     /* no progress events */
   void (*progress)(const syno_driver_progress_t *p, void *user); /* NULL: none */
-  void *user;              /* passed to progress */
+  void *user;                                                    /* passed to progress */
   /* Polled between steps (e.g. set by a signal handler): when non-zero the
    * driver starts nothing more, drops the running evaluations and returns 0.
    * NULL: run to the end. */
@@ -105,29 +105,29 @@ typedef enum {
 
 struct syno_driver_progress {
   syno_driver_event_t event;
-  const syno_driver_cfg_t *cfg; /* the settings in force (on resume, the recorded ones) */
-  int count;                /* candidates recorded, across runs (the baseline excluded) */
-  int running;              /* evaluations in flight */
-  int evaluated, failed, replayed; /* this run: evaluated (failures included), failed,
-                                    * proposals answered from the database */
-  int slower;               /* this run: failed because slower than min_speedup (not trained) */
+  const syno_driver_cfg_t *cfg;                   /* the settings in force (on resume, the recorded ones) */
+  int count;                                      /* candidates recorded, across runs (the baseline excluded) */
+  int running;                                    /* evaluations in flight */
+  int evaluated, failed, replayed;                /* this run: evaluated (failures included), failed,
+                                                   * proposals answered from the database */
+  int slower;                                     /* this run: failed because slower than min_speedup (not trained) */
   double best_reward, best_acc, best_acc_speedup; /* best reward (-1: none yet), and that candidate's */
-  double base_acc;          /* the baseline network's accuracy */
-  double best_speedup;      /* the fastest candidate within 1 pp of base_acc, 0 if none */
+  double base_acc;                                /* the baseline network's accuracy */
+  double best_speedup;                            /* the fastest candidate within 1 pp of base_acc, 0 if none */
   double reward_lb, reward_ub;
-  double elapsed;           /* seconds since the baseline phase began */
-  int stopped;              /* DONE: the stop flag ended the run */
-  int exhausted;            /* DONE: 1 the space has nothing left, 2 SYNO_DRIVER_FRUITLESS
-                             * proposals in a row found nothing new */
+  double elapsed; /* seconds since the baseline phase began */
+  int stopped;    /* DONE: the stop flag ended the run */
+  int exhausted;  /* DONE: 1 the space has nothing left, 2 SYNO_DRIVER_FRUITLESS
+                   * proposals in a row found nothing new */
   /* The confirmation phase. */
   int confirm_total, confirm_done, confirm_failed; /* to confirm in this run, recorded, of
                                                     * which failed */
-  int confirm_epochs;       /* the larger proxy */
-  long confirm_subset;      /* 0 = all */
+  int confirm_epochs;                              /* the larger proxy */
+  long confirm_subset;                             /* 0 = all */
   uint64_t confirm_seed;
-  long confirm_id;          /* CONFIRMED: the candidate's id */
+  long confirm_id;                       /* CONFIRMED: the candidate's id */
   double confirm_proxy_acc, confirm_acc; /* CONFIRMED: its search accuracy, the confirmed one */
-  const char *confirm_reason; /* CONFIRMED: why it failed, or NULL */
+  const char *confirm_reason;            /* CONFIRMED: why it failed, or NULL */
 };
 
 void syno_driver_cfg_default(syno_driver_cfg_t *c);

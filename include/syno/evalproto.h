@@ -72,28 +72,28 @@
 #include "syno/store.h"
 
 typedef struct {
-  const char *exe;         /* the syno binary (argv[0] of the request); not an option */
-  const char *backbone;    /* resnet or vgg */
-  const char *dataset;     /* digits or fashion-mnist */
+  const char *exe;      /* the syno binary (argv[0] of the request); not an option */
+  const char *backbone; /* resnet or vgg */
+  const char *dataset;  /* digits or fashion-mnist */
   int epochs;
   long batch;
   double lr;
   uint64_t seed;
-  double width;            /* channel multiplier; 0 = the backbone's default */
-  int depth;               /* 0 = the backbone's default */
-  long subset;             /* training images; 0 = all */
-  int pad;                 /* zero-padding of the images per side */
-  double time_limit;       /* seconds of training before it counts as a failure; 0 = none */
-  int threads;             /* training threads; 0 = one per CPU */
-  long latency_batch;      /* batch of the latency measurements */
-  int repeats;             /* timing repeats (the median is taken) */
-  int latency_threads;     /* threads of the latency measurements */
-  double min_speedup;      /* a candidate less than this many times faster than the standard
-                            * network is not trained (a failure); 0 = no check. Never applied
-                            * to the standard operator itself (op_text NULL). */
-  const char *op_text;     /* the operator (conv2d preset variables); NULL = the standard one */
-  int plan;                /* only list the backbone's slots */
-  int confirm;             /* a confirmation: train only, no latency, no speed-up check */
+  double width;        /* channel multiplier; 0 = the backbone's default */
+  int depth;           /* 0 = the backbone's default */
+  long subset;         /* training images; 0 = all */
+  int pad;             /* zero-padding of the images per side */
+  double time_limit;   /* seconds of training before it counts as a failure; 0 = none */
+  int threads;         /* training threads; 0 = one per CPU */
+  long latency_batch;  /* batch of the latency measurements */
+  int repeats;         /* timing repeats (the median is taken) */
+  int latency_threads; /* threads of the latency measurements */
+  double min_speedup;  /* a candidate less than this many times faster than the standard
+                        * network is not trained (a failure); 0 = no check. Never applied
+                        * to the standard operator itself (op_text NULL). */
+  const char *op_text; /* the operator (conv2d preset variables); NULL = the standard one */
+  int plan;            /* only list the backbone's slots */
+  int confirm;         /* a confirmation: train only, no latency, no speed-up check */
 } syno_evalreq_t;
 
 /* The reason of a candidate rejected by --min-speedup starts with this,

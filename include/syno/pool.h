@@ -29,12 +29,12 @@ typedef enum {
 } syno_job_end_t;
 
 typedef struct {
-  long tag;          /* the caller's, returned unchanged */
+  long tag; /* the caller's, returned unchanged */
   pid_t pid;
   double started, finished; /* seconds since the epoch */
   syno_job_end_t end;
   int exit_code, term_signal;
-  char *out;         /* all of stdout, NUL-terminated */
+  char *out; /* all of stdout, NUL-terminated */
   size_t out_len;
   char err_tail[512]; /* the last bytes of stderr, NUL-terminated */
 } syno_job_t;

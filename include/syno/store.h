@@ -40,34 +40,34 @@
 typedef struct syno_db syno_db_t;
 
 typedef struct {
-  long id;               /* evaluation order (set by insert) */
-  int is_baseline;       /* the standard operator's own evaluation */
-  char *op_text;         /* the operator's one-line text form */
-  char *path;            /* the search path that reached it */
-  int status;            /* 0 ok, 1 failed */
-  char *reason;          /* why it failed */
-  double accuracy;       /* max test accuracy over the epochs */
+  long id;         /* evaluation order (set by insert) */
+  int is_baseline; /* the standard operator's own evaluation */
+  char *op_text;   /* the operator's one-line text form */
+  char *path;      /* the search path that reached it */
+  int status;      /* 0 ok, 1 failed */
+  char *reason;    /* why it failed */
+  double accuracy; /* max test accuracy over the epochs */
   double final_accuracy, train_loss;
-  double flops, params;  /* whole network, per image */
-  double flops_ratio;    /* vs the baseline network */
+  double flops, params; /* whole network, per image */
+  double flops_ratio;   /* vs the baseline network */
   double train_seconds;
   double latency_s;        /* whole network inference, this operator */
   double base_latency_s;   /* the standard network, the faster of its two implementations */
   char *base_impl;         /* which that was: "onednn" or "im2col" */
   double nnconv_latency_s; /* the standard network on syno's own im2col + BLAS conv */
   double speedup, speedup_nnconv;
-  char *slots_json;        /* per-slot latencies and bindings */
+  char *slots_json; /* per-slot latencies and bindings */
   double reward;
   int worker;
   double started_at, finished_at; /* unix seconds */
   /* Schema 2. */
-  int epochs_done;         /* training epochs finished: 0 not trained (e.g. too slow); -1 unknown
-                            * (recorded before schema 2) */
-  int confirmed;           /* 0 not confirmed, 1 confirmed_accuracy holds the re-training's
-                            * accuracy, -1 the re-training failed (confirm_reason) */
+  int epochs_done;           /* training epochs finished: 0 not trained (e.g. too slow); -1 unknown
+                              * (recorded before schema 2) */
+  int confirmed;             /* 0 not confirmed, 1 confirmed_accuracy holds the re-training's
+                              * accuracy, -1 the re-training failed (confirm_reason) */
   double confirmed_accuracy; /* max test accuracy of the re-training at the larger proxy */
-  char *confirm_reason;    /* why the re-training failed */
-  double confirm_seconds;  /* wall time of the re-training's worker */
+  char *confirm_reason;      /* why the re-training failed */
+  double confirm_seconds;    /* wall time of the re-training's worker */
 } syno_db_cand_t;
 
 /* create = 1 makes the file if it does not exist. */

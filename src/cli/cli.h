@@ -42,17 +42,17 @@ int syno_cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg);
  * `extra` ones (zero-terminated) into out, which holds 16 entries. */
 #define SYNO_CLI_MAX_OPTS 16
 void syno_cli_opsel_longopts(struct option *out, const struct option *extra);
-#define SYNO_OPSEL_HELP                                                              \
+#define SYNO_OPSEL_HELP                                                                    \
   "  --builtin NAME      a standard operator: conv2d, grouped-conv2d, depthwise-conv2d,\n" \
-  "                      strided-conv2d, linear, avgpool2d\n"                         \
-  "  TEXT                an operator in its text form (see README), with:\n"          \
-  "  --input SHAPE       its input shape, e.g. '[N, C_in: unordered, H, W]'\n"       \
-  "  --output SHAPE      its output shape\n"                                          \
-  "  --vars DECL         variable declarations, e.g. 'N, C_in, H; k=3' (primary;\n"   \
-  "                      coefficient); undeclared names are primary when they start\n" \
-  "                      with an uppercase letter, coefficients otherwise\n"         \
-  "  --preset NAME       take --input, --output and the variables from a search\n"   \
-  "                      preset (conv2d, linear)\n"                                 \
+  "                      strided-conv2d, linear, avgpool2d\n"                              \
+  "  TEXT                an operator in its text form (see README), with:\n"               \
+  "  --input SHAPE       its input shape, e.g. '[N, C_in: unordered, H, W]'\n"             \
+  "  --output SHAPE      its output shape\n"                                               \
+  "  --vars DECL         variable declarations, e.g. 'N, C_in, H; k=3' (primary;\n"        \
+  "                      coefficient); undeclared names are primary when they start\n"     \
+  "                      with an uppercase letter, coefficients otherwise\n"               \
+  "  --preset NAME       take --input, --output and the variables from a search\n"         \
+  "                      preset (conv2d, linear)\n"                                        \
   "  --bind V=X,...      a concrete binding; repeat for several (one per slot)\n"
 
 /* Builds vars, shapes and the operator; prints the error and returns 2 on
@@ -72,7 +72,7 @@ typedef struct {
   const char *preset, *file;
   int n_bind;
   const char *bind[SYNO_MAX_BINDINGS];
-  long depth; /* 0: the spec's own */
+  long depth;       /* 0: the spec's own */
   const char *caps; /* --max-count KIND=N,...; NULL: the spec's own */
 } syno_cli_spec_t;
 

@@ -120,8 +120,9 @@ int syno_cmd_eval(int argc, char **argv) {
   int plan = req.plan, repeats = req.repeats, threads = req.threads, lat_threads = req.latency_threads;
   long lat_batch = req.latency_batch;
   if (tc.epochs < 1 || tc.batch < 1 || repeats < 1 || lat_batch < 1 || threads < 0 || lat_threads < 1)
-    return syno_cli_usage_error("--epochs, --batch, --repeats, --latency-batch and --latency-threads must be "
-                                "positive, --threads at least 0");
+    return syno_cli_usage_error(
+        "--epochs, --batch, --repeats, --latency-batch and --latency-threads must be "
+        "positive, --threads at least 0");
   if (!(req.min_speedup >= 0)) return syno_cli_usage_error("--min-speedup must not be negative");
   syno_nn_threads_set(req.confirm ? threads : lat_threads);
   int64_t in_c, in_h, in_w;
@@ -134,8 +135,14 @@ int syno_cmd_eval(int argc, char **argv) {
 
   syno_slotop_t *op = NULL;
   if (tc.op_text && syno_slotop_parse(tc.op_text, &op, &err)) return syno_cli_usage_error("--op: %s", err.msg);
-  syno_backbone_cfg_t bc = {.name = tc.backbone, .in_c = in_c, .in_h = in_h, .in_w = in_w, .nclasses = classes,
-                            .width = tc.width, .depth = tc.depth, .op = op};
+  syno_backbone_cfg_t bc = {.name = tc.backbone,
+                            .in_c = in_c,
+                            .in_h = in_h,
+                            .in_w = in_w,
+                            .nclasses = classes,
+                            .width = tc.width,
+                            .depth = tc.depth,
+                            .op = op};
   syno_backbone_t cand;
   syno_rng_t rng;
   syno_rng_seed(&rng, tc.seed, 99);
@@ -203,7 +210,8 @@ int syno_cmd_eval(int argc, char **argv) {
   }
   if (tc.op_text) rec.op_text = strdup(tc.op_text);
   char *json = syno_evalres_json(&rec);
-  if (!json) rc = SYNO_EXIT_FAIL;
+  if (!json)
+    rc = SYNO_EXIT_FAIL;
   else {
     printf("%s\n", json);
     free(json);

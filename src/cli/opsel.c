@@ -92,7 +92,8 @@ int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
     text = c->builtin->text;
   } else if (sel->preset) {
     if (!text) return syno_cli_usage_error("--preset needs an operator text");
-    if (input || output || vars) return syno_cli_usage_error("--input/--output/--vars cannot be combined with --preset");
+    if (input || output || vars)
+      return syno_cli_usage_error("--input/--output/--vars cannot be combined with --preset");
     syno_cli_spec_t cs = {.preset = sel->preset, .n_bind = sel->n_bind};
     memcpy(cs.bind, sel->bind, sizeof cs.bind);
     syno_space_spec_t spec;
@@ -118,7 +119,8 @@ int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
     if (syno_vars_bind(&c->vars, "", &err)) return syno_cli_usage_error("%s", err.msg);
   }
   for (int i = 0; i < sel->n_bind; i++)
-    if (syno_vars_bind(&c->vars, sel->bind[i], &err)) return syno_cli_usage_error("--bind '%s': %s", sel->bind[i], err.msg);
+    if (syno_vars_bind(&c->vars, sel->bind[i], &err))
+      return syno_cli_usage_error("--bind '%s': %s", sel->bind[i], err.msg);
   return parse_operator(c, text);
 }
 

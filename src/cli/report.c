@@ -106,18 +106,21 @@ static int have_program(const char *name) {
   return system(cmd) == 0;
 }
 
-static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **front, int m, const syno_db_cand_t *base) {
+static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **front, int m,
+                const syno_db_cand_t *base) {
   if (!have_program("gnuplot")) return -1;
   int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
   FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
   if (!g) return -1;
   fprintf(g, "set terminal %s size 900,600\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
-  fprintf(g, "set title 'syno search: accuracy against inference speed-up'\n"
-             "set xlabel 'whole-network speed-up against the standard network (same run)'\n"
-             "set ylabel 'test accuracy (%%)'\nset grid\nset key bottom left\n");
-  fprintf(g, "plot '-' with points pt 7 ps 0.8 lc rgb '#7f7f7f' title 'candidates', "
-             "'-' with linespoints pt 7 lw 2 lc rgb '#d62728' title 'Pareto front', "
-             "'-' with points pt 9 ps 2 lc rgb '#1f77b4' title 'baseline (standard operator)'\n");
+  fprintf(g,
+          "set title 'syno search: accuracy against inference speed-up'\n"
+          "set xlabel 'whole-network speed-up against the standard network (same run)'\n"
+          "set ylabel 'test accuracy (%%)'\nset grid\nset key bottom left\n");
+  fprintf(g,
+          "plot '-' with points pt 7 ps 0.8 lc rgb '#7f7f7f' title 'candidates', "
+          "'-' with linespoints pt 7 lw 2 lc rgb '#d62728' title 'Pareto front', "
+          "'-' with points pt 9 ps 2 lc rgb '#1f77b4' title 'baseline (standard operator)'\n");
   for (int i = 0; i < n; i++)
     if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", speedup_of(ok[i]), 100 * ok[i]->accuracy);
   fprintf(g, "e\n");
@@ -161,20 +164,23 @@ static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_
 int syno_cmd_report(int argc, char **argv) {
   const char *db_path = NULL, *out_dir = NULL;
   int top = 10, json = 0, csv = 0;
-  static const struct option opts[] = {{"db", required_argument, 0, 'f'}, {"top", required_argument, 0, 'k'},
-                                       {"json", no_argument, 0, 'j'},     {"csv", no_argument, 0, 'c'},
-                                       {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'},
+  static const struct option opts[] = {{"db", required_argument, 0, 'f'},
+                                       {"top", required_argument, 0, 'k'},
+                                       {"json", no_argument, 0, 'j'},
+                                       {"csv", no_argument, 0, 'c'},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   optind = 1;
   for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
     switch (o) {
-    case 'f': db_path = optarg; break;
-    case 'k': top = atoi(optarg); break;
-    case 'j': json = 1; break;
-    case 'c': csv = 1; break;
-    case 'o': out_dir = optarg; break;
-    case 'h': fputs(help, stdout); return 0;
-    default: return SYNO_EXIT_USAGE;
+      case 'f': db_path = optarg; break;
+      case 'k': top = atoi(optarg); break;
+      case 'j': json = 1; break;
+      case 'c': csv = 1; break;
+      case 'o': out_dir = optarg; break;
+      case 'h': fputs(help, stdout); return 0;
+      default: return SYNO_EXIT_USAGE;
     }
   }
   if (optind < argc) return syno_cli_usage_error("unexpected argument '%s'", argv[optind]);
@@ -196,8 +202,10 @@ int syno_cmd_report(int argc, char **argv) {
   int n_ok = 0, n_failed = 0, n_slow = 0, n_confirmed = 0;
   for (int i = 0; i < n; i++) {
     if (rows[i].is_baseline) base = &rows[i];
-    if (rows[i].status == 0) ok[n_ok++] = &rows[i];
-    else n_failed++;
+    if (rows[i].status == 0)
+      ok[n_ok++] = &rows[i];
+    else
+      n_failed++;
     n_slow += syno_evalres_too_slow(&rows[i]);
     n_confirmed += rows[i].confirmed == 1;
   }
@@ -274,10 +282,11 @@ int syno_cmd_report(int argc, char **argv) {
       if (v) free(v), v = NULL;
     }
     if (base)
-      printf("\nbaseline (standard operator): accuracy %.2f%%, %.3g MFLOPs, %.0f params, latency %.3f ms (%s), "
-             "%.3f ms with syno's im2col conv\n",
-             100 * base->accuracy, base->flops / 1e6, base->params, 1e3 * base->base_latency_s,
-             base->base_impl ? base->base_impl : "?", 1e3 * base->nnconv_latency_s);
+      printf(
+          "\nbaseline (standard operator): accuracy %.2f%%, %.3g MFLOPs, %.0f params, latency %.3f ms (%s), "
+          "%.3f ms with syno's im2col conv\n",
+          100 * base->accuracy, base->flops / 1e6, base->params, 1e3 * base->base_latency_s,
+          base->base_impl ? base->base_impl : "?", 1e3 * base->nnconv_latency_s);
     printf("\n%d candidates: %d ok, %d failed", n - (base ? 1 : 0), n_ok - (base && base->status == 0), n_failed);
     if (n_slow) printf(" (%d of them slower than the baseline, not trained)", n_slow);
     printf("\n");
@@ -305,7 +314,8 @@ int syno_cmd_report(int argc, char **argv) {
     if (n_failed) {
       printf("\nfailures:\n");
       for (int i = 0; i < n; i++)
-        if (rows[i].status != 0) printf("  %4ld  %s\n        %s\n", rows[i].id, rows[i].reason ? rows[i].reason : "?", rows[i].op_text);
+        if (rows[i].status != 0)
+          printf("  %4ld  %s\n        %s\n", rows[i].id, rows[i].reason ? rows[i].reason : "?", rows[i].op_text);
     }
     if (base) {
       /* The question the search answers: how much faster at (almost) the same accuracy. */
@@ -327,19 +337,22 @@ int syno_cmd_report(int argc, char **argv) {
         printf("  %4ld %7.2f%% %+7.2fpp %8.2fx %8.2fx  %s\n", fast[k]->id, 100 * fast[k]->accuracy,
                100 * (fast[k]->accuracy - base->accuracy), speedup_of(fast[k]), speedup_nnconv_of(fast[k]),
                fast[k]->op_text);
-      if (fast[0])
-        printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
+      if (fast[0]) printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
     }
-    printf("\nPareto front (accuracy against speed-up):\n  %4s %8s %8s %9s  %s\n", "id", "acc", "speed-up",
-           "vs im2col", "operator");
+    printf("\nPareto front (accuracy against speed-up):\n  %4s %8s %8s %9s  %s\n", "id", "acc", "speed-up", "vs im2col",
+           "operator");
     for (int i = 0; i < n_front; i++)
       printf("  %4ld %7.2f%% %7.2fx %8.2fx  %s\n", front[i]->id, 100 * front[i]->accuracy, speedup_of(front[i]),
              speedup_nnconv_of(front[i]), front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
     printf("\n");
-    if (plotted) printf("wrote %s\n", png);
-    else printf("no plot: gnuplot is missing or failed\n");
-    if (drawn) printf("wrote %s and %s\n", dot, best_png);
-    else if (best) printf("no drawing of the best operator: %s\n", derr.msg);
+    if (plotted)
+      printf("wrote %s\n", png);
+    else
+      printf("no plot: gnuplot is missing or failed\n");
+    if (drawn)
+      printf("wrote %s and %s\n", dot, best_png);
+    else if (best)
+      printf("no drawing of the best operator: %s\n", derr.msg);
   }
   free(ok);
   free(front);

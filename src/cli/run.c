@@ -70,7 +70,8 @@ int syno_cmd_run(int argc, char **argv) {
     switch (opt) {
       case OPT_JSON: json = true; break;
       case OPT_SEED:
-        if (syno_cli_parse_seed(optarg, &seed)) return syno_cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
+        if (syno_cli_parse_seed(optarg, &seed))
+          return syno_cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_BINDING:
         if (syno_cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))

@@ -58,13 +58,16 @@ int syno_cmd_sample(int argc, char **argv) {
     if (r) continue;
     switch (opt) {
       case OPT_N:
-        if (syno_cli_parse_long(optarg, 1, 100000000, &n)) return syno_cli_usage_error("sample: -n '%s' is not a count of walks", optarg);
+        if (syno_cli_parse_long(optarg, 1, 100000000, &n))
+          return syno_cli_usage_error("sample: -n '%s' is not a count of walks", optarg);
         break;
       case OPT_SEED:
-        if (syno_cli_parse_seed(optarg, &seed)) return syno_cli_usage_error("sample: --seed '%s' is not a non-negative integer", optarg);
+        if (syno_cli_parse_seed(optarg, &seed))
+          return syno_cli_usage_error("sample: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_THREADS:
-        if (syno_cli_parse_long(optarg, 1, 64, &threads)) return syno_cli_usage_error("sample: --threads '%s' is not 1..64", optarg);
+        if (syno_cli_parse_long(optarg, 1, 64, &threads))
+          return syno_cli_usage_error("sample: --threads '%s' is not 1..64", optarg);
         break;
       case OPT_JSON: json = true; break;
       case OPT_REPEAT: repeat = true; break;
@@ -128,9 +131,11 @@ int syno_cmd_sample(int argc, char **argv) {
     free(s);
     cJSON_Delete(o);
   } else {
-    printf("%ld operators from %ld walks (%.1f%% of walks and back-ups ended in one), %ld distinct, %.2f s, %.1f operators/s, %ld thread%s\n",
-           found, total_walks, total_walks ? 100.0 * (double)found / (double)total_walks : 0.0, distinct, elapsed, rate,
-           threads, threads > 1 ? "s" : "");
+    printf(
+        "%ld operators from %ld walks (%.1f%% of walks and back-ups ended in one), %ld distinct, %.2f s, %.1f "
+        "operators/s, %ld thread%s\n",
+        found, total_walks, total_walks ? 100.0 * (double)found / (double)total_walks : 0.0, distinct, elapsed, rate,
+        threads, threads > 1 ? "s" : "");
   }
   syno_space_samples_free(smp, n);
   free(smp);

@@ -85,7 +85,8 @@ static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
   pr->last_count = p->count, pr->last_running = p->running;
   double el = p->elapsed;
   char rem[48] = "";
-  if (c->time_limit > 0) snprintf(rem, sizeof rem, ", %.0f s left", c->time_limit - el > 0 ? c->time_limit - el : 0);
+  if (c->time_limit > 0)
+    snprintf(rem, sizeof rem, ", %.0f s left", c->time_limit - el > 0 ? c->time_limit - el : 0);
   else if (c->budget > 0 && p->evaluated > 0) {
     double per = el / p->evaluated;
     snprintf(rem, sizeof rem, ", ~%.0f s left", per * (c->budget - p->count) / (c->workers ? c->workers : 1));
@@ -100,8 +101,8 @@ static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
   char slow[32] = "";
   if (p->slower) snprintf(slow, sizeof slow, " (%d too slow)", p->slower);
   fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed%s, %d replayed, %d running) %s%s  %.0f s%s%s",
-          pr->tty ? "\r\033[K" : "", p->count, of, p->evaluated, p->failed, slow, p->replayed, p->running, best,
-          fast, el, rem, pr->tty ? "" : "\n");
+          pr->tty ? "\r\033[K" : "", p->count, of, p->evaluated, p->failed, slow, p->replayed, p->running, best, fast,
+          el, rem, pr->tty ? "" : "\n");
   pr->midline = pr->tty;
   fflush(stderr);
 }
@@ -149,82 +150,96 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
   printer_t *pr = user;
   const syno_driver_cfg_t *c = p->cfg;
   switch (p->event) {
-  case SYNO_DRIVER_BASELINE_START:
-    fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
-    break;
-  case SYNO_DRIVER_BASELINE_DONE:
-    fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
-            100 * p->base_acc, p->reward_lb, p->reward_ub, c->random ? "random" : "MCTS",
-            (unsigned long long)c->seed);
-    break;
-  case SYNO_DRIVER_PROGRESS: show_progress(p, pr); break;
-  case SYNO_DRIVER_INTERRUPTED:
-    fprintf(stderr, "\n[search] interrupted: %d running evaluation(s) dropped; resume with --resume\n", p->running);
-    break;
-  case SYNO_DRIVER_CONFIRM_START:
-    end_line(pr);
-    show_confirm_start(p);
-    break;
-  case SYNO_DRIVER_CONFIRMED: show_confirmed(p); break;
-  case SYNO_DRIVER_DONE: show_done(p, pr); break;
+    case SYNO_DRIVER_BASELINE_START:
+      fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
+      break;
+    case SYNO_DRIVER_BASELINE_DONE:
+      fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
+              100 * p->base_acc, p->reward_lb, p->reward_ub, c->random ? "random" : "MCTS",
+              (unsigned long long)c->seed);
+      break;
+    case SYNO_DRIVER_PROGRESS: show_progress(p, pr); break;
+    case SYNO_DRIVER_INTERRUPTED:
+      fprintf(stderr, "\n[search] interrupted: %d running evaluation(s) dropped; resume with --resume\n", p->running);
+      break;
+    case SYNO_DRIVER_CONFIRM_START:
+      end_line(pr);
+      show_confirm_start(p);
+      break;
+    case SYNO_DRIVER_CONFIRMED: show_confirmed(p); break;
+    case SYNO_DRIVER_DONE: show_done(p, pr); break;
   }
 }
 
 int syno_cmd_search(int argc, char **argv) {
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
-  static const struct option opts[] = {
-      {"db", required_argument, 0, 'f'},        {"resume", required_argument, 0, 'R'},
-      {"backbone", required_argument, 0, 'b'},  {"dataset", required_argument, 0, 'd'},
-      {"budget", required_argument, 0, 'n'},    {"time", required_argument, 0, 'T'},
-      {"workers", required_argument, 0, 'W'},   {"timeout", required_argument, 0, 'O'},
-      {"random", no_argument, 0, 'r'},          {"seed", required_argument, 0, 's'},
-      {"epochs", required_argument, 0, 'e'},    {"subset", required_argument, 0, 'S'},
-      {"batch", required_argument, 0, 'B'},     {"lr", required_argument, 0, 'l'},
-      {"width", required_argument, 0, 'w'},     {"depth", required_argument, 0, 'D'},
-      {"space-depth", required_argument, 0, 'p'}, {"max-flops", required_argument, 0, 'M'},
-      {"min-flops", required_argument, 0, 'm'}, {"max-params", required_argument, 0, 'x'},
-      {"max-tensors", required_argument, 0, 't'}, {"reward-lb", required_argument, 0, 'a'},
-      {"reward-ub", required_argument, 0, 'A'}, {"log", required_argument, 0, 'L'},
-      {"pad", required_argument, 0, 'P'},       {"max-count", required_argument, 0, 'C'},
-      {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
-      {"min-speedup", required_argument, 0, 'X'}, {"confirm", required_argument, 0, 'K'},
-      {0, 0, 0, 0}};
+  static const struct option opts[] = {{"db", required_argument, 0, 'f'},
+                                       {"resume", required_argument, 0, 'R'},
+                                       {"backbone", required_argument, 0, 'b'},
+                                       {"dataset", required_argument, 0, 'd'},
+                                       {"budget", required_argument, 0, 'n'},
+                                       {"time", required_argument, 0, 'T'},
+                                       {"workers", required_argument, 0, 'W'},
+                                       {"timeout", required_argument, 0, 'O'},
+                                       {"random", no_argument, 0, 'r'},
+                                       {"seed", required_argument, 0, 's'},
+                                       {"epochs", required_argument, 0, 'e'},
+                                       {"subset", required_argument, 0, 'S'},
+                                       {"batch", required_argument, 0, 'B'},
+                                       {"lr", required_argument, 0, 'l'},
+                                       {"width", required_argument, 0, 'w'},
+                                       {"depth", required_argument, 0, 'D'},
+                                       {"space-depth", required_argument, 0, 'p'},
+                                       {"max-flops", required_argument, 0, 'M'},
+                                       {"min-flops", required_argument, 0, 'm'},
+                                       {"max-params", required_argument, 0, 'x'},
+                                       {"max-tensors", required_argument, 0, 't'},
+                                       {"reward-lb", required_argument, 0, 'a'},
+                                       {"reward-ub", required_argument, 0, 'A'},
+                                       {"log", required_argument, 0, 'L'},
+                                       {"pad", required_argument, 0, 'P'},
+                                       {"max-count", required_argument, 0, 'C'},
+                                       {"quiet", no_argument, 0, 'q'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {"min-speedup", required_argument, 0, 'X'},
+                                       {"confirm", required_argument, 0, 'K'},
+                                       {0, 0, 0, 0}};
   optind = 1;
   for (int o, idx = 0; (o = getopt_long(argc, argv, "h", opts, &idx)) != -1;) {
     char *end = NULL;
     switch (o) {
-    case 'f': c.db_path = optarg; break;
-    case 'R': c.db_path = optarg, c.resume = 1; break;
-    case 'b': c.backbone = optarg; break;
-    case 'd': c.dataset = optarg; break;
-    case 'n': c.budget = (int)strtol(optarg, &end, 10); break;
-    case 'T': c.time_limit = strtod(optarg, &end); break;
-    case 'W': c.workers = (int)strtol(optarg, &end, 10); break;
-    case 'O': c.cand_timeout = strtod(optarg, &end); break;
-    case 'r': c.random = 1; break;
-    case 's': c.seed = strtoull(optarg, &end, 10); break;
-    case 'e': c.epochs = (int)strtol(optarg, &end, 10); break;
-    case 'S': c.subset = strtol(optarg, &end, 10); break;
-    case 'P': c.pad = (int)strtol(optarg, &end, 10); break;
-    case 'B': c.batch = (int)strtol(optarg, &end, 10); break;
-    case 'l': c.lr = strtod(optarg, &end); break;
-    case 'w': c.width = strtod(optarg, &end); break;
-    case 'D': c.depth = (int)strtol(optarg, &end, 10); break;
-    case 'p': c.space_depth = (int)strtol(optarg, &end, 10); break;
-    case 'M': c.max_flops_ratio = strtod(optarg, &end); break;
-    case 'm': c.min_flops_ratio = strtod(optarg, &end); break;
-    case 'x': c.max_params_ratio = strtod(optarg, &end); break;
-    case 't': c.max_tensors = (int)strtol(optarg, &end, 10); break;
-    case 'a': c.reward_lb = strtod(optarg, &end); break;
-    case 'A': c.reward_ub = strtod(optarg, &end); break;
-    case 'L': c.log_path = optarg; break;
-    case 'C': c.max_count = optarg; break;
-    case 'X': c.min_speedup = strtod(optarg, &end); break;
-    case 'K': c.confirm = (int)strtol(optarg, &end, 10); break;
-    case 'q': c.quiet = 1; break;
-    case 'h': fputs(help, stdout); return 0;
-    default: return SYNO_EXIT_USAGE;
+      case 'f': c.db_path = optarg; break;
+      case 'R': c.db_path = optarg, c.resume = 1; break;
+      case 'b': c.backbone = optarg; break;
+      case 'd': c.dataset = optarg; break;
+      case 'n': c.budget = (int)strtol(optarg, &end, 10); break;
+      case 'T': c.time_limit = strtod(optarg, &end); break;
+      case 'W': c.workers = (int)strtol(optarg, &end, 10); break;
+      case 'O': c.cand_timeout = strtod(optarg, &end); break;
+      case 'r': c.random = 1; break;
+      case 's': c.seed = strtoull(optarg, &end, 10); break;
+      case 'e': c.epochs = (int)strtol(optarg, &end, 10); break;
+      case 'S': c.subset = strtol(optarg, &end, 10); break;
+      case 'P': c.pad = (int)strtol(optarg, &end, 10); break;
+      case 'B': c.batch = (int)strtol(optarg, &end, 10); break;
+      case 'l': c.lr = strtod(optarg, &end); break;
+      case 'w': c.width = strtod(optarg, &end); break;
+      case 'D': c.depth = (int)strtol(optarg, &end, 10); break;
+      case 'p': c.space_depth = (int)strtol(optarg, &end, 10); break;
+      case 'M': c.max_flops_ratio = strtod(optarg, &end); break;
+      case 'm': c.min_flops_ratio = strtod(optarg, &end); break;
+      case 'x': c.max_params_ratio = strtod(optarg, &end); break;
+      case 't': c.max_tensors = (int)strtol(optarg, &end, 10); break;
+      case 'a': c.reward_lb = strtod(optarg, &end); break;
+      case 'A': c.reward_ub = strtod(optarg, &end); break;
+      case 'L': c.log_path = optarg; break;
+      case 'C': c.max_count = optarg; break;
+      case 'X': c.min_speedup = strtod(optarg, &end); break;
+      case 'K': c.confirm = (int)strtol(optarg, &end, 10); break;
+      case 'q': c.quiet = 1; break;
+      case 'h': fputs(help, stdout); return 0;
+      default: return SYNO_EXIT_USAGE;
     }
     if (end && (*end || end == optarg))
       return syno_cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
@@ -249,7 +264,8 @@ int syno_cmd_search(int argc, char **argv) {
   c.worker_exe = exe;
   syno_error_t err;
   /* The driver's own checks, with the flags named (status 1, as from the driver). */
-  if (c.pad < 0 || c.pad > 64) syno_error_set(&err, "--pad must be in 0..64 (got %d)", c.pad);
+  if (c.pad < 0 || c.pad > 64)
+    syno_error_set(&err, "--pad must be in 0..64 (got %d)", c.pad);
   else if (!c.resume && access(c.db_path, F_OK) == 0)
     syno_error_set(&err, "%s already exists; continue it with --resume, or choose another --db", c.db_path);
   else {

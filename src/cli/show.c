@@ -65,8 +65,10 @@ static void print_values(const syno_vars_t *v, const syno_shape_t *s, int b) {
 }
 
 static const char *tensor_name(int t, char *buf, size_t n) {
-  if (t == 0) snprintf(buf, n, "input");
-  else snprintf(buf, n, "weight %d", t);
+  if (t == 0)
+    snprintf(buf, n, "input");
+  else
+    snprintf(buf, n, "weight %d", t);
   return buf;
 }
 
@@ -77,7 +79,8 @@ static cJSON *binding_json(const syno_cliop_t *c, const syno_lowered_t *low, con
   const syno_operator_t *op = &c->op;
   char buf[512];
   int64_t flops, params, back = 0;
-  if (syno_forward_flops(op, &low->forward, v, b, &flops, err) || syno_operator_params(op, b, &params, err)) return NULL;
+  if (syno_forward_flops(op, &low->forward, v, b, &flops, err) || syno_operator_params(op, b, &params, err))
+    return NULL;
   for (int t = 0; t < op->n_tensors; t++) {
     int64_t f = 0;
     if (syno_nest_flops(&low->backward[t], v, b, &f, err)) return NULL;

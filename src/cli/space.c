@@ -71,11 +71,13 @@ static int by_form(const void *a, const void *b) {
 
 int syno_cmd_space(int argc, char **argv) {
   enum { OPT_EXH = 1, OPT_DUP, OPT_JSON, OPT_WALKS, OPT_SEED, OPT_HELP = 'h' };
-  static const struct option own[] = {
-      {"exhaustive", no_argument, NULL, OPT_EXH},    {"duplicates", no_argument, NULL, OPT_DUP},
-      {"walks", required_argument, NULL, OPT_WALKS}, {"seed", required_argument, NULL, OPT_SEED},
-      {"json", no_argument, NULL, OPT_JSON},         {"help", no_argument, NULL, OPT_HELP},
-      {NULL, 0, NULL, 0}};
+  static const struct option own[] = {{"exhaustive", no_argument, NULL, OPT_EXH},
+                                      {"duplicates", no_argument, NULL, OPT_DUP},
+                                      {"walks", required_argument, NULL, OPT_WALKS},
+                                      {"seed", required_argument, NULL, OPT_SEED},
+                                      {"json", no_argument, NULL, OPT_JSON},
+                                      {"help", no_argument, NULL, OPT_HELP},
+                                      {NULL, 0, NULL, 0}};
   struct option opts[SYNO_CLI_MAX_OPTS];
   syno_cli_spec_longopts(opts, own);
   syno_cli_spec_t cs = {0};
@@ -91,10 +93,12 @@ int syno_cmd_space(int argc, char **argv) {
     if (r) continue;
     switch (opt) {
       case OPT_WALKS:
-        if (syno_cli_parse_long(optarg, 1, 100000000, &walks)) return syno_cli_usage_error("space: --walks '%s' is not a count", optarg);
+        if (syno_cli_parse_long(optarg, 1, 100000000, &walks))
+          return syno_cli_usage_error("space: --walks '%s' is not a count", optarg);
         break;
       case OPT_SEED:
-        if (syno_cli_parse_seed(optarg, &seed)) return syno_cli_usage_error("space: --seed '%s' is not a non-negative integer", optarg);
+        if (syno_cli_parse_seed(optarg, &seed))
+          return syno_cli_usage_error("space: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_EXH: exhaustive = true; break;
       case OPT_DUP: duplicates = true; break;
@@ -170,8 +174,9 @@ int syno_cmd_space(int argc, char **argv) {
   const syno_space_stats_t *st = syno_space_stats(s);
   cJSON *root = cJSON_CreateObject();
   double tn = 0, tf = 0;
-  if (!json) printf("%s space, depth %d (%s)\n%5s %14s %14s\n", cs.preset ? cs.preset : cs.file, D,
-                    exhaustive ? "exhaustive" : "estimated", "depth", "nodes", "operators");
+  if (!json)
+    printf("%s space, depth %d (%s)\n%5s %14s %14s\n", cs.preset ? cs.preset : cs.file, D,
+           exhaustive ? "exhaustive" : "estimated", "depth", "nodes", "operators");
   cJSON *per = cJSON_AddArrayToObject(root, "depths");
   for (int d = 0; d <= D; d++) {
     tn += nodes[d];
@@ -207,7 +212,8 @@ int syno_cmd_space(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "nodes", tn);
     cJSON_AddNumberToObject(root, "operators", tf);
     cJSON *rules = cJSON_AddObjectToObject(root, "rules");
-    for (int r = 0; r < SYNO_RULE_COUNT; r++) cJSON_AddNumberToObject(rules, syno_rule_name((syno_rule_t)r), (double)st->rule[r]);
+    for (int r = 0; r < SYNO_RULE_COUNT; r++)
+      cJSON_AddNumberToObject(rules, syno_rule_name((syno_rule_t)r), (double)st->rule[r]);
     cJSON_AddNumberToObject(root, "pruned_by_distance", (double)st->prune[SYNO_PRUNE_DISTANCE]);
     cJSON_AddNumberToObject(root, "pruned_by_flops", (double)st->prune[SYNO_PRUNE_FLOPS]);
     cJSON_AddNumberToObject(root, "seconds", elapsed);

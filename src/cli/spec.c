@@ -11,12 +11,9 @@ static int resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec);
 enum { OPT_PRESET = 3000, OPT_SPEC, OPT_BIND, OPT_DEPTH, OPT_MAX_COUNT };
 
 static const struct option spec_longopts[] = {
-    {"preset", required_argument, NULL, OPT_PRESET},
-    {"spec", required_argument, NULL, OPT_SPEC},
-    {"bind", required_argument, NULL, OPT_BIND},
-    {"depth", required_argument, NULL, OPT_DEPTH},
-    {"max-count", required_argument, NULL, OPT_MAX_COUNT},
-    {NULL, 0, NULL, 0},
+    {"preset", required_argument, NULL, OPT_PRESET},       {"spec", required_argument, NULL, OPT_SPEC},
+    {"bind", required_argument, NULL, OPT_BIND},           {"depth", required_argument, NULL, OPT_DEPTH},
+    {"max-count", required_argument, NULL, OPT_MAX_COUNT}, {NULL, 0, NULL, 0},
 };
 
 void syno_cli_spec_longopts(struct option *out, const struct option *extra) {

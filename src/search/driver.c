@@ -91,9 +91,9 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   }
   const cJSON *x;
   c->min_speedup = 0; /* a search recorded before the check existed trained every candidate */
-#define NUM(field, key)                                                    \
+#define NUM(field, key) \
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = x->valuedouble;
-#define INT(field, key)                                                    \
+#define INT(field, key) \
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = (int)x->valuedouble;
   INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(pad, "pad") INT(space_depth, "space_depth");
   NUM(width, "width") NUM(lr, "lr") NUM(max_flops_ratio, "max_flops_ratio") NUM(min_flops_ratio, "min_flops_ratio");
@@ -101,7 +101,8 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   INT(max_tensors, "max_tensors") NUM(min_speedup, "min_speedup");
 #undef NUM
 #undef INT
-  if (c->budget < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "budget"))) c->budget = (int)x->valuedouble;
+  if (c->budget < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "budget")))
+    c->budget = (int)x->valuedouble;
   if (c->confirm < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "confirm")))
     c->confirm = (int)x->valuedouble;
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "subset"))) c->subset = (long)x->valuedouble;
@@ -133,7 +134,7 @@ typedef struct {
 
 /* One run's state, from opening the database to the summary. */
 typedef struct {
-  syno_driver_cfg_t c;     /* the settings; on resume completed from the database */
+  syno_driver_cfg_t c; /* the settings; on resume completed from the database */
   owned_t own;
   syno_db_t *db;
   syno_pool_t *pool;
@@ -141,12 +142,12 @@ typedef struct {
   syno_search_t *search;
   FILE *log;
   char *spec_text;
-  syno_db_cand_t base;     /* the baseline's record */
+  syno_db_cand_t base; /* the baseline's record */
   syno_reward_cfg_t rw;
-  pending_t *pend;         /* the candidate in each worker slot */
+  pending_t *pend;             /* the candidate in each worker slot */
   syno_driver_progress_t prog; /* the counters, as reported */
   double t0;
-  int fruitless;           /* proposals in a row that found nothing */
+  int fruitless; /* proposals in a row that found nothing */
 } run_t;
 
 static int stopping(const run_t *r) { return r->c.stop && *r->c.stop; }
@@ -630,8 +631,8 @@ int syno_driver_run(const syno_driver_cfg_t *cfg, syno_error_t *err) {
   run_t r;
   memset(&r, 0, sizeof r);
   r.c = *cfg;
-  int rc = run_open(&r, err) || run_plan(&r, err) || run_space(&r, err) || run_baseline(&r, err) ||
-                   run_loop(&r, err) || run_confirm(&r, err)
+  int rc = run_open(&r, err) || run_plan(&r, err) || run_space(&r, err) || run_baseline(&r, err) || run_loop(&r, err) ||
+                   run_confirm(&r, err)
                ? -1
                : 0;
   if (rc == 0) {

@@ -36,7 +36,8 @@ typedef struct {
   when_t when;
 } opt_t;
 
-#define OPT(flag, kind, field, when) {flag, kind, offsetof(syno_evalreq_t, field), when}
+#define OPT(flag, kind, field, when) \
+  { flag, kind, offsetof(syno_evalreq_t, field), when }
 /* The one table of `syno eval`'s options, in the order they are written. */
 static const opt_t opts[] = {
     OPT("--backbone", K_STR, backbone, W_ALWAYS),
@@ -70,12 +71,12 @@ static const opt_t opts[] = {
 /* The option's value as a number (0 for strings). */
 static double num_of(const syno_evalreq_t *r, const opt_t *o) {
   switch (o->kind) {
-  case K_INT:
-  case K_FLAG: return *AT(r, o, const int);
-  case K_LONG: return (double)*AT(r, o, const long);
-  case K_REAL: return *AT(r, o, const double);
-  case K_SEED: return (double)*AT(r, o, const uint64_t);
-  default: return 0;
+    case K_INT:
+    case K_FLAG: return *AT(r, o, const int);
+    case K_LONG: return (double)*AT(r, o, const long);
+    case K_REAL: return *AT(r, o, const double);
+    case K_SEED: return (double)*AT(r, o, const uint64_t);
+    default: return 0;
   }
 }
 
@@ -88,10 +89,10 @@ static int changed(const syno_evalreq_t *r, const syno_evalreq_t *d, const opt_t
 
 static int written(const syno_evalreq_t *r, const syno_evalreq_t *d, const opt_t *o) {
   switch (o->when) {
-  case W_ALWAYS: return 1;
-  case W_POSITIVE: return num_of(r, o) > 0;
-  case W_CHANGED: return changed(r, d, o);
-  default: return 0;
+    case W_ALWAYS: return 1;
+    case W_POSITIVE: return num_of(r, o) > 0;
+    case W_CHANGED: return changed(r, d, o);
+    default: return 0;
   }
 }
 
@@ -121,10 +122,10 @@ int syno_evalreq_argv(const syno_evalreq_t *r, syno_evalargv_t *a, syno_error_t 
     char *v = a->num[nn++];
     size_t n = sizeof a->num[0];
     switch (o->kind) {
-    case K_INT: snprintf(v, n, "%d", *AT(r, o, const int)); break;
-    case K_LONG: snprintf(v, n, "%ld", *AT(r, o, const long)); break;
-    case K_SEED: snprintf(v, n, "%llu", (unsigned long long)*AT(r, o, const uint64_t)); break;
-    default: snprintf(v, n, "%.17g", *AT(r, o, const double)); break;
+      case K_INT: snprintf(v, n, "%d", *AT(r, o, const int)); break;
+      case K_LONG: snprintf(v, n, "%ld", *AT(r, o, const long)); break;
+      case K_SEED: snprintf(v, n, "%llu", (unsigned long long)*AT(r, o, const uint64_t)); break;
+      default: snprintf(v, n, "%.17g", *AT(r, o, const double)); break;
     }
     push(a, v);
   }
@@ -135,13 +136,13 @@ int syno_evalreq_argv(const syno_evalreq_t *r, syno_evalargv_t *a, syno_error_t 
 static int set_opt(syno_evalreq_t *r, const opt_t *o, const char *arg) {
   char *end = NULL;
   switch (o->kind) {
-  case K_STR: *AT(r, o, const char *) = arg; return 0;
-  case K_FLAG: *AT(r, o, int) = 1; return 0;
-  case K_IGNORED: return 0;
-  case K_INT: *AT(r, o, int) = (int)strtol(arg, &end, 10); break;
-  case K_LONG: *AT(r, o, long) = strtol(arg, &end, 10); break;
-  case K_SEED: *AT(r, o, uint64_t) = strtoull(arg, &end, 10); break;
-  case K_REAL: *AT(r, o, double) = strtod(arg, &end); break;
+    case K_STR: *AT(r, o, const char *) = arg; return 0;
+    case K_FLAG: *AT(r, o, int) = 1; return 0;
+    case K_IGNORED: return 0;
+    case K_INT: *AT(r, o, int) = (int)strtol(arg, &end, 10); break;
+    case K_LONG: *AT(r, o, long) = strtol(arg, &end, 10); break;
+    case K_SEED: *AT(r, o, uint64_t) = strtoull(arg, &end, 10); break;
+    case K_REAL: *AT(r, o, double) = strtod(arg, &end); break;
   }
   return *end || end == arg ? -1 : 0;
 }
@@ -159,9 +160,12 @@ int syno_evalreq_from_argv(int argc, char **argv, syno_evalreq_t *r, syno_error_
   optind = 1;
   int rc = 0;
   for (int o; rc == 0 && (o = getopt_long(argc, argv, ":h", lo, NULL)) != -1;) {
-    if (o == 'h') rc = 1;
-    else if (o == ':') rc = syno_error_set(err, "option '%s' requires an argument", argv[optind - 1]);
-    else if (o == '?') rc = syno_error_set(err, "unrecognized option '%s'", argv[optind - 1]);
+    if (o == 'h')
+      rc = 1;
+    else if (o == ':')
+      rc = syno_error_set(err, "option '%s' requires an argument", argv[optind - 1]);
+    else if (o == '?')
+      rc = syno_error_set(err, "unrecognized option '%s'", argv[optind - 1]);
     else if (set_opt(r, &opts[o - OPT_VAL0], optarg))
       rc = syno_error_set(err, "%s: '%s' is not a number", opts[o - OPT_VAL0].flag, optarg);
   }
@@ -217,7 +221,8 @@ int syno_evalres_parse(const char *out, syno_db_cand_t *rec, syno_error_t *err) 
   const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
   const cJSON *acc = cJSON_GetObjectItemCaseSensitive(o, "accuracy");
   int rc = 0;
-  if (!cJSON_IsNumber(st)) rc = syno_error_set(err, "the worker's result has no number \"status\"");
+  if (!cJSON_IsNumber(st))
+    rc = syno_error_set(err, "the worker's result has no number \"status\"");
   else if (st->valuedouble != 0 && st->valuedouble != 1)
     rc = syno_error_set(err, "the worker's result has status %g (0 ok or 1 failed)", st->valuedouble);
   else if (st->valuedouble == 0 && !cJSON_IsNumber(acc))
@@ -238,8 +243,10 @@ void syno_evalres_from_job(const syno_job_t *job, double timeout_s, syno_db_cand
     char how[600], why[SYNO_ERROR_LEN + sizeof how + 4];
     syno_pool_job_describe(job, timeout_s, how, sizeof how);
     /* A worker that ended well but wrote no usable reply: that first. */
-    if (exited) snprintf(why, sizeof why, "%s (%s)", err.msg, how);
-    else snprintf(why, sizeof why, "%s", how);
+    if (exited)
+      snprintf(why, sizeof why, "%s (%s)", err.msg, how);
+    else
+      snprintf(why, sizeof why, "%s", how);
     memset(rec, 0, sizeof *rec);
     rec->status = 1;
     rec->reason = strdup(why);
@@ -269,8 +276,10 @@ int syno_evalplan_parse(const char *out, syno_evalplan_t *p, syno_error_t *err) 
     long v[4];
     for (int k = 0; k < 4 && rc == 0; k++) {
       const cJSON *x = cJSON_GetObjectItemCaseSensitive(s, slot_keys[k]);
-      if (cJSON_IsNumber(x)) v[k] = (long)x->valuedouble;
-      else rc = syno_error_set(err, "slot %d of the worker's slot plan has no number \"%s\"", i, slot_keys[k]);
+      if (cJSON_IsNumber(x))
+        v[k] = (long)x->valuedouble;
+      else
+        rc = syno_error_set(err, "slot %d of the worker's slot plan has no number \"%s\"", i, slot_keys[k]);
     }
     int dup = 0;
     for (int j = 0; rc == 0 && j < p->n; j++) {

@@ -53,20 +53,20 @@ static void keyset_free(keyset_t *k) {
 /* ------------------------------------------------------------ statistics */
 
 typedef struct {
-  uint64_t key;  /* the tree or step key these statistics belong to */
+  uint64_t key; /* the tree or step key these statistics belong to */
   double n, sum, sumsq;
-  int vl;        /* outstanding proposals through here */
-  int dead;      /* no operator left to propose below */
+  int vl;   /* outstanding proposals through here */
+  int dead; /* no operator left to propose below */
   int n_order;
   size_t cap_order;
-  int *order;    /* revealed children (indices into the node's steps) */
+  int *order; /* revealed children (indices into the node's steps) */
 } stat_t;
 
 struct syno_search {
   syno_space_t *space;
   syno_search_opts_t o;
   syno_rng_t rng;
-  syno_table_t index;      /* tree key -> stats */
+  syno_table_t index; /* tree key -> stats */
   stat_t *stats;
   int n_stats;
   size_t cap_stats;
@@ -74,8 +74,8 @@ struct syno_search {
   stat_t *grave;
   int n_grave;
   size_t cap_grave;
-  keyset_t proposed;   /* hashes of operator texts, finalization keys */
-  keyset_t rdead;      /* nodes with no unproposed operator below */
+  keyset_t proposed; /* hashes of operator texts, finalization keys */
+  keyset_t rdead;    /* nodes with no unproposed operator below */
   syno_search_stats_t st;
   syno_operator_t op;
 };
@@ -180,7 +180,7 @@ static int rollout(syno_search_t *s, uint32_t start, syno_candidate_t *c, syno_e
     int fresh = final_text(s, node, final, c, err);
     if (fresh < 0) return -1;
     keyset_add(&s->proposed, final_key(node, final)); /* spent either way */
-    if (!fresh) { /* another finalization printing as one proposed before */
+    if (!fresh) {                                     /* another finalization printing as one proposed before */
       s->st.repeats++;
       continue;
     }
@@ -276,7 +276,8 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
         }
         if (live) { /* reveal one more child beyond the widening */
           int before = t->n_order;
-          if (widen(s, cur, t, steps, n, t->n_order + 1)) return syno_error_set(err, "out of memory for the search tree");
+          if (widen(s, cur, t, steps, n, t->n_order + 1))
+            return syno_error_set(err, "out of memory for the search tree");
           if (t->n_order > before) goto select;
         }
         t->dead = 1;
@@ -293,7 +294,7 @@ static int mcts_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
         if (fresh < 0) return -1;
         keyset_add(&s->proposed, key);
         syno_node_final_take(s->space, cur, st->target); /* rollouts skip it too */
-        ch->dead = 1; /* proposed once, never again */
+        ch->dead = 1;                                    /* proposed once, never again */
         if (!fresh) {
           s->st.repeats++;
           attempt++;
@@ -353,7 +354,8 @@ void syno_search_opts_default(syno_search_opts_t *o) {
 }
 
 int syno_search_new(syno_space_t *space, const syno_search_opts_t *o, syno_search_t **out, syno_error_t *err) {
-  if (o->widening <= 0 || o->widening > 1) return syno_error_set(err, "progressive widening exponent %g out of (0, 1]", o->widening);
+  if (o->widening <= 0 || o->widening > 1)
+    return syno_error_set(err, "progressive widening exponent %g out of (0, 1]", o->widening);
   if (o->attempts < 1) return syno_error_set(err, "attempts must be at least 1");
   syno_search_t *s = calloc(1, sizeof *s);
   if (!s) return syno_error_set(err, "out of memory");
@@ -383,8 +385,10 @@ int syno_search_propose(syno_search_t *s, syno_candidate_t *c, syno_error_t *err
       memset(c, 0, sizeof *c);
       int f = rollout(s, syno_space_root(s->space), c, err);
       if (f < 0) return -1;
-      if (f == 1) r = 0;
-      else if (f == 0) r = 1;
+      if (f == 1)
+        r = 0;
+      else if (f == 0)
+        r = 1;
     }
   } else {
     r = mcts_propose(s, c, err);
@@ -423,9 +427,7 @@ int syno_search_tell(syno_search_t *s, const syno_candidate_t *c, double reward,
 
 void syno_search_get_stats(const syno_search_t *s, syno_search_stats_t *st) { *st = s->st; }
 
-void syno_reward_default(syno_reward_cfg_t *r) {
-  r->lb = 0.4, r->ub = 0.7, r->power = 4, r->flops_weight = 0;
-}
+void syno_reward_default(syno_reward_cfg_t *r) { r->lb = 0.4, r->ub = 0.7, r->power = 4, r->flops_weight = 0; }
 
 double syno_reward(const syno_reward_cfg_t *r, int ok, double accuracy, double flops_ratio) {
   if (!ok) return -1;

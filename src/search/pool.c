@@ -63,8 +63,7 @@ void syno_pool_free(syno_pool_t *p) {
     kill(s->job.pid, SIGKILL);
     close_fd(&s->out_fd);
     close_fd(&s->err_fd);
-    while (waitpid(s->job.pid, NULL, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(s->job.pid, NULL, 0) < 0 && errno == EINTR) {}
     free(s->job.out);
   }
   free(p->slots);
@@ -160,13 +159,13 @@ static int drain(slot_t *s, int which, syno_error_t *err) {
 
 static syno_job_t *finish(slot_t *s) {
   int status = 0;
-  while (waitpid(s->job.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(s->job.pid, &status, 0) < 0 && errno == EINTR) {}
   syno_job_t *j = malloc(sizeof *j);
   if (!j) return NULL;
   *j = s->job;
   j->finished = now_s();
-  if (s->timed_out) j->end = SYNO_JOB_TIMEOUT;
+  if (s->timed_out)
+    j->end = SYNO_JOB_TIMEOUT;
   else if (WIFSIGNALED(status)) {
     j->end = SYNO_JOB_SIGNALED;
     j->term_signal = WTERMSIG(status);
@@ -195,8 +194,10 @@ int syno_pool_wait(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_erro
       slot_t *s = &p->slots[i];
       if (!s->busy) continue;
       if (s->out_fd < 0 && s->err_fd < 0) {
-        if (!(*job = finish(s))) rc = syno_error_set(err, "out of memory");
-        else rc = 1;
+        if (!(*job = finish(s)))
+          rc = syno_error_set(err, "out of memory");
+        else
+          rc = 1;
         goto done;
       }
       if (p->timeout > 0 && !s->timed_out && now - s->job.started > p->timeout) {
@@ -249,11 +250,11 @@ void syno_pool_job_free(syno_job_t *job) {
 void syno_pool_job_describe(const syno_job_t *job, double timeout_s, char *buf, size_t n) {
   int len;
   switch (job->end) {
-  case SYNO_JOB_TIMEOUT: len = snprintf(buf, n, "timeout after %.0f s", timeout_s); break;
-  case SYNO_JOB_SIGNALED:
-    len = snprintf(buf, n, "worker killed by signal %d (%s)", job->term_signal, strsignal(job->term_signal));
-    break;
-  default: len = snprintf(buf, n, "worker exit status %d", job->exit_code); break;
+    case SYNO_JOB_TIMEOUT: len = snprintf(buf, n, "timeout after %.0f s", timeout_s); break;
+    case SYNO_JOB_SIGNALED:
+      len = snprintf(buf, n, "worker killed by signal %d (%s)", job->term_signal, strsignal(job->term_signal));
+      break;
+    default: len = snprintf(buf, n, "worker exit status %d", job->exit_code); break;
   }
   /* The last non-empty line of stderr says why, when the worker said anything. */
   const char *t = job->err_tail;

@@ -33,19 +33,40 @@ typedef struct {
   const char *old; /* its value in the rows of an older file (SQL), or NULL */
 } field_t;
 
-#define FLD(name, type) {#name, type, offsetof(syno_db_cand_t, name), 1, NULL}
-#define FLD2(name, type, old) {#name, type, offsetof(syno_db_cand_t, name), 2, old}
+#define FLD(name, type) \
+  { #name, type, offsetof(syno_db_cand_t, name), 1, NULL }
+#define FLD2(name, type, old) \
+  { #name, type, offsetof(syno_db_cand_t, name), 2, old }
 static const field_t fields[] = {
-    FLD(id, F_LONG),          FLD(is_baseline, F_INT),       FLD(op_text, F_TEXT),
-    FLD(path, F_TEXT),        FLD(status, F_INT),            FLD(reason, F_TEXT),
-    FLD(accuracy, F_REAL),    FLD(final_accuracy, F_REAL),   FLD(train_loss, F_REAL),
-    FLD(flops, F_REAL),       FLD(params, F_REAL),           FLD(flops_ratio, F_REAL),
-    FLD(train_seconds, F_REAL), FLD(latency_s, F_REAL),      FLD(base_latency_s, F_REAL),
-    FLD(base_impl, F_TEXT),   FLD(nnconv_latency_s, F_REAL), FLD(speedup, F_REAL),
-    FLD(speedup_nnconv, F_REAL), FLD(slots_json, F_TEXT),    FLD(reward, F_REAL),
-    FLD(worker, F_INT),       FLD(started_at, F_REAL),       FLD(finished_at, F_REAL),
-    FLD2(epochs_done, F_INT, "-1"), FLD2(confirmed, F_INT, NULL), FLD2(confirmed_accuracy, F_REAL, NULL),
-    FLD2(confirm_reason, F_TEXT, NULL), FLD2(confirm_seconds, F_REAL, NULL),
+    FLD(id, F_LONG),
+    FLD(is_baseline, F_INT),
+    FLD(op_text, F_TEXT),
+    FLD(path, F_TEXT),
+    FLD(status, F_INT),
+    FLD(reason, F_TEXT),
+    FLD(accuracy, F_REAL),
+    FLD(final_accuracy, F_REAL),
+    FLD(train_loss, F_REAL),
+    FLD(flops, F_REAL),
+    FLD(params, F_REAL),
+    FLD(flops_ratio, F_REAL),
+    FLD(train_seconds, F_REAL),
+    FLD(latency_s, F_REAL),
+    FLD(base_latency_s, F_REAL),
+    FLD(base_impl, F_TEXT),
+    FLD(nnconv_latency_s, F_REAL),
+    FLD(speedup, F_REAL),
+    FLD(speedup_nnconv, F_REAL),
+    FLD(slots_json, F_TEXT),
+    FLD(reward, F_REAL),
+    FLD(worker, F_INT),
+    FLD(started_at, F_REAL),
+    FLD(finished_at, F_REAL),
+    FLD2(epochs_done, F_INT, "-1"),
+    FLD2(confirmed, F_INT, NULL),
+    FLD2(confirmed_accuracy, F_REAL, NULL),
+    FLD2(confirm_reason, F_TEXT, NULL),
+    FLD2(confirm_seconds, F_REAL, NULL),
 };
 #undef FLD
 #undef FLD2
@@ -84,8 +105,9 @@ static int check_header(const char *path, syno_error_t *err) {
   if (n < sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
     return syno_error_set(err, "%s is not a syno results database (not an SQLite file); refusing to touch it", path);
   if (be32(h + 68) != SYNO_DB_APPLICATION_ID)
-    return syno_error_set(err, "%s is an SQLite database of another application (application id 0x%08x); refusing to touch it",
-                          path, be32(h + 68));
+    return syno_error_set(
+        err, "%s is an SQLite database of another application (application id 0x%08x); refusing to touch it", path,
+        be32(h + 68));
   uint32_t v = be32(h + 60);
   if (v > SYNO_DB_SCHEMA_VERSION)
     return syno_error_set(err, "%s has schema version %u, newer than this syno's %d; refusing to touch it", path, v,
@@ -183,8 +205,9 @@ int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *er
    * failed the version check above). */
   sqlite3_stmt *q;
   int tables = 0;
-  if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','candidates')",
-                         -1, &q, NULL) == SQLITE_OK &&
+  if (sqlite3_prepare_v2(db->h,
+                         "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('meta','candidates')", -1,
+                         &q, NULL) == SQLITE_OK &&
       sqlite3_step(q) == SQLITE_ROW)
     tables = sqlite3_column_int(q, 0);
   sqlite3_finalize(q);
@@ -238,7 +261,8 @@ int syno_db_meta_get(syno_db_t *db, const char *key, char **value, syno_error_t 
 int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err) {
   char sql[2048];
   int n = snprintf(sql, sizeof sql, "INSERT INTO candidates(");
-  for (int i = 1; i < NFIELDS; i++) n += snprintf(sql + n, sizeof sql - (size_t)n, "%s%s", i > 1 ? ", " : "", fields[i].name);
+  for (int i = 1; i < NFIELDS; i++)
+    n += snprintf(sql + n, sizeof sql - (size_t)n, "%s%s", i > 1 ? ", " : "", fields[i].name);
   n += snprintf(sql + n, sizeof sql - (size_t)n, ") VALUES(");
   for (int i = 1; i < NFIELDS; i++) n += snprintf(sql + n, sizeof sql - (size_t)n, "%s?", i > 1 ? ", " : "");
   snprintf(sql + n, sizeof sql - (size_t)n, ")");
@@ -247,15 +271,18 @@ int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err) {
   for (int i = 1; i < NFIELDS; i++) {
     const field_t *f = &fields[i];
     switch (f->type) {
-    case F_INT: sqlite3_bind_int(q, i, *AT(c, f, int)); break;
-    case F_LONG: sqlite3_bind_int64(q, i, *AT(c, f, long)); break;
-    case F_REAL: sqlite3_bind_double(q, i, *AT(c, f, double)); break;
-    case F_TEXT: {
-      const char *s = *AT(c, f, char *);
-      if (s) sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
-      else if (!strcmp(f->name, "op_text")) sqlite3_bind_text(q, i, "", -1, SQLITE_STATIC);
-      else sqlite3_bind_null(q, i);
-    } break;
+      case F_INT: sqlite3_bind_int(q, i, *AT(c, f, int)); break;
+      case F_LONG: sqlite3_bind_int64(q, i, *AT(c, f, long)); break;
+      case F_REAL: sqlite3_bind_double(q, i, *AT(c, f, double)); break;
+      case F_TEXT: {
+        const char *s = *AT(c, f, char *);
+        if (s)
+          sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+        else if (!strcmp(f->name, "op_text"))
+          sqlite3_bind_text(q, i, "", -1, SQLITE_STATIC);
+        else
+          sqlite3_bind_null(q, i);
+      } break;
     }
   }
   int r = sqlite3_step(q), rc = 0;
@@ -278,8 +305,10 @@ int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
     return db_error(db, err, "confirm");
   sqlite3_bind_int(q, 1, c->confirmed);
   sqlite3_bind_double(q, 2, c->confirmed_accuracy);
-  if (c->confirm_reason) sqlite3_bind_text(q, 3, c->confirm_reason, -1, SQLITE_TRANSIENT);
-  else sqlite3_bind_null(q, 3);
+  if (c->confirm_reason)
+    sqlite3_bind_text(q, 3, c->confirm_reason, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(q, 3);
   sqlite3_bind_double(q, 4, c->confirm_seconds);
   sqlite3_bind_int64(q, 5, c->id);
   int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "recording a confirmation");
@@ -301,13 +330,13 @@ static void read_row(sqlite3_stmt *q, syno_db_cand_t *c) {
   for (int i = 0; i < NFIELDS; i++) {
     const field_t *f = &fields[i];
     switch (f->type) {
-    case F_INT: *AT(c, f, int) = sqlite3_column_int(q, i); break;
-    case F_LONG: *AT(c, f, long) = (long)sqlite3_column_int64(q, i); break;
-    case F_REAL: *AT(c, f, double) = sqlite3_column_double(q, i); break;
-    case F_TEXT: {
-      const char *s = (const char *)sqlite3_column_text(q, i);
-      *AT(c, f, char *) = s ? strdup(s) : NULL;
-    } break;
+      case F_INT: *AT(c, f, int) = sqlite3_column_int(q, i); break;
+      case F_LONG: *AT(c, f, long) = (long)sqlite3_column_int64(q, i); break;
+      case F_REAL: *AT(c, f, double) = sqlite3_column_double(q, i); break;
+      case F_TEXT: {
+        const char *s = (const char *)sqlite3_column_text(q, i);
+        *AT(c, f, char *) = s ? strdup(s) : NULL;
+      } break;
     }
   }
 }
@@ -318,7 +347,8 @@ static int select_rows(syno_db_t *db, const char *where, const char *param, syno
                        syno_error_t *err) {
   char sql[2048];
   int len = snprintf(sql, sizeof sql, "SELECT ");
-  for (int i = 0; i < NFIELDS; i++) len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%s", i ? ", " : "", fields[i].name);
+  for (int i = 0; i < NFIELDS; i++)
+    len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%s", i ? ", " : "", fields[i].name);
   snprintf(sql + len, sizeof sql - (size_t)len, " FROM candidates %s", where);
   sqlite3_stmt *q;
   if (sqlite3_prepare_v2(db->h, sql, -1, &q, NULL) != SQLITE_OK) return db_error(db, err, "select");
@@ -390,14 +420,16 @@ char *syno_db_cand_to_json(const syno_db_cand_t *c) {
   for (int i = 0; i < NFIELDS; i++) {
     const field_t *f = &fields[i];
     switch (f->type) {
-    case F_INT: cJSON_AddNumberToObject(o, f->name, *AT(c, f, const int)); break;
-    case F_LONG: cJSON_AddNumberToObject(o, f->name, (double)*AT(c, f, const long)); break;
-    case F_REAL: cJSON_AddNumberToObject(o, f->name, *AT(c, f, const double)); break;
-    case F_TEXT: {
-      const char *s = *AT(c, f, char *const);
-      if (s) cJSON_AddStringToObject(o, f->name, s);
-      else cJSON_AddNullToObject(o, f->name);
-    } break;
+      case F_INT: cJSON_AddNumberToObject(o, f->name, *AT(c, f, const int)); break;
+      case F_LONG: cJSON_AddNumberToObject(o, f->name, (double)*AT(c, f, const long)); break;
+      case F_REAL: cJSON_AddNumberToObject(o, f->name, *AT(c, f, const double)); break;
+      case F_TEXT: {
+        const char *s = *AT(c, f, char *const);
+        if (s)
+          cJSON_AddStringToObject(o, f->name, s);
+        else
+          cJSON_AddNullToObject(o, f->name);
+      } break;
     }
   }
   char *s = cJSON_PrintUnformatted(o);
@@ -419,9 +451,12 @@ int syno_db_cand_from_json(const char *json, syno_db_cand_t *c, syno_error_t *er
     if (f->type == F_TEXT) {
       if (cJSON_IsString(x)) *AT(c, f, char *) = strdup(x->valuestring);
     } else if (cJSON_IsNumber(x)) {
-      if (f->type == F_INT) *AT(c, f, int) = (int)x->valuedouble;
-      else if (f->type == F_LONG) *AT(c, f, long) = (long)x->valuedouble;
-      else *AT(c, f, double) = x->valuedouble;
+      if (f->type == F_INT)
+        *AT(c, f, int) = (int)x->valuedouble;
+      else if (f->type == F_LONG)
+        *AT(c, f, long) = (long)x->valuedouble;
+      else
+        *AT(c, f, double) = x->valuedouble;
     }
   }
   cJSON_Delete(o);
@@ -438,19 +473,19 @@ void syno_db_csv_row(FILE *f, const syno_db_cand_t *c) {
     const field_t *fd = &fields[i];
     if (i) fputc(',', f);
     switch (fd->type) {
-    case F_INT: fprintf(f, "%d", *AT(c, fd, const int)); break;
-    case F_LONG: fprintf(f, "%ld", *AT(c, fd, const long)); break;
-    case F_REAL: fprintf(f, "%.9g", *AT(c, fd, const double)); break;
-    case F_TEXT: {
-      const char *s = *AT(c, fd, char *const);
-      if (!s) break;
-      fputc('"', f);
-      for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-      }
-      fputc('"', f);
-    } break;
+      case F_INT: fprintf(f, "%d", *AT(c, fd, const int)); break;
+      case F_LONG: fprintf(f, "%ld", *AT(c, fd, const long)); break;
+      case F_REAL: fprintf(f, "%.9g", *AT(c, fd, const double)); break;
+      case F_TEXT: {
+        const char *s = *AT(c, fd, char *const);
+        if (!s) break;
+        fputc('"', f);
+        for (; *s; s++) {
+          if (*s == '"') fputc('"', f);
+          fputc(*s, f);
+        }
+        fputc('"', f);
+      } break;
     }
   }
   fputc('\n', f);

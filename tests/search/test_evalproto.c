@@ -124,10 +124,11 @@ static void test_search_command_line(void **state) {
   syno_evalargv_t a;
   syno_error_t err;
   assert_int_equal(syno_evalreq_argv(&r, &a, &err), 0);
-  const char *want[] = {"/x/syno", "eval", "--backbone", "resnet", "--dataset", "digits", "--epochs", "1",
-                        "--batch", "64", "--lr", "0.10000000000000001", "--seed", "3", "--width", "0.5",
-                        "--depth", "1", "--subset", "200", "--pad", "1", "--time-limit", "90", "--threads", "2",
-                        "--op", "OP"};
+  const char *want[] = {"/x/syno",   "eval", "--backbone", "resnet", "--dataset",    "digits",
+                        "--epochs",  "1",    "--batch",    "64",     "--lr",         "0.10000000000000001",
+                        "--seed",    "3",    "--width",    "0.5",    "--depth",      "1",
+                        "--subset",  "200",  "--pad",      "1",      "--time-limit", "90",
+                        "--threads", "2",    "--op",       "OP"};
   int n = (int)(sizeof want / sizeof *want);
   assert_int_equal(a.argc, n);
   for (int i = 0; i < n; i++) assert_string_equal(a.argv[i], want[i]);
@@ -348,9 +349,12 @@ static void test_plan(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_round_trip),       cmocka_unit_test(test_search_command_line),
-      cmocka_unit_test(test_bad_command_lines), cmocka_unit_test(test_result_ok),
-      cmocka_unit_test(test_result_malformed), cmocka_unit_test(test_result_from_job),
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_search_command_line),
+      cmocka_unit_test(test_bad_command_lines),
+      cmocka_unit_test(test_result_ok),
+      cmocka_unit_test(test_result_malformed),
+      cmocka_unit_test(test_result_from_job),
       cmocka_unit_test(test_plan),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
