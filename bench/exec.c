@@ -99,7 +99,7 @@ static float *random_buf(syno_rng_t *rng, int64_t n) {
 static int bench_sample(int reps) {
   syno_space_spec_t spec;
   syno_error_t err = {0};
-  if (syno_space_preset("conv2d", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", &spec, &err)) {
+  if (syno_space_preset("conv2d-wide", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", &spec, &err)) {
     fprintf(stderr, "exec: %s\n", err.msg);
     return 1;
   }

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < nops; k++) {
     syno_error_t err = {0};
     syno_slotop_t *op = NULL;
-    if (syno_slotop_parse(ops[k], &op, &err)) {
+    if (syno_slotop_parse_preset("conv2d-wide", ops[k], &op, &err)) {
       fprintf(stderr, "op: %s\n", err.msg);
       return 2;
     }

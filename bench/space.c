@@ -32,12 +32,12 @@
 #include "bench.h"
 #include "syno/space.h"
 
-#define SPEC_A "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\"}"
-#define SPEC_B                                                                                                   \
-  "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=3, C_out=8, H=64, W=64\", \"depth\": 12, \"max_tensors\": 3, " \
+#define SPEC_A "{\"preset\": \"conv2d-wide\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\"}"
+#define SPEC_B                                                                                                        \
+  "{\"preset\": \"conv2d-wide\", \"bind\": \"N=8, C_in=3, C_out=8, H=64, W=64\", \"depth\": 12, \"max_tensors\": 3, " \
   "\"max_reductions\": 3, \"max_chain\": 5, \"max_flops\": 5e6}"
-#define SPEC_D                                                                  \
-  "{\"preset\": \"conv2d\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\", " \
+#define SPEC_D                                                                       \
+  "{\"preset\": \"conv2d-wide\", \"bind\": \"N=8, C_in=16, C_out=16, H=28, W=28\", " \
   "\"max_count\": {\"merge\": 1, \"split\": 3, \"shift\": 2}}"
 #define NODE_CAP 30000000u
 

@@ -43,13 +43,12 @@ typedef struct syno_slotop {
   syno_signature_t sig; /* the preset's variables and shapes */
   syno_graph_t *g;      /* owned */
   syno_operator_t op;
-  char preset[16]; /* "conv2d" or "linear" */
 } syno_slotop_t;
 
-/* Parses an operator's text form against a search preset's variables and shapes:
- * "conv2d" (N, C_in, C_out, H, W; k=3, s=2: conv slots) or "linear" (N, S, C_in, C_out;
- * k=4, s=2: linear slots); NULL means conv2d. Errors name the problem (parse error, shapes,
- * unknown preset). */
+/* Parses an operator's text form against a preset's signature (syno/signature.h):
+ * "conv2d" (N, C_in, C_out, H; k_1, k_2, s, g: square conv slots), "conv2d-wide" (N, C_in,
+ * C_out, H, W; k, s: conv slots) or "linear" (N, S, C_in, C_out; k, s: linear slots); NULL
+ * means conv2d. Errors name the problem (parse error, shapes, unknown preset). */
 int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t **out, syno_error_t *err);
 /* The same with the conv2d preset. */
 int syno_slotop_parse(const char *text, syno_slotop_t **out, syno_error_t *err);
@@ -198,6 +197,7 @@ typedef struct syno_train_cfg {
   double width; /* see syno_backbone_cfg_t (gpt: the model dim) */
   int depth;
   const char *op_text; /* NULL: standard operator; gpt: a linear-preset operator */
+  const char *preset;  /* op_text's preset (syno/signature.h); NULL: conv2d, linear for gpt */
   double time_limit;   /* seconds, 0 = none. After the first max(5, 2%) steps the run
                         * stops at once, failed, when the time so far plus the remaining
                         * steps at the rate seen predict it would pass the limit ("would take

@@ -56,6 +56,7 @@ typedef struct syno_driver_cfg {
   int resume; /* continue an existing database (settings from it) */
   /* What to train: passed to every `syno eval` worker (syno/evalproto.h). */
   const char *backbone, *dataset;
+  const char *preset; /* the operators' preset (syno/signature.h): conv2d (default) or conv2d-wide */
   int epochs, batch, depth;
   double width; /* channel multiplier; 0 = the backbone's default */
   int pad;      /* zero-padding of the images per side */

@@ -91,7 +91,8 @@ typedef struct {
   double min_speedup;  /* a candidate less than this many times faster than the standard
                         * network is not trained (a failure); 0 = no check. Never applied
                         * to the standard operator itself (op_text NULL). */
-  const char *op_text; /* the operator (conv2d preset variables); NULL = the standard one */
+  const char *op_text; /* the operator, in the variables of `preset`; NULL = the standard one */
+  const char *preset;  /* op_text's preset (syno/signature.h): "conv2d" (default), "conv2d-wide" */
   int plan;            /* only list the backbone's slots */
   int confirm;         /* a confirmation: train only, no latency, no speed-up check */
 } syno_evalreq_t;

@@ -8,19 +8,32 @@
  * parses and runs operators of one signature (syno/backbone.h). It lives
  * beside the graph, below both, so that neither needs the other.
  *
- * The named signatures are the search presets: "conv2d"
- * ([N, C_in: unordered, H, W] -> [N, C_out: unordered, H, W], N passed
- * through) and "linear" ([N, S, C_in: unordered] -> [N, S, C_out: unordered],
- * N and S passed through). */
+ * The named signatures are the search presets: "conv2d" (the space the
+ * original searches in its vision experiments: [N, C_in: unordered, H, H]
+ * -> [N, C_out: unordered, H, H], N passed through, H never in a weight or
+ * a reduction, coefficients k_1=3, k_2=7, s=2, g=32), "conv2d-wide" (the
+ * earlier preset: [N, C_in: unordered, H, W] -> [N, C_out: unordered, H, W],
+ * H and W allowed in weights and reductions, coefficients k=3, s=2) and
+ * "linear" ([N, S, C_in: unordered] -> [N, S, C_out: unordered], N and S
+ * passed through). */
 #ifndef SYNO_SIGNATURE_H
 #define SYNO_SIGNATURE_H
 
 #include "syno/error.h"
 #include "syno/size.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 #define SYNO_MAX_FIXED 4
 
+/* What a signature's operators replace: a convolution's slot [N, C_in, H, W]
+ * -> [N, C_out, H, W], or a linear layer's [N, S, C_in] -> [N, S, C_out]. */
+typedef enum { SYNO_SIG_CONV = 0, SYNO_SIG_LINEAR = 1 } syno_sig_kind_t;
+
 typedef struct {
+  char name[16]; /* the preset's name */
+  syno_sig_kind_t kind;
   syno_vars_t vars; /* with at least one binding */
   syno_shape_t input, output;
   int n_fixed; /* axes passed straight from input to output (the batch N) */
@@ -30,7 +43,13 @@ typedef struct {
 /* The signature of a preset under binding `bind` ("" or NULL for the
  * preset's defaults). Errors name the unknown preset or the bad binding. */
 int syno_signature_preset(const char *name, const char *bind, syno_signature_t *sig, syno_error_t *err);
-/* The preset names, comma-separated, for messages ("conv2d, linear"). */
+/* The preset names, comma-separated, for messages. */
 const char *syno_signature_names(void);
+/* The binding of a conv slot [n, c_in, h, w] -> [n, c_out, h, w] in a conv
+ * signature's variables: "N=..,C_in=..,C_out=..,H=.." and ",W=.." when the
+ * signature has W (a square one needs h == w). Returns 0, or -1 with err
+ * naming the signature and the slot. */
+int syno_signature_conv_binding(const syno_signature_t *sig, int64_t n, int64_t c_in, int64_t c_out, int64_t h,
+                                int64_t w, char *buf, size_t len, syno_error_t *err);
 
 #endif /* SYNO_SIGNATURE_H */

@@ -25,7 +25,8 @@ static const char *help =
     "options:\n"
     "  --backbone NAME       resnet or vgg (default resnet)\n"
     "  --dataset NAME        digits or fashion-mnist (default digits)\n"
-    "  --op TEXT             the operator's text form (conv2d preset variables)\n"
+    "  --op TEXT             the operator's text form, in the variables of --preset\n"
+    "  --preset NAME         the operator's preset: conv2d (default) or conv2d-wide\n"
     "  --epochs E            training epochs (default 2)\n"
     "  --subset N            train on N images (default all)\n"
     "  --pad P               zero-pad the images by P pixels per side\n"
@@ -107,6 +108,7 @@ int syno_cmd_eval(int argc, char **argv) {
   tc.backbone = req.backbone;
   tc.dataset = req.dataset;
   tc.op_text = req.op_text;
+  tc.preset = req.preset;
   tc.epochs = req.epochs;
   tc.batch = req.batch;
   tc.lr = req.lr;
@@ -134,7 +136,8 @@ int syno_cmd_eval(int argc, char **argv) {
   in_w += 2 * tc.pad;
 
   syno_slotop_t *op = NULL;
-  if (tc.op_text && syno_slotop_parse(tc.op_text, &op, &err)) return syno_cli_usage_error("--op: %s", err.msg);
+  if (tc.op_text && syno_slotop_parse_preset(tc.preset, tc.op_text, &op, &err))
+    return syno_cli_usage_error("--op: %s", err.msg);
   syno_backbone_cfg_t bc = {.name = tc.backbone,
                             .in_c = in_c,
                             .in_h = in_h,

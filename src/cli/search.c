@@ -28,6 +28,9 @@ static const char *help =
     "                        used; only --budget, --time, --workers, --timeout and\n"
     "                        --confirm apply)\n"
     "  --backbone NAME       resnet or vgg (default resnet)\n"
+    "  --preset NAME         the space: conv2d (default; the space the original Syno\n"
+    "                        searches: square H, no weight over H) or conv2d-wide\n"
+    "                        (weights and reductions may range over H and W)\n"
     "  --dataset NAME        digits or fashion-mnist (default digits)\n"
     "  --budget N            candidates to record in all, failures included (default 20;\n"
     "                        0 = until --time or the space runs out)\n"
@@ -178,6 +181,7 @@ int syno_cmd_search(int argc, char **argv) {
                                        {"resume", required_argument, 0, 'R'},
                                        {"backbone", required_argument, 0, 'b'},
                                        {"dataset", required_argument, 0, 'd'},
+                                       {"preset", required_argument, 0, 'Y'},
                                        {"budget", required_argument, 0, 'n'},
                                        {"time", required_argument, 0, 'T'},
                                        {"workers", required_argument, 0, 'W'},
@@ -213,6 +217,7 @@ int syno_cmd_search(int argc, char **argv) {
       case 'R': c.db_path = optarg, c.resume = 1; break;
       case 'b': c.backbone = optarg; break;
       case 'd': c.dataset = optarg; break;
+      case 'Y': c.preset = optarg; break;
       case 'n': c.budget = (int)strtol(optarg, &end, 10); break;
       case 'T': c.time_limit = strtod(optarg, &end); break;
       case 'W': c.workers = (int)strtol(optarg, &end, 10); break;

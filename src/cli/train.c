@@ -34,6 +34,8 @@ static const char *help =
     "  --epochs E          epochs (default 1; gpt: one pass over the training windows)\n"
     "  --op TEXT           the operator every slot runs (default: the standard one)\n"
     "  --op-file F         read the operator text from file F\n"
+    "  --preset NAME       the preset the operator is written in: conv2d (default),\n"
+    "                      conv2d-wide, or linear (the default for gpt)\n"
     "  --db DB --id N      retrain candidate N of a search's results database (its operator,\n"
     "                      backbone, data set and padding; e.g. the winner, fully)\n"
     "  --subset N          train on N stratified, seeded training images (gpt: the first\n"
@@ -92,7 +94,7 @@ static char *read_file(const char *path) {
 /* The candidate `id` of a search's database: its operator (*op, malloc'd; NULL for the
  * baseline) and the search's backbone, data set, padding and backbone knobs into cfg (strings
  * kept in strs). Exit status on error, with the message printed. */
-static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[2][256], char **op) {
+static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[3][256], char **op) {
   syno_error_t err = {0};
   syno_db_t *db = NULL;
   syno_db_cand_t *rows = NULL;
@@ -119,6 +121,10 @@ static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[2
     snprintf(strs[1], 256, "%s", ds->valuestring);
     cfg->backbone = strs[0];
     cfg->dataset = strs[1];
+    /* A search recorded before presets were stored searched today's conv2d-wide. */
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "preset");
+    snprintf(strs[2], 256, "%s", cJSON_IsString(ps) ? ps->valuestring : "conv2d-wide");
+    cfg->preset = strs[2];
     const cJSON *x;
     if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "pad"))) cfg->pad = (int)x->valuedouble;
     if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "width")) && x->valuedouble > 0)
@@ -169,7 +175,8 @@ int syno_cmd_train(int argc, char **argv) {
     O_CONTEXT,
     O_PAD,
     O_DB,
-    O_ID
+    O_ID,
+    O_PRESET
   };
   static const struct option longopts[] = {{"backbone", required_argument, 0, O_BACKBONE},
                                            {"dataset", required_argument, 0, O_DATASET},
@@ -196,6 +203,7 @@ int syno_cmd_train(int argc, char **argv) {
                                            {"pad", required_argument, 0, O_PAD},
                                            {"db", required_argument, 0, O_DB},
                                            {"id", required_argument, 0, O_ID},
+                                           {"preset", required_argument, 0, O_PRESET},
                                            {0, 0, 0, 0}};
   syno_train_cfg_t cfg = {0};
   cfg.backbone = "resnet";
@@ -228,6 +236,7 @@ int syno_cmd_train(int argc, char **argv) {
       case O_OP: cfg.op_text = optarg; break;
       case O_OPFILE: op_file = optarg; break;
       case O_DB: db_path = optarg; break;
+      case O_PRESET: cfg.preset = optarg; break;
       case O_ID:
         if (parse_num("id", optarg, 1, 1e15, &v)) return 2;
         db_id = (long)v;
@@ -295,12 +304,12 @@ int syno_cmd_train(int argc, char **argv) {
   }
   if (optind < argc) return syno_cli_usage_error("unexpected argument '%s' (try 'syno train --help')", argv[optind]);
   if (!db_path != !db_id) return syno_cli_usage_error("--db and --id go together (a candidate of a search's database)");
-  char db_strs[2][256], *db_op = NULL;
+  char db_strs[3][256], *db_op = NULL;
   if (db_path) {
-    if (explicit_net || op_file || cfg.op_text)
+    if (explicit_net || op_file || cfg.op_text || cfg.preset)
       return syno_cli_usage_error(
-          "--db takes the operator, backbone, data set and padding from the "
-          "search; drop --op/--op-file/--backbone/--dataset/--pad");
+          "--db takes the operator, preset, backbone, data set and padding from the "
+          "search; drop --op/--op-file/--preset/--backbone/--dataset/--pad");
     int rc = from_db(db_path, db_id, &cfg, db_strs, &db_op);
     if (rc) return rc;
     cfg.op_text = db_op;

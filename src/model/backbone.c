@@ -119,18 +119,18 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
   memset(bb, 0, sizeof *bb);
   const char *name = cfg->name ? cfg->name : "resnet";
   if (!strcmp(name, "gpt")) {
-    if (cfg->op && strcmp(cfg->op->preset, "linear"))
+    if (cfg->op && cfg->op->sig.kind != SYNO_SIG_LINEAR)
       return syno_error_set(err,
                             "the gpt backbone's slots are linear: its operator must "
                             "come from the linear preset (got %s)",
-                            cfg->op->preset);
+                            cfg->op->sig.name);
     return model_gpt_build(cfg, rng, bb, err);
   }
-  if (cfg->op && strcmp(cfg->op->preset, "conv2d"))
+  if (cfg->op && cfg->op->sig.kind != SYNO_SIG_CONV)
     return syno_error_set(err,
                           "the %s backbone's slots are convolutions: its operator must "
-                          "come from the conv2d preset (got %s)",
-                          name, cfg->op->preset);
+                          "come from a conv preset, conv2d or conv2d-wide (got %s)",
+                          name, cfg->op->sig.name);
   double width = cfg->width > 0 ? cfg->width : 1.0;
   int depth = cfg->depth > 0 ? cfg->depth : 2;
   if (cfg->depth < 0 || cfg->depth > 8) return syno_error_set(err, "depth must be in 1..8 (got %d)", cfg->depth);

@@ -33,12 +33,9 @@ typedef struct {
 int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t **out, syno_error_t *err) {
   *out = NULL;
   if (!preset) preset = "conv2d";
-  if (strcmp(preset, "conv2d") && strcmp(preset, "linear"))
-    return syno_error_set(err, "unknown slot preset '%s' (known: conv2d, linear)", preset);
   if (!text || !*text) return syno_error_set(err, "empty operator text");
   syno_slotop_t *s = calloc(1, sizeof *s);
   if (!s) return syno_error_set(err, "out of memory");
-  snprintf(s->preset, sizeof s->preset, "%s", preset);
   if (syno_signature_preset(preset, "", &s->sig, err)) {
     free(s);
     return -1;
@@ -70,7 +67,7 @@ void syno_slotop_free(syno_slotop_t *op) {
 static int slotop_copy(const syno_slotop_t *src, syno_slotop_t **out, syno_error_t *err) {
   char buf[4096];
   if (syno_operator_print(&src->op, buf, sizeof buf) < 0) return syno_error_set(err, "operator text too long");
-  return syno_slotop_parse_preset(src->preset, buf, out, err);
+  return syno_slotop_parse_preset(src->sig.name, buf, out, err);
 }
 
 /* Appends the slot's binding with batch n to a copy of the operator's vars. */
@@ -81,9 +78,9 @@ static int slot_bind(const slot_t *s, int64_t n, syno_vars_t *v, syno_error_t *e
   if (s->info.kind == SYNO_SLOT_LINEAR)
     snprintf(assign, sizeof assign, "N=%lld,S=%lld,C_in=%lld,C_out=%lld", (long long)n, (long long)s->info.s,
              (long long)s->info.c_in, (long long)s->info.c_out);
-  else
-    snprintf(assign, sizeof assign, "N=%lld,C_in=%lld,C_out=%lld,H=%lld,W=%lld", (long long)n, (long long)s->info.c_in,
-             (long long)s->info.c_out, (long long)s->info.h, (long long)s->info.w);
+  else if (syno_signature_conv_binding(&s->op->sig, n, s->info.c_in, s->info.c_out, s->info.h, s->info.w, assign,
+                                       sizeof assign, err))
+    return -1;
   return syno_vars_bind(v, assign, err);
 }
 
@@ -265,10 +262,10 @@ const char *syno_slot_error(const syno_layer_t *l) {
 static int slot_finish(slot_t *s, const syno_slotop_t *op, double gain, syno_rng_t *rng, const char *where,
                        syno_layer_t **out, syno_error_t *err) {
   syno_layer_t *self = &s->base;
-  const char *want = s->info.kind == SYNO_SLOT_LINEAR ? "linear" : "conv2d";
-  if (strcmp(op->preset, want)) {
+  if ((int)op->sig.kind != s->info.kind) {
     syno_nn_layer_free(self);
-    return syno_error_set(err, "%s: the operator is from the %s preset, the slot needs %s", where, op->preset, want);
+    return syno_error_set(err, "%s: the operator is from the %s preset, the slot needs a %s one", where, op->sig.name,
+                          s->info.kind == SYNO_SLOT_LINEAR ? "linear" : "convolution (conv2d or conv2d-wide)");
   }
   if (slotop_copy(op, &s->op, err)) {
     syno_nn_layer_free(self);

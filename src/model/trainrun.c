@@ -418,7 +418,11 @@ static int run_prepare(const syno_train_cfg_t *cfg, run_t *r, syno_error_t *err)
   if (cfg->context < 0 || cfg->heads < 0) return syno_error_set(err, "context and heads must be positive");
 
   syno_slotop_t *op = NULL;
-  if (cfg->op_text && syno_slotop_parse_preset(r->gpt ? "linear" : "conv2d", cfg->op_text, &op, err)) return -1;
+  if (cfg->op_text && syno_slotop_parse_preset(cfg->preset ? cfg->preset
+                                               : r->gpt    ? "linear"
+                                                           : "conv2d",
+                                               cfg->op_text, &op, err))
+    return -1;
   syno_backbone_cfg_t bc = {0};
   bc.name = bname;
   bc.width = cfg->width;

@@ -31,6 +31,7 @@ static double now_s(void) {
 void syno_driver_cfg_default(syno_driver_cfg_t *c) {
   memset(c, 0, sizeof *c);
   c->backbone = "resnet";
+  c->preset = "conv2d";
   c->dataset = "digits";
   c->epochs = 2;
   c->batch = 64;
@@ -67,6 +68,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "max_params_ratio", c->max_params_ratio);
   cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   if (c->max_count) cJSON_AddStringToObject(o, "max_count", c->max_count);
+  cJSON_AddStringToObject(o, "preset", c->preset);
   cJSON_AddStringToObject(o, "algorithm", c->random ? "random" : "mcts");
   cJSON_AddNumberToObject(o, "reward_lb", c->reward_lb);
   cJSON_AddNumberToObject(o, "reward_ub", c->reward_ub);
@@ -80,7 +82,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
 
 /* Strings read back from the database live as long as the run. */
 typedef struct {
-  char backbone[64], dataset[256], max_count[256];
+  char backbone[64], dataset[256], max_count[256], preset[32];
 } owned_t;
 
 static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, syno_error_t *err) {
@@ -113,6 +115,10 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
     snprintf(own->backbone, sizeof own->backbone, "%s", x->valuestring);
     c->backbone = own->backbone;
   }
+  /* A search recorded before presets were stored searched today's conv2d-wide. */
+  x = cJSON_GetObjectItemCaseSensitive(o, "preset");
+  snprintf(own->preset, sizeof own->preset, "%s", cJSON_IsString(x) ? x->valuestring : "conv2d-wide");
+  c->preset = own->preset;
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "max_count"))) {
     snprintf(own->max_count, sizeof own->max_count, "%s", x->valuestring);
     c->max_count = own->max_count;
@@ -204,6 +210,7 @@ static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, s
   int per = cpu_count() / (c->workers > 0 ? c->workers : 1);
   q->threads = per > 0 ? per : 1;
   q->op_text = op;
+  q->preset = c->preset;
   q->plan = plan;
   q->min_speedup = op ? c->min_speedup : 0; /* the standard operator is always trained */
 }
@@ -269,19 +276,28 @@ static int run_open(run_t *r, syno_error_t *err) {
 
 /* ------------------------------------------------------------ the plan */
 
-/* The search spec for the plan: the conv2d preset bound to every distinct
- * slot shape (batch 1, so FLOPs are per image). */
-static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan) {
+/* The search spec for the plan: the preset bound to every distinct slot
+ * shape (batch 1, so FLOPs are per image). NULL with err when the preset
+ * cannot fill a slot (a square preset in a non-square slot). */
+static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, syno_error_t *err) {
+  syno_signature_t sig;
+  if (syno_signature_preset(c->preset, "", &sig, err)) return NULL;
+  if (sig.kind != SYNO_SIG_CONV)
+    return syno_error_set(err, "the %s backbone's slots are convolutions; preset %s is not", c->backbone, c->preset),
+           NULL;
   const syno_evalslot_t *p = plan->slot;
   double std_flops = 0; /* the standard operator's FLOPs over the distinct slots, per image */
   for (int i = 0; i < plan->n; i++)
     std_flops += 2.0 * (double)p[i].c_in * (double)p[i].c_out * 9.0 * (double)p[i].h * (double)p[i].w;
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "preset", "conv2d");
+  cJSON_AddStringToObject(o, "preset", c->preset);
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
   for (int i = 0; i < plan->n; i++) {
     char s[128];
-    snprintf(s, sizeof s, "N=1,C_in=%ld,C_out=%ld,H=%ld,W=%ld", p[i].c_in, p[i].c_out, p[i].h, p[i].w);
+    if (syno_signature_conv_binding(&sig, 1, p[i].c_in, p[i].c_out, p[i].h, p[i].w, s, sizeof s, err)) {
+      cJSON_Delete(o);
+      return NULL;
+    }
     cJSON_AddItemToArray(b, cJSON_CreateString(s));
   }
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
@@ -349,7 +365,7 @@ static int run_plan(run_t *r, syno_error_t *err) {
     rc = syno_evalplan_parse(job->out, &plan, err);
   syno_pool_job_free(job);
   if (rc) return -1;
-  if (!(r->spec_text = spec_json(&r->c, &plan))) return syno_error_set(err, "out of memory");
+  if (!(r->spec_text = spec_json(&r->c, &plan, err))) return -1;
   return record_settings(r, err);
 }
 

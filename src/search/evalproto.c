@@ -21,6 +21,7 @@ void syno_evalreq_default(syno_evalreq_t *r) {
   r->repeats = 30;
   r->latency_threads = 1;
   r->min_speedup = 1.0;
+  r->preset = "conv2d";
 }
 
 /* ------------------------------------------------------------ the options */
@@ -57,6 +58,7 @@ static const opt_t opts[] = {
     OPT("--latency-threads", K_INT, latency_threads, W_CHANGED),
     OPT("--min-speedup", K_REAL, min_speedup, W_CHANGED),
     OPT("--op", K_STR, op_text, W_CHANGED),
+    OPT("--preset", K_STR, preset, W_CHANGED),
     OPT("--plan", K_FLAG, plan, W_CHANGED),
     OPT("--confirm", K_FLAG, confirm, W_CHANGED),
     OPT("--json", K_IGNORED, plan, W_NEVER), /* accepted: the reply is always JSON */

@@ -85,7 +85,7 @@ expect_usage_error "no value for variable 'H'" "$SYNO" show 'in[i0]' --input '[H
 expect_usage_error "either --builtin or an operator text" "$SYNO" show --builtin conv2d 'in[i0]'
 
 # sample: operators that show accepts back, reproducible in the seed.
-SMALL="--preset conv2d --bind N=2,C_in=4,C_out=8,H=8,W=8 --depth 5"
+SMALL="--preset conv2d-wide --bind N=2,C_in=4,C_out=8,H=8,W=8 --depth 5"
 expect_status 0 "$SYNO" sample $SMALL -n 40 --seed 1 --json
 cp "$tmp/out" "$tmp/s1"
 [ "$(grep -c '^{"op":' "$tmp/s1")" -eq 40 ] && ok || bad "sample did not print 40 operators"
@@ -94,7 +94,7 @@ tail -1 "$tmp/s1" | grep -q '"distinct":40' && ok || bad "sampled operators are 
 while read -r line; do
   op=$(sed -n 's/^{"op":"\([^"]*\)".*/\1/p' <<<"$line")
   [ -z "$op" ] && continue
-  "$SYNO" show "$op" --preset conv2d --bind N=2,C_in=4,C_out=8,H=8,W=8 >/dev/null 2>"$tmp/err" && ok || bad "show rejects sampled '$op': $(cat "$tmp/err")"
+  "$SYNO" show "$op" --preset conv2d-wide --bind N=2,C_in=4,C_out=8,H=8,W=8 >/dev/null 2>"$tmp/err" && ok || bad "show rejects sampled '$op': $(cat "$tmp/err")"
 done <"$tmp/s1"
 expect_status 0 "$SYNO" sample $SMALL -n 40 --seed 1 --json
 cmp -s <(grep '^{"op"' "$tmp/s1") <(grep '^{"op"' "$tmp/out") && ok || bad "sample is not reproducible"
@@ -104,29 +104,29 @@ expect_status 0 "$SYNO" sample $SMALL -n 20 --seed 1 --threads 2
 grep -q "20 operators" "$tmp/out" && ok || bad "threaded sample"
 
 # space: exact counts and missed duplicates.
-expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --duplicates
+expect_status 0 "$SYNO" space --preset conv2d-wide --depth 4 --exhaustive --duplicates
 grep -q "^duplicates missed by canonicalization: " "$tmp/out" && ok || bad "space --duplicates prints no count"
-expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --json
+expect_status 0 "$SYNO" space --preset conv2d-wide --depth 4 --exhaustive --json
 grep -q '"operators":176' "$tmp/out" && ok || bad "space --exhaustive --json: $(cut -c1-200 "$tmp/out")"
 
 echo '{"preset": "conv2d", "min_flops": 5e6, "max_flops": 1e6}' >"$tmp/bad.json"
 expect_usage_error "min_flops 5e+06 is above max_flops" "$SYNO" sample --spec "$tmp/bad.json"
 echo '{"input": "[N, C", "output": "[N]"}' >"$tmp/bad.json"
 expect_usage_error "input shape" "$SYNO" space --spec "$tmp/bad.json"
-expect_usage_error "unknown variable 'Q'" "$SYNO" sample --preset conv2d --bind Q=1
+expect_usage_error "unknown variable 'Q'" "$SYNO" sample --preset conv2d-wide --bind Q=1
 expect_usage_error "cannot open spec file" "$SYNO" sample --spec /nonexistent.json
-expect_usage_error "needs --exhaustive" "$SYNO" space --preset conv2d --duplicates
+expect_usage_error "needs --exhaustive" "$SYNO" space --preset conv2d-wide --duplicates
 
 # --max-count: the caps hold in every operator, fewer than without, and bad caps are usage errors.
-expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --json --max-count merge=0,split=0
+expect_status 0 "$SYNO" space --preset conv2d-wide --depth 4 --exhaustive --json --max-count merge=0,split=0
 capped=$(sed -n 's/.*"operators":\([0-9]*\).*/\1/p' "$tmp/out")
 [ -n "$capped" ] && [ "$capped" -gt 0 ] && [ "$capped" -lt 176 ] && ok || bad "space --max-count: '$capped' operators"
 expect_status 0 "$SYNO" sample $SMALL -n 30 --seed 1 --json --max-count merge=0,split=0
 grep -q '^{"op"' "$tmp/out" && ok || bad "sample --max-count printed no operator"
 grep '^{"op"' "$tmp/out" | grep -q 'split(\|div(\|mod(' && bad "sample --max-count merge=0,split=0 printed a split or merge" || ok
-expect_usage_error "'merg' is not a primitive" "$SYNO" sample --preset conv2d --max-count merg=1
-expect_usage_error "the cap of split, 'x', is not -1..100" "$SYNO" space --preset conv2d --max-count split=x
-expect_usage_error "max_count of share is 1" "$SYNO" sample --preset conv2d --max-count share=1
+expect_usage_error "'merg' is not a primitive" "$SYNO" sample --preset conv2d-wide --max-count merg=1
+expect_usage_error "the cap of split, 'x', is not -1..100" "$SYNO" space --preset conv2d-wide --max-count split=x
+expect_usage_error "max_count of share is 1" "$SYNO" sample --preset conv2d-wide --max-count share=1
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

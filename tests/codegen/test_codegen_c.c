@@ -132,7 +132,7 @@ static void test_sampled(void **state) {
   syno_rng_t rng;
   syno_rng_seed(&rng, 6, 0);
   int seen = st_sample(
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
       "\"min_weight_params\": 8}",
       5, 104, prepare_one, &rng);
   run_batch();

@@ -154,7 +154,7 @@ static void prepare_one(syno_space_t *s, uint32_t node, uint32_t final, void *rn
 
 static void prepare_sampled(syno_rng_t *rng, int n) {
   int drawn = st_sample(
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 5, "
       "\"min_weight_params\": 8}",
       11, n, prepare_one, rng);
   assert_int_equal(drawn, n);

@@ -181,7 +181,7 @@ static void test_sampled_operators(void **state) {
   for (int depth = 4; depth <= 5 && c->n_seen < c->target; depth++) {
     syno_space_spec_t spec;
     syno_error_t err = {0};
-    if (syno_space_preset("conv2d", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", &spec, &err)) fail_msg("%s", err.msg);
+    if (syno_space_preset("conv2d-wide", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", &spec, &err)) fail_msg("%s", err.msg);
     spec.opts.depth = depth;
     spec.opts.max_tensors = 3;
     syno_space_t *s = NULL;

@@ -9,7 +9,7 @@
 int main(void) {
   syno_error_t err;
   syno_space_spec_t spec;
-  if (syno_space_preset("conv2d", "N=1,C_in=2,C_out=2,H=4,W=4", &spec, &err)) {
+  if (syno_space_preset("conv2d-wide", "N=1,C_in=2,C_out=2,H=4,W=4", &spec, &err)) {
     fprintf(stderr, "preset: %s\n", err.msg);
     return 1;
   }

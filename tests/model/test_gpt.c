@@ -207,7 +207,7 @@ static void test_gpt_backbone(void **state) {
   assert_int_not_equal(syno_backbone_build(&bc, &rng, &bb, &err), 0);
   bc.vocab = 5;
   syno_slotop_t *conv = NULL;
-  assert_int_equal(syno_slotop_parse(syno_builtin_find("conv2d")->text, &conv, &err), 0);
+  assert_int_equal(syno_slotop_parse_preset("conv2d-wide", syno_builtin_find("conv2d")->text, &conv, &err), 0);
   bc.op = conv;
   assert_int_not_equal(syno_backbone_build(&bc, &rng, &bb, &err), 0);
   assert_non_null(strstr(err.msg, "linear preset"));
@@ -216,7 +216,7 @@ static void test_gpt_backbone(void **state) {
   assert_int_equal(syno_slotop_parse_preset("linear", GROUPED, &lin, &err), 0);
   syno_backbone_cfg_t cc = {.name = "vgg", .in_c = 1, .in_h = 8, .in_w = 8, .nclasses = 10, .op = lin};
   assert_int_not_equal(syno_backbone_build(&cc, &rng, &bb, &err), 0);
-  assert_non_null(strstr(err.msg, "conv2d preset"));
+  assert_non_null(strstr(err.msg, "conv preset"));
   syno_slotop_free(conv);
   syno_slotop_free(lin);
 }

@@ -78,7 +78,7 @@ static void test_synthesized_slot_matches_conv(void **state) {
   (void)state;
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
-  assert_int_equal(syno_slotop_parse(conv_text(), &op, &err), 0);
+  assert_int_equal(syno_slotop_parse_preset("conv2d-wide", conv_text(), &op, &err), 0);
   syno_rng_t r1, r2;
   syno_rng_seed(&r1, 9, 1);
   syno_rng_seed(&r2, 9, 1);
@@ -128,7 +128,7 @@ static void test_slot_gradcheck(void **state) {
   (void)state;
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
-  assert_int_equal(syno_slotop_parse(conv_text(), &op, &err), 0);
+  assert_int_equal(syno_slotop_parse_preset("conv2d-wide", conv_text(), &op, &err), 0);
   syno_rng_t rng;
   syno_rng_seed(&rng, 3, 1);
   syno_layer_t *s1 = NULL, *s2 = NULL;
@@ -149,13 +149,13 @@ static void test_bad_operators(void **state) {
   (void)state;
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
-  assert_int_not_equal(syno_slotop_parse("r0=sum(C_in); in[i0, share(r0, 1)", &op, &err), 0);
+  assert_int_not_equal(syno_slotop_parse_preset("conv2d-wide", "r0=sum(C_in); in[i0, share(r0, 1)", &op, &err), 0);
   assert_null(op);
   assert_true(strlen(err.msg) > 0);
   /* the linear operator's shapes are not the conv2d slot's */
-  assert_int_not_equal(syno_slotop_parse(syno_builtin_find("linear")->text, &op, &err), 0);
+  assert_int_not_equal(syno_slotop_parse_preset("conv2d-wide", syno_builtin_find("linear")->text, &op, &err), 0);
   /* avgpool needs H divisible by k=... and changes the output shape */
-  assert_int_not_equal(syno_slotop_parse(syno_builtin_find("avgpool2d")->text, &op, &err), 0);
+  assert_int_not_equal(syno_slotop_parse_preset("conv2d-wide", syno_builtin_find("avgpool2d")->text, &op, &err), 0);
 }
 
 /* A synthesized operator in a slot trains: a tiny net (slot, BN, ReLU, GAP, linear) on 96
@@ -170,7 +170,7 @@ static void test_train_synthesized(void **state) {
   syno_dataset_t ds;
   if (syno_data_load_digits(path, &ds, &err)) fail_msg("%s", err.msg);
   syno_slotop_t *op = NULL;
-  assert_int_equal(syno_slotop_parse(conv_text(), &op, &err), 0);
+  assert_int_equal(syno_slotop_parse_preset("conv2d-wide", conv_text(), &op, &err), 0);
   syno_rng_t rng;
   syno_rng_seed(&rng, 4, 1);
   syno_layer_t *s1 = NULL;
@@ -215,6 +215,7 @@ static void test_train_synthesized(void **state) {
   cfg.width = 0.25;
   cfg.depth = 1;
   cfg.op_text = conv_text();
+  cfg.preset = "conv2d-wide";
   cfg.quiet = 1;
   syno_train_result_t res;
   if (syno_train_run(&cfg, &res, &err)) fail_msg("%s", err.msg);

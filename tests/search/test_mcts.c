@@ -18,8 +18,8 @@ static syno_space_t *small_space(int depth) {
   syno_space_spec_t spec;
   syno_error_t err;
   char json[256];
-  snprintf(json, sizeof json, "{\"preset\": \"conv2d\", \"depth\": %d, \"bind\": \"N=2, C_in=4, C_out=4, H=8, W=8\"}",
-           depth);
+  snprintf(json, sizeof json,
+           "{\"preset\": \"conv2d-wide\", \"depth\": %d, \"bind\": \"N=2, C_in=4, C_out=4, H=8, W=8\"}", depth);
   assert_int_equal(syno_space_spec_from_json(json, &spec, &err), 0);
   syno_space_t *s;
   assert_int_equal(syno_space_new(&spec, &s, &err), 0);
@@ -159,8 +159,9 @@ static void test_mcts_beats_random(void **state) {
     m += a.best, r += b.best, ml += a.late_mean, rl += b.late_mean;
     free(a.texts), free(b.texts);
   }
-  printf("over %d seeds, budget %d: best reward MCTS %.4f, random %.4f; mean of the second half MCTS %.4f, random %.4f\n",
-         seeds, budget, m / seeds, r / seeds, ml / seeds, rl / seeds);
+  printf(
+      "over %d seeds, budget %d: best reward MCTS %.4f, random %.4f; mean of the second half MCTS %.4f, random %.4f\n",
+      seeds, budget, m / seeds, r / seeds, ml / seeds, rl / seeds);
   assert_true(ml / seeds > rl / seeds + 0.1);
   assert_true(m >= 0.9 * r);
 }

@@ -557,7 +557,7 @@ static void test_c4(void **state) {
    * with a trade of weights (four weights, two reductions sum(k*s)). */
   check_one_spelling(SYNO_RULE_C4, ST_RULE(SYNO_RULE_U4), true, TWINS_SPACE(", \"max_tensors\": 3"));
   check_one_spelling(SYNO_RULE_C4, 0, true,
-                     "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 6, "
+                     "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 6, "
                      "\"max_tensors\": 4, \"max_reductions\": 3}");
 }
 

@@ -24,7 +24,7 @@ static void test_specs(void **state) {
   (void)state;
   syno_space_spec_t spec;
   syno_error_t err;
-  assert_int_equal(syno_space_preset("conv2d", "", &spec, &err), 0);
+  assert_int_equal(syno_space_preset("conv2d-wide", "", &spec, &err), 0);
   assert_int_equal(spec.opts.depth, 12);
   assert_int_equal(spec.opts.max_chain, 6);
   assert_int_equal(spec.opts.max_reductions, 5);
@@ -36,7 +36,7 @@ static void test_specs(void **state) {
   assert_int_not_equal(syno_space_preset("conv3d", "", &spec, &err), 0);
   assert_non_null(strstr(err.msg, "unknown preset 'conv3d'"));
   assert_int_equal(
-      syno_space_spec_from_json("{\"preset\": \"conv2d\", \"depth\": 6, \"rules\": {\"R1\": false}, "
+      syno_space_spec_from_json("{\"preset\": \"conv2d-wide\", \"depth\": 6, \"rules\": {\"R1\": false}, "
                                 "\"primitives\": {\"stride\": true}, \"bind\": [\"H=8, W=8\", \"H=16, W=16\"]}",
                                 &spec, &err),
       0);
@@ -45,29 +45,29 @@ static void test_specs(void **state) {
   assert_true(spec.opts.rule[SYNO_RULE_R2]);
   assert_true(spec.opts.enable[SYNO_PRIM_STRIDE]);
   assert_int_equal(spec.vars.nbind, 2);
-  expect_spec_error("{\"preset\": \"conv2d\", \"min_flops\": 5e6, \"max_flops\": 1e6}", "min_flops");
-  expect_spec_error("{\"preset\": \"conv2d\", \"depth\": 0}", "depth 0");
-  expect_spec_error("{\"preset\": \"conv2d\", \"deep\": 3}", "unknown field 'deep'");
-  expect_spec_error("{\"preset\": \"conv2d\", \"depth\": \"six\"}", "field 'depth' must be a number");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"min_flops\": 5e6, \"max_flops\": 1e6}", "min_flops");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"depth\": 0}", "depth 0");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"deep\": 3}", "unknown field 'deep'");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"depth\": \"six\"}", "field 'depth' must be a number");
   expect_spec_error("{\"input\": \"[N, C\", \"output\": \"[N]\"}", "input shape");
-  expect_spec_error("{\"preset\": \"conv2d\", \"bind\": \"Q=3\"}", "unknown variable 'Q'");
-  expect_spec_error("{\"preset\": \"conv2d\", \"rules\": {\"R9\": false}}", "'R9' is not a rule");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"bind\": \"Q=3\"}", "unknown variable 'Q'");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"rules\": {\"R9\": false}}", "'R9' is not a rule");
   expect_spec_error("{\"input\": \"[H]\", \"output\": \"[H]\", \"bind\": \"H=3\", \"fixed\": [[0, 4]]}",
                     "outside the shapes");
-  expect_spec_error("{\"preset\": \"conv2d\"", "not valid JSON");
-  expect_spec_error("{\"preset\": \"conv2d\", \"bind\": \"H=9\", \"max_tensors\": 7}", "max_tensors");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merg\": 1}}", "'merg' is not a primitive");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"split\": 1.5}}",
+  expect_spec_error("{\"preset\": \"conv2d-wide\"", "not valid JSON");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"bind\": \"H=9\", \"max_tensors\": 7}", "max_tensors");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": {\"merg\": 1}}", "'merg' is not a primitive");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": {\"split\": 1.5}}",
                     "'split' is not a primitive with an integer count");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"share\": 0}}", "max_count of share is 0");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"share\": 1}}", "max_count of share is 1");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1e20}}",
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": {\"share\": 0}}", "max_count of share is 0");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": {\"share\": 1}}", "max_count of share is 1");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": {\"merge\": 1e20}}",
                     "'merge' is not a primitive with an integer count");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": {\"shift\": -2}}", "max_count of shift is -2");
-  expect_spec_error("{\"preset\": \"conv2d\", \"max_count\": 3}", "field 'max_count' must be an object");
-  assert_int_equal(
-      syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_count\": {\"merge\": 1, \"shift\": 2}}", &spec, &err),
-      0);
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": {\"shift\": -2}}", "max_count of shift is -2");
+  expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": 3}", "field 'max_count' must be an object");
+  assert_int_equal(syno_space_spec_from_json(
+                       "{\"preset\": \"conv2d-wide\", \"max_count\": {\"merge\": 1, \"shift\": 2}}", &spec, &err),
+                   0);
   assert_int_equal(spec.opts.max_count[SYNO_PRIM_MERGE], 1);
   assert_int_equal(spec.opts.max_count[SYNO_PRIM_SHIFT], 2);
   assert_int_equal(spec.opts.max_count[SYNO_PRIM_SPLIT], -1);
@@ -178,7 +178,7 @@ static void sample_and_check(const char *json, int n, int min_found) {
 static void test_sampled_operators_are_real(void **state) {
   (void)state;
   sample_and_check(
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 5, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 5, "
       "\"max_flops\": 2e5, \"max_params\": 3000}",
       1000, 1000);
   sample_and_check("{\"preset\": \"linear\", \"bind\": \"N=2, S=3, C_in=16, C_out=16\", \"depth\": 6}", 1000, 20);
@@ -245,13 +245,16 @@ static void test_distance_is_a_lower_bound(void **state) {
   const char *specs[] = {
       "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=8: 2, "
       "H=8: 2; k=3: 2, s=2: 2\", \"depth\": 4, \"min_weight_params\": 4, \"max_finalizations\": 4}",
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": "
+      "3, "
       "\"min_weight_params\": 8}",
       /* one step deeper */
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": "
+      "1, "
       "\"min_weight_params\": 8}",
       /* under caps, which the distance counts against */
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": 1, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_reductions\": "
+      "1, "
       "\"min_weight_params\": 8, \"max_count\": {\"merge\": 1, \"split\": 1, \"unfold\": 1, \"shift\": 1}}",
       /* two weights, a pooling limit that binds (term 10), and a window s^-1*H = 3 that carries what the
        * allowance cannot (term 11) */
@@ -308,15 +311,15 @@ static void check_pruning_keeps_every_operator(const char *json) {
 static void test_pruning_keeps_every_operator(void **state) {
   (void)state;
   check_pruning_keeps_every_operator(
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
       "\"max_reductions\": 3, \"min_weight_params\": 8}");
   /* where the broadcast dims' limit (term 9) binds */
   check_pruning_keeps_every_operator(
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
       "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_expansion_merge\": 4}");
   /* where the pooling limit (term 10) binds */
   check_pruning_keeps_every_operator(
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
       "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_pooling\": 2}");
 }
 
@@ -326,7 +329,7 @@ static void test_pruning_keeps_every_operator(void **state) {
 static void test_group_bound_keeps_every_operator(void **state) {
   (void)state;
   const char *json =
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 6, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 6, "
       "\"max_reductions\": 1, \"min_weight_params\": 8}";
   syno_space_spec_t spec;
   syno_error_t err;
@@ -397,7 +400,7 @@ static char *enumerate_capped(const syno_space_spec_t *spec, const int *filter, 
 static void test_caps_keep_exactly_the_capped_operators(void **state) {
   (void)state;
   const char *json =
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 5, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=8, H=6, W=6\", \"depth\": 5, "
       "\"max_reductions\": 2, \"min_weight_params\": 8}";
   const int caps[][SYNO_PRIM_KINDS] = {
       /* split merge shift stride unfold share expand */
@@ -497,9 +500,10 @@ static int cmp_double(const void *a, const void *b) {
 static void test_flops_pruning_keeps_every_operator(void **state) {
   (void)state;
   const char *specs[] = {
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": 3, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, \"max_reductions\": "
+      "3, "
       "\"min_weight_params\": 8}",
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_tensors\": 3, "
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"max_tensors\": 3, "
       "\"max_reductions\": 2, "
       "\"min_weight_params\": 8}",
   };
@@ -551,10 +555,11 @@ static void test_walk_from_a_node(void **state) {
   (void)state;
   syno_space_spec_t spec;
   syno_error_t err;
-  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", "
-                                             "\"depth\": 3, \"min_weight_params\": 8}",
-                                             &spec, &err),
-                   0);
+  assert_int_equal(
+      syno_space_spec_from_json("{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", "
+                                "\"depth\": 3, \"min_weight_params\": 8}",
+                                &spec, &err),
+      0);
   syno_space_t *s;
   assert_int_equal(syno_space_new(&spec, &s, &err), 0);
   const syno_step_t *steps;
@@ -639,7 +644,8 @@ static void test_rules(void **state) {
                 "r0=sum(C_in); in[share(r0, 1), i1] expand[share(i0, 1)] w1[r0, i0]");
   /* R1: splitting the two halves of a merge back together is the identity. */
   const char *conv =
-      "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, \"min_weight_params\": 8}";
+      "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 4, "
+      "\"min_weight_params\": 8}";
   st_check_rule(SYNO_RULE_R1, conv, 0,
                 "r0=sum(C_in); in[i0, r0, share(i2, 1), split(div(i3, k), mod(i3, k))] expand[share(i1, 1)] w1[i1, i2]",
                 "r0=sum(C_in); in[i0, r0, share(i2, 1), i3] expand[share(i1, 1)] w1[i1, i2]");
