@@ -14,7 +14,7 @@ OUT=${DEMO_DIR:-build/demo}
 mkdir -p "$OUT"
 DB="$OUT/demo.db"
 rm -f "$DB" "$DB-wal" "$DB-shm"
-echo "== syno search: MCTS over the conv2d space, ResNet on digits, 24 candidates, 2 workers =="
+echo "== syno search: MCTS over the published conv2d space, ResNet on digits, 24 candidates, 2 workers =="
 "$SYNO" search --backbone resnet --dataset digits --epochs 4 --budget 24 --workers 2 --timeout 30 --seed 1 --db "$DB"
 echo
 echo "== syno report =="
