@@ -30,20 +30,23 @@ static double now_s(void) {
 
 void syno_driver_cfg_default(syno_driver_cfg_t *c) {
   memset(c, 0, sizeof *c);
-  c->backbone = "resnet";
-  c->preset = "conv2d";
-  c->dataset = "digits";
-  c->epochs = 2;
-  c->batch = 64;
-  c->lr = 0.1;
-  c->seed = 1;
+  /* What a worker trains defaults as in the protocol, so the two agree. */
+  syno_evalreq_t q;
+  syno_evalreq_default(&q);
+  c->backbone = q.backbone;
+  c->preset = q.preset;
+  c->dataset = q.dataset;
+  c->epochs = q.epochs;
+  c->batch = (int)q.batch;
+  c->lr = q.lr;
+  c->seed = q.seed;
+  c->min_speedup = q.min_speedup;
   c->max_flops_ratio = 1.0;
   c->min_flops_ratio = 0.05;
   c->budget = -1; /* unset: 20 for a new search, the recorded one on resume */
   c->workers = 1;
   c->cand_timeout = 600;
   c->reward_lb = c->reward_ub = -1;
-  c->min_speedup = 1.0;
   c->confirm = -1; /* unset: 3 for a new search, the recorded one on resume */
 }
 
