@@ -203,6 +203,17 @@ static void test_t2(void **state) {
   free(off);
 }
 
+static void test_stride_of_share_data(void **state) {
+  (void)state;
+  /* Not a rule: the data side of a Share may be strided. The weight then
+   * reads a dilated window (the dilated convolution), and no other spelling
+   * of it is in the space. */
+  char *ops = st_space_ops(STRIDE_SPACE, true, 0, NULL, NULL);
+  const char *dilated = "r0=sum(k); in[unfold(i1, stride(share(r0, 1), k))] expand[share(i0, 1)] w1[i0, r0]";
+  if (!st_lines_have(ops, dilated)) fail_msg("'%s' was not generated", dilated);
+  free(ops);
+}
+
 /* --- Unfold --- */
 
 static void test_o1(void **state) {
@@ -563,10 +574,12 @@ static void test_c4(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_s1), cmocka_unit_test(test_u2), cmocka_unit_test(test_s3), cmocka_unit_test(test_s4),
-      cmocka_unit_test(test_t1), cmocka_unit_test(test_t2), cmocka_unit_test(test_t3), cmocka_unit_test(test_t4),
-      cmocka_unit_test(test_o1), cmocka_unit_test(test_o2), cmocka_unit_test(test_o3), cmocka_unit_test(test_c1),
-      cmocka_unit_test(test_c2), cmocka_unit_test(test_u3), cmocka_unit_test(test_u4), cmocka_unit_test(test_c4),
+      cmocka_unit_test(test_s1), cmocka_unit_test(test_u2), cmocka_unit_test(test_s3),
+      cmocka_unit_test(test_s4), cmocka_unit_test(test_t1), cmocka_unit_test(test_t2),
+      cmocka_unit_test(test_t3), cmocka_unit_test(test_t4), cmocka_unit_test(test_stride_of_share_data),
+      cmocka_unit_test(test_o1), cmocka_unit_test(test_o2), cmocka_unit_test(test_o3),
+      cmocka_unit_test(test_c1), cmocka_unit_test(test_c2), cmocka_unit_test(test_u3),
+      cmocka_unit_test(test_u4), cmocka_unit_test(test_c4),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

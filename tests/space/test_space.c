@@ -240,6 +240,14 @@ static const char *describe(syno_space_t *s, uint32_t node) {
   return buf;
 }
 
+/* A space with Stride on (the shape distance then leaves out the terms that
+ * assume no Stride), at a depth and with extra fields. */
+#define STRIDE_SPACE(depth, extra)                                                                       \
+  "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, " \
+  "C_out=4: 2, H=32: 2; k=3: 3\", \"depth\": " #depth                                                    \
+  ", \"min_weight_params\": 4, \"max_finalizations\": 4, "                                               \
+  "\"max_reductions\": 2, \"primitives\": {\"stride\": true}" extra "}"
+
 static void test_distance_is_a_lower_bound(void **state) {
   (void)state;
   const char *specs[] = {
@@ -258,6 +266,10 @@ static void test_distance_is_a_lower_bound(void **state) {
       "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=4: 2, "
       "H=6: 2; k=3: 2, s=2: 2\", \"depth\": 4, \"max_tensors\": 3, \"max_reductions\": 2, \"min_weight_params\": 4, "
       "\"max_finalizations\": 4, \"max_pooling\": 2}",
+      /* Stride on: strided windows, among them the data side of a Share strided (a dilated window the weight
+       * reads, unfold(i1, stride(share(r0, 1), k))); one and two weights */
+      STRIDE_SPACE(6, ""),
+      STRIDE_SPACE(5, ", \"max_tensors\": 3"),
   };
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
     syno_space_spec_t spec;
@@ -318,6 +330,8 @@ static void test_pruning_keeps_every_operator(void **state) {
   check_pruning_keeps_every_operator(
       "{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
       "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_pooling\": 2}");
+  /* with Stride on */
+  check_pruning_keeps_every_operator(STRIDE_SPACE(6, ""));
 }
 
 /* The reshape-group bound only removes nodes that cannot finish either, on
