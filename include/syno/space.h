@@ -93,7 +93,7 @@ typedef struct {
   bool rule[SYNO_RULE_COUNT];
   int max_enumerations; /* powers tried per variable when enumerating sizes */
   int max_vars_in_size, max_powers_in_size;
-  double max_rdom_multiplier; /* total reduction domain / input numel */
+  double max_rdom_multiplier; /* total reduction domain / input numel without the fixed axes */
   double min_weight_params;   /* each weight, lower bound over bindings */
   double max_unfold_kernel, min_unfold_ratio, max_strided_dim, max_shift_pattern;
   double max_expansion_repeat, max_expansion_merge;
