@@ -55,7 +55,8 @@
   X(U1, "U1", "factors of an unordered dim in sorted order")                                                           \
   X(U2, "U2", "no shift of an unordered dim")                                                                          \
   X(U3, "U3", "no split-then-merge or double reduction within one unordered source")                                   \
-  X(U4, "U4", "equal-domain reductions are interchangeable: one renaming per interface")
+  X(U4, "U4", "equal-domain reductions are interchangeable: one renaming per interface")                               \
+  X(U5, "U5", "at finalization, from the input's unordered axes: sorted factors, no shift, no split-then-merge")
 
 typedef enum {
 #define SYNO_RULE_ENUM(id, name, what) SYNO_RULE_##id,

@@ -169,6 +169,11 @@ int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err);
 /* Finalization (final.c): the FINALIZE steps of a Normal-stage node. */
 int space_gen_finals(syno_space_t *s, uint32_t node, syno_error_t *err);
 
+/* Rule U5 (unordered.c): whether a finished operator is canonical given the
+ * input's unordered axes (sorted factors, no shift, no split-then-merge or
+ * double reduction of one unordered source), checked top-down. */
+bool space_unordered_canonical(const syno_space_t *s, const syno_operator_t *op);
+
 /* Rule U4 (twins.c): replaces the interface f by its canonical renaming of
  * equal-domain reductions. */
 int space_canon_twins(syno_space_t *s, iface_t *f, syno_error_t *err);
