@@ -106,6 +106,7 @@ grep -q "20 operators" "$tmp/out" && ok || bad "threaded sample"
 # space: exact counts and missed duplicates.
 expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --duplicates
 grep -q "^duplicates missed by canonicalization: " "$tmp/out" && ok || bad "space --duplicates prints no count"
+grep -q "^duplicates up to a permutation of the input's unordered axes and a relayout of the weights: 0 " "$tmp/out" && ok || bad "space --duplicates: U5 left a renumbering of C_in: $(grep "^duplicates up" "$tmp/out")"
 expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --json
 grep -q '"operators":156' "$tmp/out" && ok || bad "space --exhaustive --json: $(cut -c1-200 "$tmp/out")"
 
