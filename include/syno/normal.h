@@ -106,4 +106,34 @@ int syno_nest_normal_form_map(const syno_nest_t *n, const syno_vars_t *v, char *
  * sizes named by the operator's graph. */
 int syno_operator_normal_form(const syno_operator_t *op, char *buf, size_t size, syno_error_t *err);
 
+/* The normal form up to a permutation of the input's unordered axes
+ * (unordered[j] for input axis j, e.g. C_in: the layer before absorbs a
+ * permutation of its channels) and a bijective relayout of each weight.
+ * Two rewrites, each checked point by point under every binding, come
+ * before syno_nest_normal_form:
+ *   - a weight whose axes' indices, together, are a bijection of the loop
+ *     variables they depend on onto the weight's index space is read as
+ *     the weight indexed by those variables (a relayout: weights are
+ *     learned);
+ *   - an unordered input axis whose index is a bijection of the variables
+ *     it depends on onto the axis is given a mixed-radix index over those
+ *     variables, in the order (all are tried) whose form is least.
+ * The variables are those the indices depend on (i in (i*C + r) mod C is
+ * left out); a variable read only as div(v, q) (a Merge's major half)
+ * counts as that quotient. Equal forms mean the same function up to a
+ * permutation of those input axes (each new index is the old one followed
+ * by a fixed permutation) and a relayout of the weights. What this adds to
+ * syno_nest_normal_form: two numberings of one unordered axis (its factors
+ * in either order, a roll, a split merged back in another order) get one
+ * form, and so do weights read through any bijection. It misses an index
+ * read through a zero-padded window or through other digits (mod(v, q)
+ * beside div(v, q), a div of a mod), two loops that could be one (two
+ * reductions read only together), and indices over more than six
+ * variables, 5040 orders in all, or 2^22 points. buf must hold the form
+ * (size > 0); returns its length, or -1 with err filled. */
+int syno_nest_normal_form_unordered(const syno_nest_t *n, const syno_vars_t *v, const bool *unordered, char *buf,
+                                    size_t size, syno_error_t *err);
+int syno_operator_normal_form_unordered(const syno_operator_t *op, const bool *unordered, char *buf, size_t size,
+                                        syno_error_t *err);
+
 #endif

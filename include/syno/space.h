@@ -55,7 +55,8 @@
   X(U1, "U1", "factors of an unordered dim in sorted order")                                                           \
   X(U2, "U2", "no shift of an unordered dim")                                                                          \
   X(U3, "U3", "no split-then-merge or double reduction within one unordered source")                                   \
-  X(U4, "U4", "equal-domain reductions are interchangeable: one renaming per interface")
+  X(U4, "U4", "equal-domain reductions are interchangeable: one renaming per interface")                               \
+  X(U5, "U5", "at finalization, from the input's unordered axes: sorted factors, no shift, no split-then-merge")
 
 typedef enum {
 #define SYNO_RULE_ENUM(id, name, what) SYNO_RULE_##id,
@@ -93,7 +94,7 @@ typedef struct {
   bool rule[SYNO_RULE_COUNT];
   int max_enumerations; /* powers tried per variable when enumerating sizes */
   int max_vars_in_size, max_powers_in_size;
-  double max_rdom_multiplier; /* total reduction domain / input numel */
+  double max_rdom_multiplier; /* total reduction domain / input numel without the fixed axes */
   double min_weight_params;   /* each weight, lower bound over bindings */
   double max_unfold_kernel, min_unfold_ratio, max_strided_dim, max_shift_pattern;
   double max_expansion_repeat, max_expansion_merge;

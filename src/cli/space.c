@@ -32,14 +32,18 @@ static const char *help =
     "  --walks N           walks for the estimate (default 2000)\n"
     "  --seed S            random seed of the estimate (default 1)\n"
     "  --duplicates        with --exhaustive: put every operator's loop nest in a\n"
-    "                      normal form and list operators whose forms collide\n"
+    "                      normal form and list operators whose forms collide;\n"
+    "                      then the same up to a permutation of the input's\n"
+    "                      unordered axes (which the layer before absorbs) and\n"
+    "                      any bijective relayout of a weight\n"
     "  --json              one JSON object\n"
     "  -h, --help          this help\n";
 
 typedef struct {
-  char **text, **form;
+  char **text, **form, **uform; /* uform: syno_operator_normal_form_unordered */
   size_t n, cap;
   int failed;
+  const bool *unordered; /* the input's unordered axes */
 } collect_t;
 
 static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
@@ -47,17 +51,20 @@ static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
   syno_operator_t op;
   syno_error_t err;
   if (syno_node_final(s, node, index, &op, &err)) return -1;
-  char text[4096], form[8192];
+  char text[4096], form[8192], uform[8192];
   syno_operator_print(&op, text, sizeof text);
   if (syno_operator_normal_form(&op, form, sizeof form, &err) < 0) {
     c->failed++;
     return 0;
   }
-  size_t cap = c->cap;
+  if (syno_operator_normal_form_unordered(&op, c->unordered, uform, sizeof uform, &err) < 0) strcpy(uform, form);
+  size_t cap = c->cap, ucap = c->cap;
   if (syno_grow((void **)&c->text, &cap, c->n + 1, sizeof *c->text) ||
+      syno_grow((void **)&c->uform, &ucap, c->n + 1, sizeof *c->uform) ||
       syno_grow((void **)&c->form, &c->cap, c->n + 1, sizeof *c->form))
     return -1;
   c->text[c->n] = strdup(text);
+  c->uform[c->n] = strdup(uform);
   c->form[c->n++] = strdup(form);
   return 0;
 }
@@ -66,6 +73,11 @@ static const collect_t *sort_ctx;
 static int by_form(const void *a, const void *b) {
   size_t i = *(const size_t *)a, j = *(const size_t *)b;
   int c = strcmp(sort_ctx->form[i], sort_ctx->form[j]);
+  return c ? c : (i > j) - (i < j);
+}
+static int by_uform(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  int c = strcmp(sort_ctx->uform[i], sort_ctx->uform[j]);
   return c ? c : (i > j) - (i < j);
 }
 
@@ -119,6 +131,7 @@ int syno_cmd_space(int argc, char **argv) {
   int D = spec.opts.depth;
   double *nodes = calloc((size_t)D + 1, sizeof *nodes), *finals = calloc((size_t)D + 1, sizeof *finals);
   collect_t c = {0};
+  c.unordered = spec.input.unordered;
   double t0 = syno_cli_now();
   if (exhaustive) {
     uint64_t *nd = calloc((size_t)D + 1, sizeof *nd), *fd = calloc((size_t)D + 1, sizeof *fd);
@@ -163,13 +176,16 @@ int syno_cmd_space(int argc, char **argv) {
     return SYNO_EXIT_FAIL;
   }
   /* Duplicates: operators whose normal forms collide. */
-  size_t *order = NULL, n_dup_pairs = 0;
+  size_t *order = NULL, *uorder = NULL, n_dup_pairs = 0, n_udup_pairs = 0;
   if (duplicates) {
     order = malloc(sizeof *order * (c.n ? c.n : 1));
-    for (size_t i = 0; i < c.n; i++) order[i] = i;
+    uorder = malloc(sizeof *uorder * (c.n ? c.n : 1));
+    for (size_t i = 0; i < c.n; i++) order[i] = uorder[i] = i;
     sort_ctx = &c;
     qsort(order, c.n, sizeof *order, by_form);
+    qsort(uorder, c.n, sizeof *uorder, by_uform);
     for (size_t i = 1; i < c.n; i++) n_dup_pairs += !strcmp(c.form[order[i]], c.form[order[i - 1]]);
+    for (size_t i = 1; i < c.n; i++) n_udup_pairs += !strcmp(c.uform[uorder[i]], c.uform[uorder[i - 1]]);
   }
   const syno_space_stats_t *st = syno_space_stats(s);
   cJSON *root = cJSON_CreateObject();
@@ -205,6 +221,15 @@ int syno_cmd_space(int argc, char **argv) {
       for (size_t i = 1; i < c.n; i++)
         if (!strcmp(c.form[order[i]], c.form[order[i - 1]]))
           printf("  %s\n  == %s\n", c.text[order[i - 1]], c.text[order[i]]);
+      printf(
+          "duplicates up to a permutation of the input's unordered axes and a relayout of the weights: %zu (among %zu "
+          "operators)\n",
+          n_udup_pairs, c.n);
+      for (size_t i = 1; i < c.n; i++) {
+        size_t a = uorder[i - 1], b = uorder[i];
+        if (!strcmp(c.uform[a], c.uform[b]) && strcmp(c.form[a], c.form[b]))
+          printf("  %s\n  ~= %s\n", c.text[a], c.text[b]);
+      }
     }
   } else {
     cJSON_AddBoolToObject(root, "exhaustive", exhaustive);
@@ -227,6 +252,17 @@ int syno_cmd_space(int argc, char **argv) {
           cJSON_AddItemToArray(p, cJSON_CreateString(c.text[order[i]]));
           cJSON_AddItemToArray(pairs, p);
         }
+      cJSON_AddNumberToObject(root, "duplicates_unordered", (double)n_udup_pairs);
+      cJSON *upairs = cJSON_AddArrayToObject(root, "unordered_pairs");
+      for (size_t i = 1; i < c.n; i++) {
+        size_t a = uorder[i - 1], b = uorder[i];
+        if (!strcmp(c.uform[a], c.uform[b]) && strcmp(c.form[a], c.form[b])) {
+          cJSON *p = cJSON_CreateArray();
+          cJSON_AddItemToArray(p, cJSON_CreateString(c.text[a]));
+          cJSON_AddItemToArray(p, cJSON_CreateString(c.text[b]));
+          cJSON_AddItemToArray(upairs, p);
+        }
+      }
     }
     char *out = cJSON_PrintUnformatted(root);
     puts(out);
@@ -236,10 +272,13 @@ int syno_cmd_space(int argc, char **argv) {
   for (size_t i = 0; i < c.n; i++) {
     free(c.text[i]);
     free(c.form[i]);
+    free(c.uform[i]);
   }
   free(c.text);
   free(c.form);
+  free(c.uform);
   free(order);
+  free(uorder);
   free(nodes);
   free(finals);
   syno_space_free(s);

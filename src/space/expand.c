@@ -34,11 +34,12 @@ static int gen_reductions(syno_space_t *s, uint32_t id, syno_error_t *err) {
     int nc = space_enum_sizes(s, &n.usage[0][0], cand, 512);
     for (int c = 0; c < nc; c++) {
       if (n_red > 0 && syno_size_cmp(cand[c], last) < 0) continue;
-      /* The total reduction domain stays within a few times the input. */
+      /* The total reduction domain stays within a few times the input
+       * without its fixed axes (the batch does not widen the domain). */
       syno_size_t all = syno_size_mul(total, cand[c]);
       bool small = true;
       for (int b = 0; b < s->spec.vars.nbind; b++)
-        small = small && syno_size_value(&s->spec.vars, all, b) <= o->max_rdom_multiplier * s->input_numel[b];
+        small = small && syno_size_value(&s->spec.vars, all, b) <= o->max_rdom_multiplier * s->rdom_numel[b];
       if (!small) {
         s->stats.prune[SYNO_PRUNE_LIMIT]++;
         continue;

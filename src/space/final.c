@@ -3,9 +3,10 @@
  * The interface's weight axes go to their weights and its other dims must
  * match the wanted input axes one to one by size (every assignment is
  * tried); the fixed axes are copied from the output. Each candidate is
- * built, lowered and costed (FLOPs, parameters, pooling, against the
- * limits), and the cheapest max_finalizations by (tensors, FLOPs) are kept,
- * less those whose function was finalized before (rule C4, fkey.c). Weight
+ * built, checked by rule U5 (unordered.c), lowered and costed (FLOPs,
+ * parameters, pooling, against the limits), and the cheapest
+ * max_finalizations by (tensors, FLOPs) are kept, less those whose
+ * function was finalized before (rule C4, fkey.c). Weight
  * axes and expansions are in structural-hash order, so an operator prints
  * the same in every space. A node's finals are one contiguous run of the
  * space's final array, and its FINALIZE steps index into that run. */
@@ -21,11 +22,20 @@ static int build_final(syno_space_t *s, const final_t *fin, syno_operator_t *op,
                              fin->n_tensors - 1, wrank, (const syno_dim_t(*)[SYNO_MAX_RANK]) & fin->axes[1], op, err);
 }
 
-/* Costs a candidate; false when a limit rejects it. */
+/* Costs a candidate; false when rule U5 or a limit rejects it. */
 static bool cost_final(syno_space_t *s, final_t *fin) {
   syno_operator_t op;
   syno_nest_t nest;
-  if (build_final(s, fin, &op, NULL) || syno_lower_forward(&op, &nest, NULL)) {
+  if (build_final(s, fin, &op, NULL)) {
+    s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
+    return false;
+  }
+  /* U5 first, on the graph alone, as the original does before its limits. */
+  if (space_rule_on(s, SYNO_RULE_U5) && !space_unordered_canonical(s, &op)) {
+    space_count_rule(s, SYNO_RULE_U5);
+    return false;
+  }
+  if (syno_lower_forward(&op, &nest, NULL)) {
     s->stats.prune[SYNO_PRUNE_ILLEGAL]++;
     return false;
   }

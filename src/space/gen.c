@@ -242,7 +242,8 @@ static int gen_stride(gen_t *G) {
     if (reject(G, SYNO_RULE_T1, below_is(G, d, SYNO_PRIM_STRIDE))) continue;
     if (reject(G, SYNO_RULE_T2, below_is(G, d, SYNO_PRIM_UNFOLD))) continue;
     if (reject(G, SYNO_RULE_T3, below_is(G, d, SYNO_PRIM_SPLIT))) continue;
-    if (is_share_data(G, d)) continue;
+    /* The data side of a Share may be strided: a dilated window that a
+     * weight reads (the dilated convolution). */
     for (int i = 0; i < nc; i++) {
       syno_size_t in_size = syno_size_mul(cand[i], dsize(G, d));
       if (ub(G, in_size) > opts(G)->max_strided_dim || !space_size_valid(G->s, in_size)) {

@@ -39,6 +39,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
       s->want_numel = syno_size_mul(s->want_numel, spec->input.dim[i]);
     }
   }
+  for (int b = 0; b < spec->vars.nbind; b++) s->rdom_numel[b] = syno_size_value(&spec->vars, s->want_numel, b);
   iface_t root = {0};
   for (int i = 0; i < spec->output.rank; i++) {
     if (syno_graph_iterator(s->g, i, spec->output.dim[i], spec->output.unordered[i], &s->iter[i], err)) {

@@ -101,9 +101,10 @@ struct syno_space {
   syno_size_t want_numel;          /* their product */
   dim_info_t *dinfo;               /* per dim, for the shape distance (distance.c) */
   size_t cap_dinfo;
-  group_memo_t *group_memo;     /* SPACE_GROUP_MEMO entries, direct-mapped (distance.c) */
-  int want_axis[SYNO_MAX_RANK]; /* their input positions */
-  double input_numel[SYNO_MAX_BINDINGS];
+  group_memo_t *group_memo;              /* SPACE_GROUP_MEMO entries, direct-mapped (distance.c) */
+  int want_axis[SYNO_MAX_RANK];          /* their input positions */
+  double input_numel[SYNO_MAX_BINDINGS]; /* with the fixed axes (the FLOPs game's input size) */
+  double rdom_numel[SYNO_MAX_BINDINGS];  /* without them (want_numel): the base of max_rdom_multiplier */
   double output_numel[SYNO_MAX_BINDINGS];
   syno_space_stats_t stats;
   double walk_bias;          /* random walks weight children by exp(-bias * distance) */
@@ -167,6 +168,11 @@ int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err);
 
 /* Finalization (final.c): the FINALIZE steps of a Normal-stage node. */
 int space_gen_finals(syno_space_t *s, uint32_t node, syno_error_t *err);
+
+/* Rule U5 (unordered.c): whether a finished operator is canonical given the
+ * input's unordered axes (sorted factors, no shift, no split-then-merge or
+ * double reduction of one unordered source), checked top-down. */
+bool space_unordered_canonical(const syno_space_t *s, const syno_operator_t *op);
 
 /* Rule U4 (twins.c): replaces the interface f by its canonical renaming of
  * equal-domain reductions. */

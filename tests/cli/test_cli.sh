@@ -106,8 +106,14 @@ grep -q "20 operators" "$tmp/out" && ok || bad "threaded sample"
 # space: exact counts and missed duplicates.
 expect_status 0 "$SYNO" space --preset conv2d-wide --depth 4 --exhaustive --duplicates
 grep -q "^duplicates missed by canonicalization: " "$tmp/out" && ok || bad "space --duplicates prints no count"
+<<<<<<< HEAD
 expect_status 0 "$SYNO" space --preset conv2d-wide --depth 4 --exhaustive --json
 grep -q '"operators":176' "$tmp/out" && ok || bad "space --exhaustive --json: $(cut -c1-200 "$tmp/out")"
+=======
+grep -q "^duplicates up to a permutation of the input's unordered axes and a relayout of the weights: 0 " "$tmp/out" && ok || bad "space --duplicates: U5 left a renumbering of C_in: $(grep "^duplicates up" "$tmp/out")"
+expect_status 0 "$SYNO" space --preset conv2d --depth 4 --exhaustive --json
+grep -q '"operators":156' "$tmp/out" && ok || bad "space --exhaustive --json: $(cut -c1-200 "$tmp/out")"
+>>>>>>> sfix
 
 echo '{"preset": "conv2d", "min_flops": 5e6, "max_flops": 1e6}' >"$tmp/bad.json"
 expect_usage_error "min_flops 5e+06 is above max_flops" "$SYNO" sample --spec "$tmp/bad.json"
@@ -120,7 +126,7 @@ expect_usage_error "needs --exhaustive" "$SYNO" space --preset conv2d-wide --dup
 # --max-count: the caps hold in every operator, fewer than without, and bad caps are usage errors.
 expect_status 0 "$SYNO" space --preset conv2d-wide --depth 4 --exhaustive --json --max-count merge=0,split=0
 capped=$(sed -n 's/.*"operators":\([0-9]*\).*/\1/p' "$tmp/out")
-[ -n "$capped" ] && [ "$capped" -gt 0 ] && [ "$capped" -lt 176 ] && ok || bad "space --max-count: '$capped' operators"
+[ -n "$capped" ] && [ "$capped" -gt 0 ] && [ "$capped" -lt 156 ] && ok || bad "space --max-count: '$capped' operators"
 expect_status 0 "$SYNO" sample $SMALL -n 30 --seed 1 --json --max-count merge=0,split=0
 grep -q '^{"op"' "$tmp/out" && ok || bad "sample --max-count printed no operator"
 grep '^{"op"' "$tmp/out" | grep -q 'split(\|div(\|mod(' && bad "sample --max-count merge=0,split=0 printed a split or merge" || ok

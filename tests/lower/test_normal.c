@@ -832,6 +832,59 @@ static void test_different_forms_differ_numerically(void **s) {
   world_free(&w);
 }
 
+/* The form up to a permutation of the input's unordered axes and a relayout
+ * of the weights (syno_operator_normal_form_unordered): numberings of the
+ * unordered C_in (its factors in either order, a roll) and a weight read
+ * through a bijection share it; the plain forms differ, and so do the forms
+ * when C_in is ordered. A roll of a dim merged from C_in and a broadcast is
+ * not a renumbering of C_in alone and keeps its own form. */
+static void uform(const char *text, const bool *unordered, char *buf) {
+  const char *binds[] = {"", NULL};
+  st_op_t o;
+  st_op_make(&o, "N=2: 0, C_in=3: 2, C_out=2: 2, H=4: 0, W=4: 0; k_1=3: 4", "[N, C_in, H, W]", "[N, C_out, H, W]", text,
+             binds);
+  syno_error_t err;
+  if (syno_operator_normal_form_unordered(&o.op, unordered, buf, NF_LEN, &err) < 0) fail_msg("%s", err.msg);
+  st_op_free(&o);
+}
+
+static void test_unordered_input_axes(void **s) {
+  (void)s;
+  static const char *const same[][2] = {
+      /* the factors of C_in in either order */
+      {"r0=sum(k_1) r1=sum(k_1^-1*C_in); in[i0, split(r1, share(r0, 1)), i2, i3] expand[share(i1, 1)] w1[i1, r0]",
+       "r0=sum(k_1) r1=sum(k_1^-1*C_in); in[i0, split(share(r0, 1), r1), i2, i3] expand[share(i1, 1)] w1[i1, r0]"},
+      /* a roll of C_in */
+      {"r0=sum(k_1) r1=sum(k_1^-1*C_in); in[i0, shift(split(share(r1, 1), r0)), i2, i3] expand[share(i1, 1)] w1[i1, "
+       "r1]",
+       "r0=sum(k_1) r1=sum(k_1^-1*C_in); in[i0, split(share(r1, 1), r0), i2, i3] expand[share(i1, 1)] w1[i1, r1]"},
+      /* a roll of C_out x C_in: C_in rolled, the weight read through a bijection of (i1, r0) */
+      {"r0=sum(C_in); in[i0, share(mod(shift(split(i1, r0)), C_in), 1), i2, i3] expand[share(div(shift(split(i1, r0)), "
+       "C_in), 1)] w1[mod(shift(split(i1, r0)), C_in), div(shift(split(i1, r0)), C_in)]",
+       "r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]"},
+  };
+  const bool unordered[SYNO_MAX_RANK] = {false, true, false, false}, ordered[SYNO_MAX_RANK] = {false};
+  char *a = malloc(NF_LEN), *b = malloc(NF_LEN);
+  for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+    uform(same[i][0], unordered, a);
+    uform(same[i][1], unordered, b);
+    if (strcmp(a, b)) fail_msg("'%s' and '%s': forms differ:\n  %s\n  %s", same[i][0], same[i][1], a, b);
+    uform(same[i][0], ordered, a);
+    uform(same[i][1], ordered, b);
+    if (!strcmp(a, b)) fail_msg("C_in ordered: '%s' and '%s' share a form", same[i][0], same[i][1]);
+  }
+  /* Channel 0 meets the next output channel's kernel: a different function. */
+  uform(
+      "r0=sum(k_1) r1=sum(C_in); in[i0, mod(shift(split(i1, r1)), C_in), i2, unfold(i3, share(r0, 1))] "
+      "expand[share(div(shift(split(i1, r1)), C_in), 1)] w1[r0, div(shift(split(i1, r1)), C_in)]",
+      unordered, a);
+  uform("r0=sum(k_1) r1=sum(C_in); in[i0, r1, i2, unfold(i3, share(r0, 1))] expand[share(i1, 1)] w1[r0, i1]", unordered,
+        b);
+  assert_string_not_equal(a, b);
+  free(a);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_expressions),
@@ -842,6 +895,7 @@ int main(void) {
       cmocka_unit_test(test_expected_classes),
       cmocka_unit_test(test_equal_forms_equal_functions),
       cmocka_unit_test(test_different_forms_differ_numerically),
+      cmocka_unit_test(test_unordered_input_axes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@
  * what removes it), and that the space counted removals under the rule's
  * name (st_check_rule). The spaces switch off the primitives a rule does
  * not need, which keeps each enumeration to a fraction of a second.
- * S1, C1 and T2 need a variant of the check; their tests say why.
+ * S1, C1 and T2 need a variant of the check; their tests say why. U5
+ * also shows that every operator it removes in its space has a twin.
  *
  * Twins marked "approximately" compute the same function except at the
  * zero-padded or wrapped border (the spec accepts those as duplicates).
@@ -69,10 +70,11 @@ static void test_s1(void **state) {
   (void)state;
   /* Summing a rolled dim is summing the dim. A reduction is its own
    * unordered scope, so U2 removes the same form: S1 is shown with U2 off,
-   * and with U2 on the form is absent even with S1 off. */
+   * and with U2 on the form is absent even with S1 off. The rolled dim is
+   * the input's unordered C, so U5 removes it too, and is off as well. */
   const char *unc = "r0=sum(C); in[shift(r0), share(i1, 1)] expand[share(i0, 1)] w1[i0, i1]";
   const char *twin = "r0=sum(C); in[r0, share(i1, 1)] expand[share(i0, 1)] w1[i0, i1]";
-  st_check_rule(SYNO_RULE_S1, SHIFT_SPACE, ST_RULE(SYNO_RULE_U2), unc, twin);
+  st_check_rule(SYNO_RULE_S1, SHIFT_SPACE, ST_RULE(SYNO_RULE_U2) | ST_RULE(SYNO_RULE_U5), unc, twin);
   check_same_function("C=4: 2, H=4: 2", "[C: unordered, H]", "[C: unordered, H]", unc, twin);
   char *ops = st_space_ops(SHIFT_SPACE, true, ST_RULE(SYNO_RULE_S1), NULL, NULL);
   if (st_lines_have(ops, unc)) fail_msg("S1 off, U2 on: '%s' was generated", unc);
@@ -81,8 +83,10 @@ static void test_s1(void **state) {
 
 static void test_u2(void **state) {
   (void)state;
-  /* Rolling the unordered channels is a permutation the weight absorbs. */
-  st_check_rule(SYNO_RULE_U2, SHIFT_SPACE, 0,
+  /* Rolling the unordered channels is a permutation the weight absorbs.
+   * They meet the input's unordered C through the Share, so U5 (top-down)
+   * removes the same form, and is off. */
+  st_check_rule(SYNO_RULE_U2, SHIFT_SPACE, ST_RULE(SYNO_RULE_U5),
                 "r0=sum(H); in[share(shift(i0), 1), r0] expand[share(i1, 1)] w1[i1, shift(i0)]",
                 "r0=sum(H); in[share(i0, 1), r0] expand[share(i1, 1)] w1[i0, i1]");
 }
@@ -201,6 +205,17 @@ static void test_t2(void **state) {
   assert_true(st_lines_have(on, "r0=sum(k); in[unfold(stride(i1, s), share(r0, 1))] expand[share(i0, 1)] w1[i0, r0]"));
   free(on);
   free(off);
+}
+
+static void test_stride_of_share_data(void **state) {
+  (void)state;
+  /* Not a rule: the data side of a Share may be strided. The weight then
+   * reads a dilated window (the dilated convolution), and no other spelling
+   * of it is in the space. */
+  char *ops = st_space_ops(STRIDE_SPACE, true, 0, NULL, NULL);
+  const char *dilated = "r0=sum(k); in[unfold(i1, stride(share(r0, 1), k))] expand[share(i0, 1)] w1[i0, r0]";
+  if (!st_lines_have(ops, dilated)) fail_msg("'%s' was not generated", dilated);
+  free(ops);
 }
 
 /* --- Unfold --- */
@@ -481,6 +496,68 @@ static void test_u3(void **state) {
                 "r0=sum(H); in[share(i0, 1), r0] expand[share(i1, 1)] w1[i1, i0]");
 }
 
+/* Spec (b) of docs/space.md ("Against the original") at a depth. */
+#define B_SPACE(depth)                                                                                             \
+  "{\"input\": \"[N, C_in: unordered, H, W]\", \"output\": \"[N, C_out: unordered, H, W]\", "                      \
+  "\"vars\": \"N=3: 0, C_in=3: 2, C_out=8: 2, H=64: 0, W=64: 0; k_1=3: 4, s_1=2: 0\", \"fixed\": [[0, 0]], "       \
+  "\"depth\": " #depth                                                                                             \
+  ", \"max_chain\": 5, \"max_tensors\": 3, \"max_reductions\": 3, \"max_flops\": 5e6, "                            \
+  "\"primitives\": {\"stride\": true}, \"min_weight_params\": 1, \"max_rdom_multiplier\": 32, "                    \
+  "\"max_finalizations\": 5, \"max_shift_pattern\": 5.0, \"max_expansion_merge\": 512, \"max_vars_in_size\": -1, " \
+  "\"max_powers_in_size\": -1}"
+
+/* Every operator the rule removes from the space `json` has a twin that it
+ * keeps: one with the same form up to a permutation of the input's
+ * unordered axes and a relayout of the weights (st_space_uforms). */
+static void check_removes_duplicates(syno_rule_t rule, const char *json) {
+  char *text[2] = {st_space_uforms(json, 0, NULL), st_space_uforms(json, ST_RULE(rule), NULL)};
+  char **lines[2];
+  int n[2];
+  for (int k = 0; k < 2; k++) n[k] = st_sorted_lines(text[k], &lines[k]);
+  char **forms = malloc(sizeof(char *) * (size_t)(n[0] + 1));
+  for (int i = 0; i < n[0]; i++) {
+    forms[i] = strdup(lines[0][i]);
+    *strchr(forms[i], '\t') = 0;
+  }
+  int removed = 0;
+  for (int i = 0, j = 0; i < n[1]; i++) {
+    while (j < n[0] && strcmp(lines[0][j], lines[1][i]) < 0) j++;
+    if (j < n[0] && !strcmp(lines[0][j], lines[1][i])) continue; /* kept */
+    removed++;
+    char *tab = strchr(lines[1][i], '\t');
+    *tab = 0;
+    bool twin = false;
+    for (int k = 0; k < n[0] && !twin; k++) twin = !strcmp(forms[k], lines[1][i]);
+    if (!twin) fail_msg("%s removed '%s', which has no twin", syno_rule_name(rule), tab + 1);
+  }
+  print_message("%s: %d operators on, %d off, each of the %d removed has a twin\n", syno_rule_name(rule), n[0], n[1],
+                removed);
+  assert_true(removed > 0);
+  assert_int_equal(n[1] - n[0], removed);
+  for (int i = 0; i < n[0]; i++) free(forms[i]);
+  free(forms);
+  for (int k = 0; k < 2; k++) {
+    free(lines[k]);
+    free(text[k]);
+  }
+}
+
+static void test_u5(void **state) {
+  (void)state;
+  /* C_in = 3 = k_1 * (k_1^-1 * C_in): the input's unordered axis split with
+   * the larger factor minor is the other split with the input's channels
+   * permuted (which the layer before absorbs). */
+  st_check_rule(SYNO_RULE_U5, B_SPACE(4), 0,
+                "r0=sum(k_1) r1=sum(k_1^-1*C_in); in[i0, split(r1, share(r0, 1)), i2, i3] expand[share(i1, 1)] w1[i1, "
+                "r0]",
+                "r0=sum(k_1) r1=sum(k_1^-1*C_in); in[i0, split(share(r0, 1), r1), i2, i3] expand[share(i1, 1)] w1[i1, "
+                "r0]");
+  /* One step deeper (rolls of C_in too, 11 removed), every removal is such a
+   * renumbering. Deeper, U5 also removes a roll of C_in merged with a
+   * broadcast, which is not (docs/space.md). */
+  check_removes_duplicates(SYNO_RULE_U5, B_SPACE(5));
+}
+
 /* A rule that keeps one spelling of each function (U4, C4), checked with
  * the operators' normal forms (syno/normal.h: reduction loops renamed
  * canonically, weights' layout and numbering free, so every spelling of one
@@ -563,10 +640,12 @@ static void test_c4(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_s1), cmocka_unit_test(test_u2), cmocka_unit_test(test_s3), cmocka_unit_test(test_s4),
-      cmocka_unit_test(test_t1), cmocka_unit_test(test_t2), cmocka_unit_test(test_t3), cmocka_unit_test(test_t4),
-      cmocka_unit_test(test_o1), cmocka_unit_test(test_o2), cmocka_unit_test(test_o3), cmocka_unit_test(test_c1),
-      cmocka_unit_test(test_c2), cmocka_unit_test(test_u3), cmocka_unit_test(test_u4), cmocka_unit_test(test_c4),
+      cmocka_unit_test(test_s1), cmocka_unit_test(test_u2), cmocka_unit_test(test_s3),
+      cmocka_unit_test(test_s4), cmocka_unit_test(test_t1), cmocka_unit_test(test_t2),
+      cmocka_unit_test(test_t3), cmocka_unit_test(test_t4), cmocka_unit_test(test_stride_of_share_data),
+      cmocka_unit_test(test_o1), cmocka_unit_test(test_o2), cmocka_unit_test(test_o3),
+      cmocka_unit_test(test_c1), cmocka_unit_test(test_c2), cmocka_unit_test(test_u3),
+      cmocka_unit_test(test_u4), cmocka_unit_test(test_c4), cmocka_unit_test(test_u5),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,7 +181,8 @@ static void test_sampled_operators_are_real(void **state) {
       "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=8, H=8, W=8\", \"depth\": 5, "
       "\"max_flops\": 2e5, \"max_params\": 3000}",
       1000, 1000);
-  sample_and_check("{\"preset\": \"linear\", \"bind\": \"N=2, S=3, C_in=16, C_out=16\", \"depth\": 6}", 1000, 20);
+  /* the space holds 11 operators (29 with U5 off) */
+  sample_and_check("{\"preset\": \"linear\", \"bind\": \"N=2, S=3, C_in=16, C_out=16\", \"depth\": 6}", 1000, 11);
 }
 
 /* The true number of steps from each node to its nearest finalization (or
@@ -240,6 +241,14 @@ static const char *describe(syno_space_t *s, uint32_t node) {
   return buf;
 }
 
+/* A space with Stride on (the shape distance then leaves out the terms that
+ * assume no Stride), at a depth and with extra fields. */
+#define STRIDE_SPACE(depth, extra)                                                                       \
+  "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, " \
+  "C_out=4: 2, H=32: 2; k=3: 3\", \"depth\": " #depth                                                    \
+  ", \"min_weight_params\": 4, \"max_finalizations\": 4, "                                               \
+  "\"max_reductions\": 2, \"primitives\": {\"stride\": true}" extra "}"
+
 static void test_distance_is_a_lower_bound(void **state) {
   (void)state;
   const char *specs[] = {
@@ -261,6 +270,10 @@ static void test_distance_is_a_lower_bound(void **state) {
       "{\"input\": \"[C_in: unordered, H]\", \"output\": \"[C_out: unordered, H]\", \"vars\": \"C_in=4: 2, C_out=4: 2, "
       "H=6: 2; k=3: 2, s=2: 2\", \"depth\": 4, \"max_tensors\": 3, \"max_reductions\": 2, \"min_weight_params\": 4, "
       "\"max_finalizations\": 4, \"max_pooling\": 2}",
+      /* Stride on: strided windows, among them the data side of a Share strided (a dilated window the weight
+       * reads, unfold(i1, stride(share(r0, 1), k))); one and two weights */
+      STRIDE_SPACE(6, ""),
+      STRIDE_SPACE(5, ", \"max_tensors\": 3"),
   };
   for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
     syno_space_spec_t spec;
@@ -321,6 +334,8 @@ static void test_pruning_keeps_every_operator(void **state) {
   check_pruning_keeps_every_operator(
       "{\"preset\": \"conv2d-wide\", \"bind\": \"N=2, C_in=4, C_out=4, H=6, W=6\", \"depth\": 3, "
       "\"max_reductions\": 3, \"min_weight_params\": 8, \"max_pooling\": 2}");
+  /* with Stride on */
+  check_pruning_keeps_every_operator(STRIDE_SPACE(6, ""));
 }
 
 /* The reshape-group bound only removes nodes that cannot finish either, on

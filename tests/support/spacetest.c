@@ -7,9 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+typedef enum { NO_FORM = 0, FORM, UFORM } form_t;
+
 typedef struct {
   FILE *f;
-  bool forms; /* each line starts with the operator's normal form and a tab */
+  form_t forms;          /* each line starts with the operator's normal form (FORM) or its form up to the
+                          * input's unordered axes (UFORM) and a tab */
+  const bool *unordered; /* the input's unordered axes (UFORM) */
 } collect_t;
 
 static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
@@ -21,20 +25,22 @@ static int collect(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
   syno_operator_print(&op, buf, sizeof buf);
   if (c->forms) {
     char form[8192];
-    if (syno_operator_normal_form(&op, form, sizeof form, &err) < 0) fail_msg("normal form of '%s': %s", buf, err.msg);
+    if ((c->forms == FORM ? syno_operator_normal_form(&op, form, sizeof form, &err)
+                          : syno_operator_normal_form_unordered(&op, c->unordered, form, sizeof form, &err)) < 0)
+      fail_msg("normal form of '%s': %s", buf, err.msg);
     fprintf(c->f, "%s\t", form);
   }
   fprintf(c->f, "%s\n", buf);
   return 0;
 }
 
-static char *spec_lines(const syno_space_spec_t *spec, bool forms, syno_space_stats_t *stats, uint64_t *count) {
+static char *spec_lines(const syno_space_spec_t *spec, form_t forms, syno_space_stats_t *stats, uint64_t *count) {
   syno_error_t err;
   syno_space_t *s;
   assert_int_equal(syno_space_new(spec, &s, &err), 0);
   char *buf = NULL;
   size_t len = 0;
-  collect_t c = {open_memstream(&buf, &len), forms};
+  collect_t c = {open_memstream(&buf, &len), forms, spec->input.unordered};
   uint64_t finals[64] = {0};
   if (syno_space_exhaust(s, collect, &c, NULL, finals, &err)) fail_msg("%s", err.msg);
   fclose(c.f);
@@ -46,7 +52,7 @@ static char *spec_lines(const syno_space_spec_t *spec, bool forms, syno_space_st
 }
 
 char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint64_t *count) {
-  return spec_lines(spec, false, stats, count);
+  return spec_lines(spec, NO_FORM, stats, count);
 }
 
 /* The spec `json` with the rules in `off` switched off. */
@@ -60,7 +66,13 @@ static void spec_with_rules_off(const char *json, uint32_t off, syno_space_spec_
 char *st_space_forms(const char *json, uint32_t off, syno_space_stats_t *stats) {
   syno_space_spec_t spec;
   spec_with_rules_off(json, off, &spec);
-  return spec_lines(&spec, true, stats, NULL);
+  return spec_lines(&spec, FORM, stats, NULL);
+}
+
+char *st_space_uforms(const char *json, uint32_t off, syno_space_stats_t *stats) {
+  syno_space_spec_t spec;
+  spec_with_rules_off(json, off, &spec);
+  return spec_lines(&spec, UFORM, stats, NULL);
 }
 
 char *st_space_ops(const char *json, bool prune, uint32_t off, syno_space_stats_t *stats, uint64_t *count) {

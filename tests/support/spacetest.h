@@ -26,6 +26,10 @@ char *st_spec_ops(const syno_space_spec_t *spec, syno_space_stats_t *stats, uint
  * per line as "normal form<TAB>text" (syno_operator_normal_form). */
 char *st_space_forms(const char *json, uint32_t off, syno_space_stats_t *stats);
 
+/* The same with the form up to a permutation of the input's unordered axes
+ * and a relayout of the weights (syno_operator_normal_form_unordered). */
+char *st_space_uforms(const char *json, uint32_t off, syno_space_stats_t *stats);
+
 /* Whether one line of `buf` is exactly `text`. */
 bool st_lines_have(const char *buf, const char *text);
 
