@@ -37,11 +37,11 @@ typedef struct {
 
 /* Handles --builtin/--input/--output/--vars/--bind; returns 1 if the option
  * was one of them, 0 if not, -1 on a bad value (message printed). */
-int syno_cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg);
+int cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg);
 /* Writes the selection's getopt_long entries followed by a command's own
  * `extra` ones (zero-terminated) into out, which holds 16 entries. */
 #define SYNO_CLI_MAX_OPTS 16
-void syno_cli_opsel_longopts(struct option *out, const struct option *extra);
+void cli_opsel_longopts(struct option *out, const struct option *extra);
 #define SYNO_OPSEL_HELP                                                                    \
   "  --builtin NAME      a standard operator: conv2d, grouped-conv2d, depthwise-conv2d,\n" \
   "                      strided-conv2d, linear, avgpool2d\n"                              \
@@ -57,15 +57,15 @@ void syno_cli_opsel_longopts(struct option *out, const struct option *extra);
 
 /* Builds vars, shapes and the operator; prints the error and returns 2 on
  * bad input. */
-int syno_cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *out);
+int cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *out);
 /* After getopt: takes the operator text from argv[optind] (when given),
  * refuses further arguments, resolves the selection and checks that
  * `binding` exists. `cmd` names the command in messages. 0 or a status. */
-int syno_cli_opsel_finish(const char *cmd, syno_opsel_t *sel, int argc, char **argv, long binding, syno_cliop_t *out);
-void syno_cli_op_free(syno_cliop_t *c);
+int cli_opsel_finish(const char *cmd, syno_opsel_t *sel, int argc, char **argv, long binding, syno_cliop_t *out);
+void cli_op_free(syno_cliop_t *c);
 
 /* Prints "syno: <message>" to stderr and returns SYNO_EXIT_USAGE. */
-int syno_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Options naming a search spec, shared by sample and space. */
 typedef struct {
@@ -74,34 +74,34 @@ typedef struct {
   const char *bind[SYNO_MAX_BINDINGS];
   long depth;       /* 0: the spec's own */
   const char *caps; /* --max-count KIND=N,...; NULL: the spec's own */
-} syno_cli_spec_t;
+} cli_spec_t;
 
 /* --preset, --spec, --bind, --depth, --max-count, then a command's own `extra` entries
  * (zero-terminated), into out (SYNO_CLI_MAX_OPTS entries). */
-void syno_cli_spec_longopts(struct option *out, const struct option *extra);
+void cli_spec_longopts(struct option *out, const struct option *extra);
 /* Handles one of those options: 1 if it was one, 0 if not, -1 on a bad
  * value (message printed). */
-int syno_cli_spec_option(syno_cli_spec_t *cs, int opt, const char *arg);
+int cli_spec_option(cli_spec_t *cs, int opt, const char *arg);
 
 /* Builds the spec from a preset (with its bindings) or a JSON file, and
  * applies --depth and --max-count; prints the error and returns 2 on bad
  * input. */
-int syno_cli_spec_resolve(const syno_cli_spec_t *cs, syno_space_spec_t *spec);
+int cli_spec_resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
 
 /* Monotonic seconds, for timing summaries. */
-double syno_cli_now(void);
+double cli_now(void);
 
 /* Strict number parsing for options: 0 on success. */
-int syno_cli_parse_long(const char *s, long lo, long hi, long *out);
-int syno_cli_parse_seed(const char *s, unsigned long long *out);
+int cli_parse_long(const char *s, long lo, long hi, long *out);
+int cli_parse_seed(const char *s, unsigned long long *out);
 
-int syno_cmd_show(int argc, char **argv);
-int syno_cmd_sample(int argc, char **argv);
-int syno_cmd_space(int argc, char **argv);
-int syno_cmd_run(int argc, char **argv);
-int syno_cmd_train(int argc, char **argv);
-int syno_cmd_eval(int argc, char **argv);
-int syno_cmd_search(int argc, char **argv);
-int syno_cmd_report(int argc, char **argv);
+int cli_cmd_show(int argc, char **argv);
+int cli_cmd_sample(int argc, char **argv);
+int cli_cmd_space(int argc, char **argv);
+int cli_cmd_run(int argc, char **argv);
+int cli_cmd_train(int argc, char **argv);
+int cli_cmd_eval(int argc, char **argv);
+int cli_cmd_search(int argc, char **argv);
+int cli_cmd_report(int argc, char **argv);
 
 #endif

@@ -93,7 +93,7 @@ static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, i
   return -1;
 }
 
-int syno_cmd_eval(int argc, char **argv) {
+int cli_cmd_eval(int argc, char **argv) {
   syno_evalreq_t req;
   syno_evalreq_default(&req);
   syno_error_t err;
@@ -102,7 +102,7 @@ int syno_cmd_eval(int argc, char **argv) {
     fputs(help, stdout);
     return 0;
   }
-  if (got < 0) return syno_cli_usage_error("%s", err.msg);
+  if (got < 0) return cli_usage_error("%s", err.msg);
   syno_train_cfg_t tc;
   memset(&tc, 0, sizeof tc);
   tc.backbone = req.backbone;
@@ -122,22 +122,22 @@ int syno_cmd_eval(int argc, char **argv) {
   int plan = req.plan, repeats = req.repeats, threads = req.threads, lat_threads = req.latency_threads;
   long lat_batch = req.latency_batch;
   if (tc.epochs < 1 || tc.batch < 1 || repeats < 1 || lat_batch < 1 || threads < 0 || lat_threads < 1)
-    return syno_cli_usage_error(
+    return cli_usage_error(
         "--epochs, --batch, --repeats, --latency-batch and --latency-threads must be "
         "positive, --threads at least 0");
-  if (!(req.min_speedup >= 0)) return syno_cli_usage_error("--min-speedup must not be negative");
+  if (!(req.min_speedup >= 0)) return cli_usage_error("--min-speedup must not be negative");
   syno_nn_threads_set(req.confirm ? threads : lat_threads);
   int64_t in_c, in_h, in_w;
   int classes;
   if (dataset_shape(tc.dataset, &in_c, &in_h, &in_w, &classes))
-    return syno_cli_usage_error("unknown dataset '%s' (known: digits, fashion-mnist)", tc.dataset);
-  if (tc.pad < 0 || tc.pad > 64) return syno_cli_usage_error("--pad must be in 0..64 (got %d)", tc.pad);
+    return cli_usage_error("unknown dataset '%s' (known: digits, fashion-mnist)", tc.dataset);
+  if (tc.pad < 0 || tc.pad > 64) return cli_usage_error("--pad must be in 0..64 (got %d)", tc.pad);
   in_h += 2 * tc.pad;
   in_w += 2 * tc.pad;
 
   syno_slotop_t *op = NULL;
   if (tc.op_text && syno_slotop_parse_preset(tc.preset, tc.op_text, &op, &err))
-    return syno_cli_usage_error("--op: %s", err.msg);
+    return cli_usage_error("--op: %s", err.msg);
   syno_backbone_cfg_t bc = {.name = tc.backbone,
                             .in_c = in_c,
                             .in_h = in_h,
@@ -151,7 +151,7 @@ int syno_cmd_eval(int argc, char **argv) {
   syno_rng_seed(&rng, tc.seed, 99);
   if (syno_backbone_build(&bc, &rng, &cand, &err)) {
     syno_slotop_free(op);
-    return syno_cli_usage_error("%s", err.msg);
+    return cli_usage_error("%s", err.msg);
   }
   if (plan) {
     syno_evalslot_t *slots = calloc((size_t)(cand.nslots > 0 ? cand.nslots : 1), sizeof *slots);

@@ -11,14 +11,14 @@ typedef struct {
 } command_t;
 
 static const command_t commands[] = {
-    {"show", syno_cmd_show, "print an operator: shapes, FLOPs, parameters, loop nests"},
-    {"run", syno_cmd_run, "run an operator through the reference interpreter on seeded data"},
-    {"sample", syno_cmd_sample, "draw random operators from the search space"},
-    {"space", syno_cmd_space, "count the search space per depth; find missed duplicates"},
-    {"eval", syno_cmd_eval, "evaluate one operator in a backbone: train, time, print JSON"},
-    {"search", syno_cmd_search, "search for operators: MCTS or random, results in a database"},
-    {"report", syno_cmd_report, "what a search found: best operators, Pareto front, plots"},
-    {"train", syno_cmd_train, "train a backbone whose conv slots hold a (synthesized) operator"},
+    {"show", cli_cmd_show, "print an operator: shapes, FLOPs, parameters, loop nests"},
+    {"run", cli_cmd_run, "run an operator through the reference interpreter on seeded data"},
+    {"sample", cli_cmd_sample, "draw random operators from the search space"},
+    {"space", cli_cmd_space, "count the search space per depth; find missed duplicates"},
+    {"eval", cli_cmd_eval, "evaluate one operator in a backbone: train, time, print JSON"},
+    {"search", cli_cmd_search, "search for operators: MCTS or random, results in a database"},
+    {"report", cli_cmd_report, "what a search found: best operators, Pareto front, plots"},
+    {"train", cli_cmd_train, "train a backbone whose conv slots hold a (synthesized) operator"},
 };
 
 static void usage(FILE *f) {
@@ -44,5 +44,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-  return syno_cli_usage_error("unknown command '%s' (try 'syno --help')", argv[1]);
+  return cli_usage_error("unknown command '%s' (try 'syno --help')", argv[1]);
 }

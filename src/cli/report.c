@@ -161,7 +161,7 @@ static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_
   return system(cmd) == 0 ? 0 : syno_error_set(err, "dot failed on %s", dot_path);
 }
 
-int syno_cmd_report(int argc, char **argv) {
+int cli_cmd_report(int argc, char **argv) {
   const char *db_path = NULL, *out_dir = NULL;
   int top = 10, json = 0, csv = 0;
   static const struct option opts[] = {{"db", required_argument, 0, 'f'},
@@ -183,13 +183,13 @@ int syno_cmd_report(int argc, char **argv) {
       default: return SYNO_EXIT_USAGE;
     }
   }
-  if (optind < argc) return syno_cli_usage_error("unexpected argument '%s'", argv[optind]);
-  if (!db_path) return syno_cli_usage_error("give the results database with --db FILE");
-  if (json && csv) return syno_cli_usage_error("--json and --csv exclude each other");
-  if (top < 1) return syno_cli_usage_error("--top must be at least 1");
+  if (optind < argc) return cli_usage_error("unexpected argument '%s'", argv[optind]);
+  if (!db_path) return cli_usage_error("give the results database with --db FILE");
+  if (json && csv) return cli_usage_error("--json and --csv exclude each other");
+  if (top < 1) return cli_usage_error("--top must be at least 1");
   syno_error_t err;
   syno_db_t *db;
-  if (syno_db_open(db_path, 0, &db, &err)) return syno_cli_usage_error("%s", err.msg);
+  if (syno_db_open(db_path, 0, &db, &err)) return cli_usage_error("%s", err.msg);
   syno_db_cand_t *rows;
   int n;
   if (syno_db_list(db, &rows, &n, &err)) {

@@ -47,7 +47,7 @@ static float *random_tensor(syno_rng_t *rng, int64_t n) {
   return x;
 }
 
-int syno_cmd_run(int argc, char **argv) {
+int cli_cmd_run(int argc, char **argv) {
   enum { OPT_JSON = 1, OPT_SEED, OPT_BINDING, OPT_HELP = 'h' };
   static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
                                       {"seed", required_argument, NULL, OPT_SEED},
@@ -55,7 +55,7 @@ int syno_cmd_run(int argc, char **argv) {
                                       {"help", no_argument, NULL, OPT_HELP},
                                       {NULL, 0, NULL, 0}};
   struct option opts[SYNO_CLI_MAX_OPTS];
-  syno_cli_opsel_longopts(opts, own);
+  cli_opsel_longopts(opts, own);
   syno_opsel_t sel = {0};
   bool json = false;
   unsigned long long seed = 1;
@@ -64,26 +64,26 @@ int syno_cmd_run(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    int r = syno_cli_opsel_option(&sel, opt, optarg);
+    int r = cli_opsel_option(&sel, opt, optarg);
     if (r < 0) return SYNO_EXIT_USAGE;
     if (r) continue;
     switch (opt) {
       case OPT_JSON: json = true; break;
       case OPT_SEED:
-        if (syno_cli_parse_seed(optarg, &seed))
-          return syno_cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
+        if (cli_parse_seed(optarg, &seed))
+          return cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_BINDING:
-        if (syno_cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
-          return syno_cli_usage_error("run: --binding '%s' is not a binding number", optarg);
+        if (cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
+          return cli_usage_error("run: --binding '%s' is not a binding number", optarg);
         break;
       case OPT_HELP: fputs(help, stdout); return 0;
-      case ':': return syno_cli_usage_error("run: option '%s' needs a value", argv[optind - 1]);
-      default: return syno_cli_usage_error("run: unknown option '%s' (see syno run --help)", argv[optind - 1]);
+      case ':': return cli_usage_error("run: option '%s' needs a value", argv[optind - 1]);
+      default: return cli_usage_error("run: unknown option '%s' (see syno run --help)", argv[optind - 1]);
     }
   }
   syno_cliop_t c;
-  int rc = syno_cli_opsel_finish("run", &sel, argc, argv, binding, &c);
+  int rc = cli_opsel_finish("run", &sel, argc, argv, binding, &c);
   if (rc) return rc;
   int b = (int)binding;
   const syno_operator_t *op = &c.op;
@@ -172,6 +172,6 @@ done:
   free(out);
   free(gout);
   free(low);
-  syno_cli_op_free(&c);
+  cli_op_free(&c);
   return rc;
 }

@@ -37,15 +37,15 @@ static const char *help =
     "  --json              one JSON object per line\n"
     "  -h, --help          this help\n";
 
-int syno_cmd_sample(int argc, char **argv) {
+int cli_cmd_sample(int argc, char **argv) {
   enum { OPT_SEED = 1, OPT_THREADS, OPT_JSON, OPT_REPEAT, OPT_HELP = 'h', OPT_N = 'n' };
   static const struct option own[] = {
       {"seed", required_argument, NULL, OPT_SEED}, {"threads", required_argument, NULL, OPT_THREADS},
       {"json", no_argument, NULL, OPT_JSON},       {"repeat", no_argument, NULL, OPT_REPEAT},
       {"help", no_argument, NULL, OPT_HELP},       {NULL, 0, NULL, 0}};
   struct option opts[SYNO_CLI_MAX_OPTS];
-  syno_cli_spec_longopts(opts, own);
-  syno_cli_spec_t cs = {0};
+  cli_spec_longopts(opts, own);
+  cli_spec_t cs = {0};
   long n = 100, threads = 1;
   unsigned long long seed = 1;
   bool json = false, repeat = false;
@@ -53,32 +53,32 @@ int syno_cmd_sample(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
-    int r = syno_cli_spec_option(&cs, opt, optarg);
+    int r = cli_spec_option(&cs, opt, optarg);
     if (r < 0) return SYNO_EXIT_USAGE;
     if (r) continue;
     switch (opt) {
       case OPT_N:
-        if (syno_cli_parse_long(optarg, 1, 100000000, &n))
-          return syno_cli_usage_error("sample: -n '%s' is not a count of walks", optarg);
+        if (cli_parse_long(optarg, 1, 100000000, &n))
+          return cli_usage_error("sample: -n '%s' is not a count of walks", optarg);
         break;
       case OPT_SEED:
-        if (syno_cli_parse_seed(optarg, &seed))
-          return syno_cli_usage_error("sample: --seed '%s' is not a non-negative integer", optarg);
+        if (cli_parse_seed(optarg, &seed))
+          return cli_usage_error("sample: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_THREADS:
-        if (syno_cli_parse_long(optarg, 1, 64, &threads))
-          return syno_cli_usage_error("sample: --threads '%s' is not 1..64", optarg);
+        if (cli_parse_long(optarg, 1, 64, &threads))
+          return cli_usage_error("sample: --threads '%s' is not 1..64", optarg);
         break;
       case OPT_JSON: json = true; break;
       case OPT_REPEAT: repeat = true; break;
       case OPT_HELP: fputs(help, stdout); return 0;
-      case ':': return syno_cli_usage_error("sample: option '%s' needs a value", argv[optind - 1]);
-      default: return syno_cli_usage_error("sample: unknown option '%s' (see syno sample --help)", argv[optind - 1]);
+      case ':': return cli_usage_error("sample: option '%s' needs a value", argv[optind - 1]);
+      default: return cli_usage_error("sample: unknown option '%s' (see syno sample --help)", argv[optind - 1]);
     }
   }
-  if (optind < argc) return syno_cli_usage_error("sample: unexpected argument '%s'", argv[optind]);
+  if (optind < argc) return cli_usage_error("sample: unexpected argument '%s'", argv[optind]);
   syno_space_spec_t spec;
-  int rc = syno_cli_spec_resolve(&cs, &spec);
+  int rc = cli_spec_resolve(&cs, &spec);
   if (rc) return rc;
   syno_sample_t *smp = calloc((size_t)n, sizeof *smp);
   if (!smp) {
@@ -86,9 +86,9 @@ int syno_cmd_sample(int argc, char **argv) {
     return SYNO_EXIT_FAIL;
   }
   syno_error_t err;
-  double t0 = syno_cli_now();
+  double t0 = cli_now();
   rc = syno_space_sample(&spec, n, (int)threads, seed, 1000000, !repeat, smp, &err);
-  double elapsed = syno_cli_now() - t0;
+  double elapsed = cli_now() - t0;
   if (rc) {
     fprintf(stderr, "syno: %s\n", err.msg);
     free(smp);

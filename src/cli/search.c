@@ -174,7 +174,7 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
   }
 }
 
-int syno_cmd_search(int argc, char **argv) {
+int cli_cmd_search(int argc, char **argv) {
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
   static const struct option opts[] = {{"db", required_argument, 0, 'f'},
@@ -246,25 +246,24 @@ int syno_cmd_search(int argc, char **argv) {
       case 'h': fputs(help, stdout); return 0;
       default: return SYNO_EXIT_USAGE;
     }
-    if (end && (*end || end == optarg))
-      return syno_cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
-    if (o == 'K' && c.confirm < 0) return syno_cli_usage_error("--confirm must not be negative");
+    if (end && (*end || end == optarg)) return cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
+    if (o == 'K' && c.confirm < 0) return cli_usage_error("--confirm must not be negative");
   }
-  if (optind < argc) return syno_cli_usage_error("unexpected argument '%s'", argv[optind]);
-  if (!c.db_path) return syno_cli_usage_error("give --db FILE for a new search or --resume FILE");
-  if (c.workers < 1 || c.workers > 64) return syno_cli_usage_error("--workers must be in 1..64");
-  if (c.budget < -1) return syno_cli_usage_error("--budget must not be negative");
-  if (c.epochs < 1) return syno_cli_usage_error("--epochs must be at least 1");
-  if (c.max_params_ratio < 0) return syno_cli_usage_error("--max-params must not be negative");
-  if (!(c.min_speedup >= 0)) return syno_cli_usage_error("--min-speedup must not be negative");
-  if (c.max_tensors < 0 || c.max_tensors == 1) return syno_cli_usage_error("--max-tensors must be at least 2");
+  if (optind < argc) return cli_usage_error("unexpected argument '%s'", argv[optind]);
+  if (!c.db_path) return cli_usage_error("give --db FILE for a new search or --resume FILE");
+  if (c.workers < 1 || c.workers > 64) return cli_usage_error("--workers must be in 1..64");
+  if (c.budget < -1) return cli_usage_error("--budget must not be negative");
+  if (c.epochs < 1) return cli_usage_error("--epochs must be at least 1");
+  if (c.max_params_ratio < 0) return cli_usage_error("--max-params must not be negative");
+  if (!(c.min_speedup >= 0)) return cli_usage_error("--min-speedup must not be negative");
+  if (c.max_tensors < 0 || c.max_tensors == 1) return cli_usage_error("--max-tensors must be at least 2");
   int caps[SYNO_PRIM_KINDS];
   syno_error_t cerr;
   if (c.max_count && syno_space_caps_parse(c.max_count, caps, &cerr))
-    return syno_cli_usage_error("--max-count '%s': %s", c.max_count, cerr.msg);
+    return cli_usage_error("--max-count '%s': %s", c.max_count, cerr.msg);
   static char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return syno_cli_usage_error("cannot find the syno binary for the workers");
+  if (n <= 0) return cli_usage_error("cannot find the syno binary for the workers");
   exe[n] = 0;
   c.worker_exe = exe;
   syno_error_t err;

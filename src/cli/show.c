@@ -224,7 +224,7 @@ static int show_text(const syno_cliop_t *c, const syno_lowered_t *low, const cha
   return 0;
 }
 
-int syno_cmd_show(int argc, char **argv) {
+int cli_cmd_show(int argc, char **argv) {
   enum { OPT_JSON = 1, OPT_EMIT, OPT_BINDING, OPT_HELP = 'h' };
   static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
                                       {"emit", required_argument, NULL, OPT_EMIT},
@@ -234,38 +234,38 @@ int syno_cmd_show(int argc, char **argv) {
   const char *lang = NULL;
   long binding = 0;
   struct option opts[SYNO_CLI_MAX_OPTS];
-  syno_cli_opsel_longopts(opts, own);
+  cli_opsel_longopts(opts, own);
   syno_opsel_t sel = {0};
   bool json = false;
   int opt;
   optind = 1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    int r = syno_cli_opsel_option(&sel, opt, optarg);
+    int r = cli_opsel_option(&sel, opt, optarg);
     if (r < 0) return SYNO_EXIT_USAGE;
     if (r) continue;
     switch (opt) {
       case OPT_JSON: json = true; break;
       case OPT_EMIT:
         if (strcmp(optarg, "pytorch") != 0 && strcmp(optarg, "c") != 0)
-          return syno_cli_usage_error("show: --emit '%s' is not a code generator (pytorch, c)", optarg);
+          return cli_usage_error("show: --emit '%s' is not a code generator (pytorch, c)", optarg);
         lang = optarg;
         break;
       case OPT_BINDING:
-        if (syno_cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
-          return syno_cli_usage_error("show: --binding '%s' is not a binding number", optarg);
+        if (cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
+          return cli_usage_error("show: --binding '%s' is not a binding number", optarg);
         break;
       case OPT_HELP: fputs(help, stdout); return 0;
-      case ':': return syno_cli_usage_error("show: option '%s' needs a value", argv[optind - 1]);
-      default: return syno_cli_usage_error("show: unknown option '%s' (see syno show --help)", argv[optind - 1]);
+      case ':': return cli_usage_error("show: option '%s' needs a value", argv[optind - 1]);
+      default: return cli_usage_error("show: unknown option '%s' (see syno show --help)", argv[optind - 1]);
     }
   }
   syno_cliop_t c;
-  int rc = syno_cli_opsel_finish("show", &sel, argc, argv, binding, &c);
+  int rc = cli_opsel_finish("show", &sel, argc, argv, binding, &c);
   if (rc) return rc;
   if (lang) {
     rc = emit(&c, lang, binding);
-    syno_cli_op_free(&c);
+    cli_op_free(&c);
     return rc;
   }
   syno_lowered_t *low = malloc(sizeof *low);
@@ -273,13 +273,13 @@ int syno_cmd_show(int argc, char **argv) {
   if (!low || syno_lower(&c.op, low, &err)) {
     if (low) fprintf(stderr, "syno: %s\n", err.msg);
     free(low);
-    syno_cli_op_free(&c);
+    cli_op_free(&c);
     return SYNO_EXIT_FAIL;
   }
   char text[4096];
   syno_operator_print(&c.op, text, sizeof text);
   rc = json ? show_json(&c, low, text) : show_text(&c, low, text);
   free(low);
-  syno_cli_op_free(&c);
+  cli_op_free(&c);
   return rc;
 }

@@ -81,7 +81,7 @@ static int by_uform(const void *a, const void *b) {
   return c ? c : (i > j) - (i < j);
 }
 
-int syno_cmd_space(int argc, char **argv) {
+int cli_cmd_space(int argc, char **argv) {
   enum { OPT_EXH = 1, OPT_DUP, OPT_JSON, OPT_WALKS, OPT_SEED, OPT_HELP = 'h' };
   static const struct option own[] = {{"exhaustive", no_argument, NULL, OPT_EXH},
                                       {"duplicates", no_argument, NULL, OPT_DUP},
@@ -91,8 +91,8 @@ int syno_cmd_space(int argc, char **argv) {
                                       {"help", no_argument, NULL, OPT_HELP},
                                       {NULL, 0, NULL, 0}};
   struct option opts[SYNO_CLI_MAX_OPTS];
-  syno_cli_spec_longopts(opts, own);
-  syno_cli_spec_t cs = {0};
+  cli_spec_longopts(opts, own);
+  cli_spec_t cs = {0};
   long walks = 2000;
   unsigned long long seed = 1;
   bool exhaustive = false, duplicates = false, json = false;
@@ -100,39 +100,39 @@ int syno_cmd_space(int argc, char **argv) {
   optind = 1;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    int r = syno_cli_spec_option(&cs, opt, optarg);
+    int r = cli_spec_option(&cs, opt, optarg);
     if (r < 0) return SYNO_EXIT_USAGE;
     if (r) continue;
     switch (opt) {
       case OPT_WALKS:
-        if (syno_cli_parse_long(optarg, 1, 100000000, &walks))
-          return syno_cli_usage_error("space: --walks '%s' is not a count", optarg);
+        if (cli_parse_long(optarg, 1, 100000000, &walks))
+          return cli_usage_error("space: --walks '%s' is not a count", optarg);
         break;
       case OPT_SEED:
-        if (syno_cli_parse_seed(optarg, &seed))
-          return syno_cli_usage_error("space: --seed '%s' is not a non-negative integer", optarg);
+        if (cli_parse_seed(optarg, &seed))
+          return cli_usage_error("space: --seed '%s' is not a non-negative integer", optarg);
         break;
       case OPT_EXH: exhaustive = true; break;
       case OPT_DUP: duplicates = true; break;
       case OPT_JSON: json = true; break;
       case OPT_HELP: fputs(help, stdout); return 0;
-      case ':': return syno_cli_usage_error("space: option '%s' needs a value", argv[optind - 1]);
-      default: return syno_cli_usage_error("space: unknown option '%s' (see syno space --help)", argv[optind - 1]);
+      case ':': return cli_usage_error("space: option '%s' needs a value", argv[optind - 1]);
+      default: return cli_usage_error("space: unknown option '%s' (see syno space --help)", argv[optind - 1]);
     }
   }
-  if (optind < argc) return syno_cli_usage_error("space: unexpected argument '%s'", argv[optind]);
-  if (duplicates && !exhaustive) return syno_cli_usage_error("space: --duplicates needs --exhaustive");
+  if (optind < argc) return cli_usage_error("space: unexpected argument '%s'", argv[optind]);
+  if (duplicates && !exhaustive) return cli_usage_error("space: --duplicates needs --exhaustive");
   syno_space_spec_t spec;
-  int rc = syno_cli_spec_resolve(&cs, &spec);
+  int rc = cli_spec_resolve(&cs, &spec);
   if (rc) return rc;
   syno_space_t *s;
   syno_error_t err;
-  if (syno_space_new(&spec, &s, &err)) return syno_cli_usage_error("space: %s", err.msg);
+  if (syno_space_new(&spec, &s, &err)) return cli_usage_error("space: %s", err.msg);
   int D = spec.opts.depth;
   double *nodes = calloc((size_t)D + 1, sizeof *nodes), *finals = calloc((size_t)D + 1, sizeof *finals);
   collect_t c = {0};
   c.unordered = spec.input.unordered;
-  double t0 = syno_cli_now();
+  double t0 = cli_now();
   if (exhaustive) {
     uint64_t *nd = calloc((size_t)D + 1, sizeof *nd), *fd = calloc((size_t)D + 1, sizeof *fd);
     rc = syno_space_exhaust(s, duplicates ? collect : NULL, &c, nd, fd, &err);
@@ -169,7 +169,7 @@ int syno_cmd_space(int argc, char **argv) {
       }
     }
   }
-  double elapsed = syno_cli_now() - t0;
+  double elapsed = cli_now() - t0;
   if (rc) {
     fprintf(stderr, "syno: %s\n", err.msg);
     syno_space_free(s);

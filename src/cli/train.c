@@ -65,7 +65,7 @@ static int parse_num(const char *name, const char *s, double lo, double hi, doub
   errno = 0;
   double v = strtod(s, &end);
   if (errno || end == s || *end || !(v >= lo && v <= hi))
-    return syno_cli_usage_error("bad value '%s' for --%s (expected a number in [%g, %g])", s, name, lo, hi);
+    return cli_usage_error("bad value '%s' for --%s (expected a number in [%g, %g])", s, name, lo, hi);
   *out = v;
   return 0;
 }
@@ -150,7 +150,7 @@ out:
   return rc;
 }
 
-int syno_cmd_train(int argc, char **argv) {
+int cli_cmd_train(int argc, char **argv) {
   enum {
     O_BACKBONE = 256,
     O_DATASET,
@@ -298,16 +298,15 @@ int syno_cmd_train(int argc, char **argv) {
       case O_LIST: list = 1; break;
       case O_QUIET: cfg.quiet = 1; break;
       case O_JSON: json = 1; break;
-      default:
-        return syno_cli_usage_error("unknown or incomplete option '%s' (try 'syno train --help')", argv[optind - 1]);
+      default: return cli_usage_error("unknown or incomplete option '%s' (try 'syno train --help')", argv[optind - 1]);
     }
   }
-  if (optind < argc) return syno_cli_usage_error("unexpected argument '%s' (try 'syno train --help')", argv[optind]);
-  if (!db_path != !db_id) return syno_cli_usage_error("--db and --id go together (a candidate of a search's database)");
+  if (optind < argc) return cli_usage_error("unexpected argument '%s' (try 'syno train --help')", argv[optind]);
+  if (!db_path != !db_id) return cli_usage_error("--db and --id go together (a candidate of a search's database)");
   char db_strs[3][256], *db_op = NULL;
   if (db_path) {
     if (explicit_net || op_file || cfg.op_text || cfg.preset)
-      return syno_cli_usage_error(
+      return cli_usage_error(
           "--db takes the operator, preset, backbone, data set and padding from the "
           "search; drop --op/--op-file/--preset/--backbone/--dataset/--pad");
     int rc = from_db(db_path, db_id, &cfg, db_strs, &db_op);
@@ -316,18 +315,18 @@ int syno_cmd_train(int argc, char **argv) {
   }
   const int gpt = !strcmp(cfg.backbone, "gpt");
   if (strcmp(cfg.backbone, "resnet") && strcmp(cfg.backbone, "vgg") && !gpt)
-    return syno_cli_usage_error("unknown backbone '%s' (known: resnet, vgg, gpt)", cfg.backbone);
+    return cli_usage_error("unknown backbone '%s' (known: resnet, vgg, gpt)", cfg.backbone);
   if (cfg.optimizer && strcmp(cfg.optimizer, "sgd") && strcmp(cfg.optimizer, "adamw"))
-    return syno_cli_usage_error("unknown optimizer '%s' (known: sgd, adamw)", cfg.optimizer);
-  if (!gpt && (cfg.heads || cfg.context)) return syno_cli_usage_error("--heads and --context are gpt options");
+    return cli_usage_error("unknown optimizer '%s' (known: sgd, adamw)", cfg.optimizer);
+  if (!gpt && (cfg.heads || cfg.context)) return cli_usage_error("--heads and --context are gpt options");
   if (!gpt && cfg.width > 16)
-    return syno_cli_usage_error("bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);
+    return cli_usage_error("bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);
   if (!cfg.dataset) cfg.dataset = gpt ? "kjv" : "digits";
-  if (op_file && cfg.op_text) return syno_cli_usage_error("--op and --op-file exclude each other");
+  if (op_file && cfg.op_text) return cli_usage_error("--op and --op-file exclude each other");
   char *file_text = db_op;
   if (op_file) {
     file_text = read_file(op_file);
-    if (!file_text) return syno_cli_usage_error("cannot read operator file '%s'", op_file);
+    if (!file_text) return cli_usage_error("cannot read operator file '%s'", op_file);
     cfg.op_text = file_text;
   }
   syno_error_t err = {0};
@@ -336,7 +335,7 @@ int syno_cmd_train(int argc, char **argv) {
     syno_backbone_t bb;
     int rc = syno_train_build(&cfg, &bb, &err);
     free(file_text);
-    if (rc) return syno_cli_usage_error("%s", err.msg);
+    if (rc) return cli_usage_error("%s", err.msg);
     char buf[8192];
     syno_backbone_list_slots(&bb, buf, sizeof buf);
     fputs(buf, stdout);
