@@ -748,7 +748,7 @@ static int refine_round(ctx_t *c, int *col) {
     names[u] = cname[u];
     if (occ.oom)
       fail(c, "out of memory");
-    else
+    else if (occ.n)
       qsort(occ.s, (size_t)occ.n, sizeof *occ.s, str_cmp);
     sb_t b = {0};
     sb_printf(&b, "%06d|", col[u]);

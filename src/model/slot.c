@@ -263,9 +263,10 @@ static int slot_finish(slot_t *s, const syno_slotop_t *op, double gain, syno_rng
                        syno_layer_t **out, syno_error_t *err) {
   syno_layer_t *self = &s->base;
   if ((int)op->sig.kind != s->info.kind) {
+    const char *want = s->info.kind == SYNO_SLOT_LINEAR ? "linear" : "convolution (conv2d or conv2d-wide)";
     syno_nn_layer_free(self);
     return syno_error_set(err, "%s: the operator is from the %s preset, the slot needs a %s one", where, op->sig.name,
-                          s->info.kind == SYNO_SLOT_LINEAR ? "linear" : "convolution (conv2d or conv2d-wide)");
+                          want);
   }
   if (slotop_copy(op, &s->op, err)) {
     syno_nn_layer_free(self);
