@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expr_eval.h"
 #include "syno/normal.h"
 
 #define MAX_AXIS_VARS 6      /* variables in one permuted index */
@@ -47,39 +48,21 @@ static bool collect(const syno_nest_t *n, int i, lvar_t *vs, int *nv) {
   }
 }
 
+/* The values of the nest's SIZE nodes under binding b, for
+ * syno_expr_eval; false when one does not evaluate. */
+static bool size_values(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *size_val) {
+  for (int i = 0; i < n->n_nodes; i++)
+    if (n->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, n->node[i].size, b, &size_val[i], NULL)) return false;
+  return true;
+}
+
 /* The value of the expression at node i at one point; false when a
- * restrict is out of range (the point reads nothing) or a division fails. */
-static bool eval(const syno_nest_t *n, const syno_vars_t *v, int b, int i, const int64_t *outer, const int64_t *inner,
+ * restrict is out of range (the point reads nothing). */
+static bool eval(const syno_nest_t *n, const int64_t *size_val, int i, const int64_t *outer, const int64_t *inner,
                  int64_t *out) {
-  const syno_expr_t *e = &n->node[i];
-  int64_t x, y;
-  switch (e->kind) {
-    case SYNO_EXPR_OUTER: *out = outer[e->var]; return true;
-    case SYNO_EXPR_INNER: *out = inner[e->var]; return true;
-    case SYNO_EXPR_SIZE: return syno_size_eval(v, e->size, b, out, NULL) == 0;
-    case SYNO_EXPR_IMM: *out = e->imm; return true;
-    case SYNO_EXPR_RESTRICT:
-      if (!eval(n, v, b, e->a, outer, inner, &x) || syno_size_eval(v, n->node[e->b].size, b, &y, NULL)) return false;
-      *out = x;
-      return x >= 0 && x < y;
-    default: break;
-  }
-  if (!eval(n, v, b, e->a, outer, inner, &x) || !eval(n, v, b, e->b, outer, inner, &y)) return false;
-  switch (e->kind) {
-    case SYNO_EXPR_ADD: *out = x + y; return true;
-    case SYNO_EXPR_SUB: *out = x - y; return true;
-    case SYNO_EXPR_MUL: *out = x * y; return true;
-    case SYNO_EXPR_DIV:
-      if (y == 0) return false;
-      *out = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
-      return true;
-    case SYNO_EXPR_MOD:
-      if (y == 0) return false;
-      *out = x % y;
-      if (*out < 0) *out += y < 0 ? -y : y;
-      return true;
-    default: return false;
-  }
+  bool ok = true;
+  *out = syno_expr_eval(n, i, size_val, outer, inner, &ok);
+  return ok;
 }
 
 static syno_size_t extent(const syno_nest_t *n, lvar_t x) { return x.inner ? n->inner[x.var] : n->outer[x.var]; }
@@ -116,10 +99,9 @@ static bool extents(const syno_nest_t *n, const syno_vars_t *v, int b, const lva
  * walks over its points need. */
 typedef struct {
   const syno_nest_t *n;
-  const syno_vars_t *v;
-  int b;
-  int k;              /* axes */
-  const int16_t *idx; /* their roots */
+  int64_t size_val[SYNO_MAX_NODES]; /* the SIZE nodes' values under the binding walked */
+  int k;                            /* axes */
+  const int16_t *idx;               /* their roots */
   int64_t dim[SYNO_MAX_RANK];
   int drop;         /* independence test: the variable set to 0 */
   const lvar_t *vs; /* the variables walked */
@@ -147,7 +129,7 @@ static bool linear(const tuple_t *t, const int64_t *outer, const int64_t *inner,
   int64_t x = 0;
   for (int j = 0; j < t->k; j++) {
     int64_t y;
-    if (!eval(t->n, t->v, t->b, t->idx[j], outer, inner, &y) || y < 0 || y >= t->dim[j]) return false;
+    if (!eval(t->n, t->size_val, t->idx[j], outer, inner, &y) || y < 0 || y >= t->dim[j]) return false;
     x = x * t->dim[j] + y;
   }
   *out = x;
@@ -176,7 +158,7 @@ static bool hit_once(void *ctx, const int64_t *outer, const int64_t *inner, cons
     const digit_t *g = &t->dg[i];
     if (g->node < 0)
       y = (g->var.inner ? inner : outer)[g->var.var];
-    else if (!eval(t->n, t->v, t->b, g->node, outer, inner, &y))
+    else if (!eval(t->n, t->size_val, g->node, outer, inner, &y))
       return false;
     if (y < 0 || y >= t->dext[i]) return false;
     d = d * t->dext[i] + y;
@@ -238,9 +220,9 @@ static bool bijective(const syno_nest_t *n, const syno_vars_t *v, const int16_t 
     if (!collect(n, idx[j], vs, &nv)) return false;
   bool keep[MAX_AXIS_VARS];
   for (int i = 0; i < nv; i++) keep[i] = false;
-  tuple_t t = {.n = n, .v = v, .k = k, .idx = idx, .vs = vs};
+  tuple_t t = {.n = n, .k = k, .idx = idx, .vs = vs};
   for (int b = 0; b < v->nbind; b++) {
-    t.b = b;
+    if (!size_values(n, v, b, t.size_val)) return false;
     for (int j = 0; j < k; j++)
       if (syno_size_eval(v, dims[j], b, &t.dim[j], NULL)) return false;
     int64_t ext[MAX_AXIS_VARS], total;
@@ -267,7 +249,7 @@ static bool bijective(const syno_nest_t *n, const syno_vars_t *v, const int16_t 
   t.dg = dg;
   t.nd = nv;
   for (int b = 0; b < v->nbind; b++) {
-    t.b = b;
+    if (!size_values(n, v, b, t.size_val)) return false;
     int64_t ext[MAX_AXIS_VARS], total, want = 1, digits = 1;
     for (int j = 0; j < k; j++) {
       if (syno_size_eval(v, dims[j], b, &t.dim[j], NULL)) return false;
