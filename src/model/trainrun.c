@@ -326,12 +326,13 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
                                      text ? sps * (double)lps : 0};
         (cfg->progress ? cfg->progress : default_progress)(&pr, cfg->user);
       }
-      if (overrun(cfg, now_s() - L->t_start, first_step_s, now_s() - t_first_end, step, total_steps, res->failure,
+      double now = now_s();
+      if (overrun(cfg, now - L->t_start, first_step_s, now - t_first_end, step, total_steps, res->failure,
                   sizeof res->failure)) {
         fail = 1;
         break;
       }
-      if (cfg->time_limit > 0 && now_s() - L->t_start > cfg->time_limit) {
+      if (cfg->time_limit > 0 && now - L->t_start > cfg->time_limit) {
         snprintf(res->failure, sizeof res->failure, "time limit of %g s hit at step %lld", cfg->time_limit,
                  (long long)step);
         fail = 1;
