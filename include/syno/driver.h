@@ -49,6 +49,10 @@
  * rollouts) before the search stops. */
 #define SYNO_DRIVER_FRUITLESS 20
 
+/* The preset of a search recorded before searches stored theirs: the space
+ * that was then called conv2d. */
+#define SYNO_DRIVER_LEGACY_PRESET "conv2d-wide"
+
 typedef struct syno_driver_progress syno_driver_progress_t;
 
 typedef struct syno_driver_cfg {

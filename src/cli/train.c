@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "syno/backbone.h"
+#include "syno/driver.h"
 #include "syno/grow.h"
 #include "syno/store.h"
 
@@ -121,9 +122,8 @@ static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[3
     snprintf(strs[1], 256, "%s", ds->valuestring);
     cfg->backbone = strs[0];
     cfg->dataset = strs[1];
-    /* A search recorded before presets were stored searched today's conv2d-wide. */
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "preset");
-    snprintf(strs[2], 256, "%s", cJSON_IsString(ps) ? ps->valuestring : "conv2d-wide");
+    snprintf(strs[2], 256, "%s", cJSON_IsString(ps) ? ps->valuestring : SYNO_DRIVER_LEGACY_PRESET);
     cfg->preset = strs[2];
     const cJSON *x;
     if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "pad"))) cfg->pad = (int)x->valuedouble;

@@ -118,9 +118,8 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
     snprintf(own->backbone, sizeof own->backbone, "%s", x->valuestring);
     c->backbone = own->backbone;
   }
-  /* A search recorded before presets were stored searched today's conv2d-wide. */
   x = cJSON_GetObjectItemCaseSensitive(o, "preset");
-  snprintf(own->preset, sizeof own->preset, "%s", cJSON_IsString(x) ? x->valuestring : "conv2d-wide");
+  snprintf(own->preset, sizeof own->preset, "%s", cJSON_IsString(x) ? x->valuestring : SYNO_DRIVER_LEGACY_PRESET);
   c->preset = own->preset;
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "max_count"))) {
     snprintf(own->max_count, sizeof own->max_count, "%s", x->valuestring);
