@@ -51,5 +51,11 @@ const char *syno_signature_names(void);
  * naming the signature and the slot. */
 int syno_signature_conv_binding(const syno_signature_t *sig, int64_t n, int64_t c_in, int64_t c_out, int64_t h,
                                 int64_t w, char *buf, size_t len, syno_error_t *err);
+/* The forward FLOPs (a multiply-add counts 2) of the standard operator of
+ * `kind` from `input` to `output` under binding b: a 3x3 convolution or a
+ * dense linear layer, which contracts the input's unordered axes. The
+ * search's FLOPs limits are ratios of it. */
+double syno_signature_std_flops(syno_sig_kind_t kind, const syno_vars_t *vars, const syno_shape_t *input,
+                                const syno_shape_t *output, int b);
 
 #endif /* SYNO_SIGNATURE_H */

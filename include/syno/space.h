@@ -86,6 +86,8 @@ typedef struct {
   int max_tensors; /* input + weights */
   int max_reductions;
   double min_flops, max_flops;    /* forward FLOPs, summed over the bindings; 0 = no bound */
+  double min_flops_ratio, max_flops_ratio; /* the same as ratios of the standard operator's FLOPs (the
+                                            * spec's kind), for min_flops/max_flops left at 0; 0 = none */
   double max_params;              /* on the first binding (the reported params), 0 = no bound */
   double max_pooling;             /* product of weightless reduction domains */
   bool enable[SYNO_PRIM_KINDS];   /* Share means Contraction; Stride and Expand off by default */
@@ -110,6 +112,7 @@ typedef struct {
   syno_shape_t input, output;
   int n_fixed; /* axes passed straight from input to output (the batch N) */
   int fixed_in[SYNO_MAX_FIXED], fixed_out[SYNO_MAX_FIXED];
+  int kind; /* the preset's syno_sig_kind_t (what the operators replace), -1 for a spec of its own shapes */
   syno_space_opts_t opts;
 } syno_space_spec_t;
 
@@ -117,7 +120,8 @@ typedef struct {
 void syno_space_opts_default(syno_space_opts_t *o);
 
 /* A preset: the named signature (syno/signature.h: "conv2d", "linear")
- * with the default options. `bind` is a binding ("" for the preset's
+ * with the default options and the settings of the original's published
+ * searches for it (conv2d: its ResNet-18 run, see docs/space.md). `bind` is a binding ("" for the preset's
  * defaults). */
 int syno_space_preset(const char *name, const char *bind, syno_space_spec_t *spec, syno_error_t *err);
 /* Reads a spec from a JSON file (see README); errors name the field. */

@@ -83,3 +83,11 @@ int syno_signature_conv_binding(const syno_signature_t *sig, int64_t n, int64_t 
   if (k < 0 || (size_t)k >= len) return syno_error_set(err, "binding too long");
   return 0;
 }
+
+double syno_signature_std_flops(syno_sig_kind_t kind, const syno_vars_t *vars, const syno_shape_t *input,
+                                const syno_shape_t *output, int b) {
+  double f = 2.0 * syno_size_value(vars, syno_shape_numel(output), b) * (kind == SYNO_SIG_CONV ? 9.0 : 1.0);
+  for (int i = 0; i < input->rank; i++)
+    if (input->unordered[i]) f *= syno_size_value(vars, input->dim[i], b);
+  return f;
+}

@@ -41,8 +41,8 @@ void syno_driver_cfg_default(syno_driver_cfg_t *c) {
   c->lr = q.lr;
   c->seed = q.seed;
   c->min_speedup = q.min_speedup;
-  c->max_flops_ratio = 1.0;
-  c->min_flops_ratio = 0.05;
+  c->max_flops_ratio = 0.9; /* the original's published vision searches */
+  c->min_flops_ratio = 0.15;
   c->budget = -1; /* unset: 20 for a new search, the recorded one on resume */
   c->workers = 1;
   c->cand_timeout = 600;
@@ -288,9 +288,6 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
     return syno_error_set(err, "the %s backbone's slots are convolutions; preset %s is not", c->backbone, c->preset),
            NULL;
   const syno_evalslot_t *p = plan->slot;
-  double std_flops = 0; /* the standard operator's FLOPs over the distinct slots, per image */
-  for (int i = 0; i < plan->n; i++)
-    std_flops += 2.0 * (double)p[i].c_in * (double)p[i].c_out * 9.0 * (double)p[i].h * (double)p[i].w;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "preset", c->preset);
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
@@ -303,22 +300,23 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
     cJSON_AddItemToArray(b, cJSON_CreateString(s));
   }
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
-  if (c->max_flops_ratio > 0) cJSON_AddNumberToObject(o, "max_flops", c->max_flops_ratio * std_flops);
-  if (c->min_flops_ratio > 0) cJSON_AddNumberToObject(o, "min_flops", c->min_flops_ratio * std_flops);
+  /* Ratios of the standard operator over the distinct slots, per image (batch 1). */
+  cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
+  cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
   /* Params are counted on the first binding (syno_node_final_cost). */
   if (c->max_params_ratio > 0)
     cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p[0].c_in * (double)p[0].c_out);
   if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   int caps[SYNO_PRIM_KINDS];
-  for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -1;
+  for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -2; /* not named: the preset's cap stays */
   syno_error_t cerr; /* checked by run_open */
   if (c->max_count && syno_space_caps_parse(c->max_count, caps, &cerr) == 0) {
     cJSON *m = cJSON_AddObjectToObject(o, "max_count");
     for (int k = 0; k < SYNO_PRIM_KINDS; k++)
-      if (caps[k] >= 0) cJSON_AddNumberToObject(m, syno_prim_name((syno_prim_kind_t)k), caps[k]);
+      if (caps[k] != -2) cJSON_AddNumberToObject(m, syno_prim_name((syno_prim_kind_t)k), caps[k]);
   }
-  /* An Unfold needs its dim to be min_unfold_ratio (2) times the window by
-   * default. The standard 3x3 convolution the operators replace runs on
+  /* An Unfold needs its dim to be min_unfold_ratio (2.3 in conv2d) times the
+   * window. The standard 3x3 convolution the operators replace runs on
    * every slot, so the smallest slot side (4 in the last ResNet stage) must
    * admit a window of 3: relax the ratio to that side / 3. */
   long side = 0;
@@ -326,7 +324,7 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
     long m = p[i].h < p[i].w ? p[i].h : p[i].w;
     if (side == 0 || m < side) side = m;
   }
-  if (side > 0 && side < 6) cJSON_AddNumberToObject(o, "min_unfold_ratio", (double)side / 3.0 - 1e-6);
+  if (side > 0 && side < 7) cJSON_AddNumberToObject(o, "min_unfold_ratio", (double)side / 3.0 - 1e-6);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;

@@ -16,6 +16,17 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   syno_space_t *s = calloc(1, sizeof *s);
   if (!s) return syno_error_set(err, "out of memory");
   s->spec = *spec;
+  syno_space_opts_t *o = &s->spec.opts;
+  double std = 0; /* the standard operator's FLOPs over the bindings, for the ratios */
+  for (int b = 0; spec->kind >= 0 && b < spec->vars.nbind; b++)
+    std += syno_signature_std_flops((syno_sig_kind_t)spec->kind, &spec->vars, &spec->input, &spec->output, b);
+  if (o->max_flops == 0) o->max_flops = o->max_flops_ratio * std;
+  if (o->min_flops == 0) o->min_flops = o->min_flops_ratio * std;
+  if (o->max_flops > 0 && o->min_flops > o->max_flops) {
+    double lo = o->min_flops, hi = o->max_flops;
+    free(s);
+    return syno_error_set(err, "min FLOPs %g is above max FLOPs %g: no operator can satisfy both", lo, hi);
+  }
   s->g = syno_graph_new(&spec->vars);
   s->group_memo = calloc(SPACE_GROUP_MEMO, sizeof *s->group_memo);
   s->n_nodes = 1; /* id 0 is "none" */

@@ -94,11 +94,30 @@ static int finish_spec(syno_space_spec_t *spec, const char *input, const char *o
   return 0;
 }
 
+/* The settings of the original's published search for a preset, on top of
+ * the defaults. conv2d: its ResNet-18 run (experiments/scripts/
+ * mcts_resnet18_cifar100.sh), which the other vision runs vary only in the
+ * Merge cap, the FLOPs ratios and the expansion limits. */
+static void preset_opts(const char *name, syno_space_opts_t *o) {
+  if (strcmp(name, "conv2d") != 0) return;
+  o->max_count[SYNO_PRIM_MERGE] = 1;
+  o->max_count[SYNO_PRIM_SPLIT] = 3;
+  o->max_count[SYNO_PRIM_SHIFT] = 2;
+  o->max_count[SYNO_PRIM_STRIDE] = 0;
+  o->max_flops_ratio = 0.9;
+  o->min_flops_ratio = 0.15;
+  o->min_unfold_ratio = 2.3;
+  o->max_expansion_merge = 2048;
+  o->min_shared_weight_dim = o->max_shared_weight_dim = 8;
+}
+
 int syno_space_preset(const char *name, const char *bind, syno_space_spec_t *spec, syno_error_t *err) {
   syno_signature_t sig;
   if (syno_signature_preset(name, bind, &sig, err)) return -1;
   memset(spec, 0, sizeof *spec);
   syno_space_opts_default(&spec->opts);
+  preset_opts(name, &spec->opts);
+  spec->kind = (int)sig.kind;
   spec->vars = sig.vars;
   spec->input = sig.input;
   spec->output = sig.output;
@@ -122,6 +141,14 @@ int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err) {
   if (o->max_flops > 0 && o->min_flops > o->max_flops)
     return syno_error_set(err, "min_flops %g is above max_flops %g: no operator can satisfy both", o->min_flops,
                           o->max_flops);
+  if (!(o->min_flops_ratio >= 0) || !(o->max_flops_ratio >= 0))
+    return syno_error_set(err, "FLOPs ratios must not be negative");
+  if (o->max_flops_ratio > 0 && o->min_flops_ratio > o->max_flops_ratio)
+    return syno_error_set(err, "min_flops_ratio %g is above max_flops_ratio %g: no operator can satisfy both",
+                          o->min_flops_ratio, o->max_flops_ratio);
+  if ((o->min_flops_ratio > 0 || o->max_flops_ratio > 0) && spec->kind < 0)
+    return syno_error_set(err, "FLOPs ratios need a preset (they are ratios of its standard operator): "
+                               "give min_flops/max_flops instead");
   if (o->max_params < 0) return syno_error_set(err, "max_params must not be negative");
   if (o->max_enumerations < 1 || o->max_enumerations > 9)
     return syno_error_set(err, "max_enumerations out of range 1..9");
@@ -204,6 +231,8 @@ static const char *known_fields[] = {"preset",
                                      "max_reductions",
                                      "min_flops",
                                      "max_flops",
+                                     "min_flops_ratio",
+                                     "max_flops_ratio",
                                      "max_params",
                                      "max_pooling",
                                      "primitives",
@@ -289,6 +318,7 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     }
     memset(spec, 0, sizeof *spec);
     syno_space_opts_default(&spec->opts);
+    spec->kind = -1;
     syno_vars_init(&spec->vars);
     if (vars && (rc = syno_vars_declare(&spec->vars, vars, err))) {
       syno_error_prefix(err, "field 'vars'");
@@ -326,6 +356,8 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
       (rc = get_int(root, "max_finalizations", &o->max_finalizations, err)) ||
       (rc = get_number(root, "min_flops", &o->min_flops, false, err)) ||
       (rc = get_number(root, "max_flops", &o->max_flops, false, err)) ||
+      (rc = get_number(root, "min_flops_ratio", &o->min_flops_ratio, false, err)) ||
+      (rc = get_number(root, "max_flops_ratio", &o->max_flops_ratio, false, err)) ||
       (rc = get_number(root, "max_params", &o->max_params, false, err)) ||
       (rc = get_number(root, "max_pooling", &o->max_pooling, false, err)) ||
       (rc = get_number(root, "min_weight_params", &o->min_weight_params, false, err)) ||

@@ -75,6 +75,54 @@ static void test_specs(void **state) {
   assert_non_null(strstr(err.msg, "/nonexistent/spec.json"));
 }
 
+/* conv2d carries the original's published ResNet-18 search settings; its
+ * FLOPs ratios become limits on the standard 3x3 convolution's FLOPs summed
+ * over the bindings, and the spec file can replace them. */
+static void test_preset_search_settings(void **state) {
+  (void)state;
+  syno_space_spec_t spec;
+  syno_error_t err;
+  assert_int_equal(syno_space_preset("conv2d", "", &spec, &err), 0);
+  assert_int_equal(spec.kind, SYNO_SIG_CONV);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_MERGE], 1);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_SPLIT], 3);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_SHIFT], 2);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_STRIDE], 0);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_UNFOLD], -1);
+  assert_true(spec.opts.min_unfold_ratio == 2.3 && spec.opts.max_expansion_merge == 2048);
+  assert_true(spec.opts.min_shared_weight_dim == 8 && spec.opts.max_shared_weight_dim == 8);
+  assert_int_equal(syno_space_preset("conv2d-wide", "", &spec, &err), 0);
+  assert_int_equal(spec.opts.max_count[SYNO_PRIM_MERGE], -1);
+  assert_true(spec.opts.max_flops_ratio == 0);
+
+  /* Two bindings: 2 x N x C_in x C_out x 9 x H x H each. */
+  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"bind\": [\"N=1, C_in=16, C_out=32, H=8\", "
+                                             "\"N=1, C_in=32, C_out=32, H=4\"], \"depth\": 4}",
+                                             &spec, &err),
+                   0);
+  double std = 2.0 * 9 * (16 * 32 * 64 + 32 * 32 * 16);
+  syno_space_t *s;
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  assert_float_equal(syno_space_spec(s)->opts.max_flops, 0.9 * std, 1e-6 * std);
+  assert_float_equal(syno_space_spec(s)->opts.min_flops, 0.15 * std, 1e-6 * std);
+  syno_space_free(s);
+  /* An absolute limit wins over the ratio; a ratio of 0 lifts the limit. */
+  assert_int_equal(
+      syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_flops\": 1e9, \"min_flops_ratio\": 0}", &spec, &err), 0);
+  assert_int_equal(syno_space_new(&spec, &s, &err), 0);
+  assert_float_equal(syno_space_spec(s)->opts.max_flops, 1e9, 1);
+  assert_float_equal(syno_space_spec(s)->opts.min_flops, 0, 0);
+  syno_space_free(s);
+  expect_spec_error("{\"input\": \"[H]\", \"output\": \"[H]\", \"bind\": \"H=3\", \"max_flops_ratio\": 0.5}",
+                    "FLOPs ratios need a preset");
+  expect_spec_error("{\"preset\": \"conv2d\", \"max_flops_ratio\": -1}", "FLOPs ratios must not be negative");
+  expect_spec_error("{\"preset\": \"conv2d\", \"min_flops_ratio\": 0.95}", "min_flops_ratio 0.95 is above");
+  /* Ratios and absolute limits that contradict each other only show on the bindings. */
+  assert_int_equal(syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_flops\": 1e3}", &spec, &err), 0);
+  assert_int_not_equal(syno_space_new(&spec, &s, &err), 0);
+  assert_non_null(strstr(err.msg, "no operator can satisfy both"));
+}
+
 /* The FLOPs bounds hold for operator op of node `node` with FLOPs `flops`
  * (the stages', syno_forward_flops): the node's bound, and the game of the
  * finished operator itself (spec 8), which the node's game never exceeds.
@@ -717,6 +765,7 @@ static void test_rules_only_remove(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_specs),
+      cmocka_unit_test(test_preset_search_settings),
       cmocka_unit_test(test_sampled_operators_are_real),
       cmocka_unit_test(test_distance_is_a_lower_bound),
       cmocka_unit_test(test_pruning_keeps_every_operator),
