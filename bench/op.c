@@ -6,7 +6,7 @@
  * measures the same way (syno_backbone_latency_cmp), but on a machine shared with training;
  * this is the quiet re-measurement of a winner.
  *
- * usage: op [--op TEXT ...] [--dataset digits|fashion-mnist] [--pad P]
+ * usage: op [--op TEXT ...] [--preset NAME] [--dataset digits|fashion-mnist] [--pad P]
  *           [--batch B] [--threads T] [--reps R] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,25 +20,28 @@
 /* Without --op: the operator of the Fashion-MNIST search that meets the target when
  * retrained (README, "A Fashion-MNIST search"): a 1x3 convolution. */
 static const char default_op[] =
-    "r0=sum(k) r1=sum(C_in); in[i0, share(r1, 1), i2, unfold(i3, share(r0, 1))] expand[share(i1, 1)] "
+    "r0=sum(k_1) r1=sum(C_in); in[i0, share(r1, 1), i2, unfold(i3, share(r0, 1))] expand[share(i1, 1)] "
     "w1[r1, i1, r0]";
 
 static const char usage[] =
-    "usage: op --op TEXT [--op TEXT ...] [--dataset digits|fashion-mnist] [--pad P]\n"
+    "usage: op --op TEXT [--op TEXT ...] [--preset NAME] [--dataset digits|fashion-mnist] [--pad P]\n"
     "          [--batch B] [--threads T] [--reps R]\n"
     "Times each operator in every ResNet slot against the standard net (oneDNN and im2col).\n"
-    "Defaults: fashion-mnist, pad 2, batch 1, 1 thread, 101 repeats; without --op, the operator\n"
+    "Defaults: preset conv2d (the operators' variables; conv2d-wide for older searches),\n"
+    "fashion-mnist, pad 2, batch 1, 1 thread, 101 repeats; without --op, the operator\n"
     "the Fashion-MNIST search found (a 1x3 convolution, see README).\n";
 
 int main(int argc, char **argv) {
   const char *ops[MAX_OPS];
   int nops = 0, reps = 101, threads = 1, pad = 2;
   long batch = 1;
-  const char *dataset = "fashion-mnist";
+  const char *dataset = "fashion-mnist", *preset = "conv2d";
   for (int i = 1; i < argc; i++) {
     if (!bench_common_opt("op", usage, argc, argv, &i, &reps, 1000)) continue;
     if (i + 1 < argc && !strcmp(argv[i], "--op") && nops < MAX_OPS)
       ops[nops++] = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--preset"))
+      preset = argv[++i];
     else if (i + 1 < argc && !strcmp(argv[i], "--dataset"))
       dataset = argv[++i];
     else if (i + 1 < argc && !strcmp(argv[i], "--pad"))
@@ -64,7 +67,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < nops; k++) {
     syno_error_t err = {0};
     syno_slotop_t *op = NULL;
-    if (syno_slotop_parse_preset("conv2d-wide", ops[k], &op, &err)) {
+    if (syno_slotop_parse_preset(preset, ops[k], &op, &err)) {
       fprintf(stderr, "op: %s\n", err.msg);
       return 2;
     }

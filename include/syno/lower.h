@@ -102,6 +102,18 @@ int syno_lower(const syno_operator_t *op, syno_lowered_t *out, syno_error_t *err
 int syno_lower_forward(const syno_operator_t *op, syno_nest_t *n, syno_error_t *err);
 int syno_lower_backward(const syno_operator_t *op, int t, syno_nest_t *n, syno_error_t *err);
 
+/* Splits each loop variable v of extent E that the nest reads through
+ * div(v, B) or mod(v, B), all at one block B, into two, v = g*B + o (g of
+ * extent E/B, o of extent B): div(v, B) becomes g, mod(v, B) becomes o, any
+ * other occurrence g*B + o. A channel-grouped operator, whose input reads the
+ * group div(i, B) and whose weight reads mod(i, B), then reads g and o
+ * separately, and the executor runs it as one GEMM instead of one per
+ * channel. An outer variable becomes two adjacent outer ones, so the target
+ * keeps its layout; an inner one keeps its index for g and appends o. The
+ * tensors and their layouts are unchanged: *out computes what *in does.
+ * Nests with guards are copied unchanged. Returns the number of splits. */
+int syno_nest_split_blocks(const syno_nest_t *in, const syno_vars_t *v, syno_nest_t *out);
+
 /* The index arithmetic of loop nests: floor division and the Euclidean
  * remainder (spec 3.4). Every evaluator and simplifier uses these. */
 int64_t syno_index_div(int64_t a, int64_t b);

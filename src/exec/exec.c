@@ -16,6 +16,7 @@ struct syno_exec {
   int b;
   syno_operator_t op;
   syno_lowered_t low;
+  syno_nest_t run; /* the forward nest the chain runs: low.forward with its blocks split */
   int64_t numel_out;
   int64_t numel[SYNO_MAX_TENSORS];
   int64_t flops;
@@ -39,7 +40,8 @@ int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_e
     if (syno_nest_target_numel(&e->low.backward[t], &e->vars, b, &e->numel[t], err)) goto fail;
   if (syno_forward_flops(&e->op, &e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
   const char *reason = NULL;
-  if (exec_chain_new(&e->op, &e->low.forward, &e->vars, b, false, &e->chain, &reason, err)) goto fail;
+  syno_nest_split_blocks(&e->low.forward, &e->vars, &e->run);
+  if (exec_chain_new(&e->op, &e->run, &e->vars, b, false, &e->chain, &reason, err)) goto fail;
   if (e->chain) {
     e->strategy = exec_chain_stages(e->chain) == 1 ? "gemm" : "chain";
     e->fallback_reason = exec_chain_generic(e->chain); /* a stage that runs as a loop, or NULL */

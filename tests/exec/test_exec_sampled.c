@@ -23,7 +23,7 @@
  * generic loops; fails the test on any mismatch. Returns 1 when the executor
  * ran on a fast path, and its strategy. */
 static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char *what, syno_rng_t *rng,
-                     const char **strategy) {
+                     const char **strategy, int *splits) {
   syno_error_t err = {0};
   syno_exec_t *e = NULL;
   if (syno_exec_new(op, v, 0, &e, &err)) fail_msg("%s: %s", what, err.msg);
@@ -53,22 +53,39 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
     double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
     if (!(ge <= TOL)) fail_msg("%s [%s]: gradient of tensor %d differs by %g", what, syno_exec_strategy(e), i, ge);
   }
-  /* The generic loop of every stage, where the staged path applies. */
-  exec_chain_t *loops = NULL;
-  const char *why = NULL;
-  if (exec_chain_new(op, &low->forward, v, 0, true, &loops, &why, &err)) fail_msg("%s: %s", what, err.msg);
-  if (loops) {
+  /* The forward nest with its blocks split (what the executor runs)
+   * computes what the nest does, in the interpreter too. */
+  syno_nest_t *split = malloc(sizeof *split);
+  assert_non_null(split);
+  int n_split = syno_nest_split_blocks(&low->forward, v, split);
+  if (splits) *splits = n_split;
+  if (n_split) {
     for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
-    exec_chain_forward(loops, (const float *const *)t, out);
+    if (syno_interp_nest(split, v, 0, (const float *const *)t, NULL, out, &err)) fail_msg("%s", err.msg);
     fe = st_rel_err(out, want, n_out);
-    if (!(fe <= TOL)) fail_msg("%s [loops]: forward differs by %g", what, fe);
-    exec_chain_backward(loops, (const float *const *)t, gout, g);
-    for (int i = 0; i < nt; i++) {
-      double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
-      if (!(ge <= TOL)) fail_msg("%s [loops]: gradient of tensor %d differs by %g", what, i, ge);
-    }
-    exec_chain_free(loops);
+    if (!(fe <= TOL)) fail_msg("%s [split nest]: forward differs by %g", what, fe);
   }
+  /* The generic loop of every stage, where the staged path applies, on the
+   * nest as lowered and on the split one. */
+  for (int pass = 0; pass < 1 + (n_split > 0); pass++) {
+    exec_chain_t *loops = NULL;
+    const char *why = NULL;
+    if (exec_chain_new(op, pass ? split : &low->forward, v, 0, true, &loops, &why, &err))
+      fail_msg("%s: %s", what, err.msg);
+    if (loops) {
+      for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
+      exec_chain_forward(loops, (const float *const *)t, out);
+      fe = st_rel_err(out, want, n_out);
+      if (!(fe <= TOL)) fail_msg("%s [loops]: forward differs by %g", what, fe);
+      exec_chain_backward(loops, (const float *const *)t, gout, g);
+      for (int i = 0; i < nt; i++) {
+        double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
+        if (!(ge <= TOL)) fail_msg("%s [loops]: gradient of tensor %d differs by %g", what, i, ge);
+      }
+      exec_chain_free(loops);
+    }
+  }
+  free(split);
   int fast = syno_exec_fallback_reason(e) == NULL;
   if (fast) assert_true(strcmp(syno_exec_strategy(e), "interp") != 0);
   if (strategy) *strategy = syno_exec_strategy(e);
@@ -109,7 +126,7 @@ static void test_builtins_fast(void **state) {
       fail_msg("%s: not on the fast path (%s)", cases[i][0], syno_exec_fallback_reason(e));
     assert_null(syno_exec_fallback_reason(e));
     syno_exec_free(e);
-    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng, NULL), 1);
+    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng, NULL, NULL), 1);
     st_op_free(&o);
   }
 }
@@ -123,6 +140,7 @@ enum { N_STRATEGIES = 3 };
 typedef struct {
   char **seen;
   int n_seen, fast, target;
+  int split; /* operators whose forward nest has a block split */
   int n_tensors_hist[SYNO_MAX_TENSORS + 1];
   int by_strategy[SYNO_MAX_TENSORS + 1][N_STRATEGIES]; /* [tensors][strategy] */
   const char *reason[MAX_REASONS];
@@ -144,7 +162,9 @@ static int visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
   c->seen[c->n_seen++] = strdup(buf);
   c->n_tensors_hist[op.n_tensors]++;
   const char *strategy = NULL;
-  int fast = check_one(&op, v, buf, &c->rng, &strategy);
+  int splits = 0;
+  int fast = check_one(&op, v, buf, &c->rng, &strategy, &splits);
+  c->split += splits > 0;
   int k = 0;
   while (k < N_STRATEGIES && strcmp(strategies[k], strategy) != 0) k++;
   if (k == N_STRATEGIES) fail_msg("%s: unknown strategy %s", buf, strategy);
@@ -198,6 +218,8 @@ static void test_sampled_operators(void **state) {
     printf("\n");
   }
   for (int k = 0; k < MAX_REASONS && c->reason[k]; k++) printf("  not fast (%d): %s\n", c->reason_n[k], c->reason[k]);
+  printf("  %d operators run with a loop variable split at a block (div/mod)\n", c->split);
+  assert_true(c->split > 0);
   assert_true(c->n_seen >= 500);
   assert_true(c->n_tensors_hist[3] > 0);
   /* No operator of the sample needs the interpreter or a loop stage. */
