@@ -5,7 +5,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= 2
 
-.PHONY: all test test-asan demo bench clean FORCE
+.PHONY: all test test-asan valgrind demo bench clean FORCE
 
 all: FORCE
 	@bash scripts/deps.sh build
@@ -26,6 +26,11 @@ test-asan: FORCE
 	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DSYNO_SANITIZE=ON -DSYNO_TESTS=ON
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir $(BUILD_ASAN) --output-on-failure -j $(JOBS)
+
+# valgrind memcheck on a short search (the driver, then one evaluation).
+valgrind: all
+	@bash scripts/deps.sh valgrind
+	@bash scripts/valgrind.sh $(BUILD)
 
 demo: all
 	@bash scripts/deps.sh demo

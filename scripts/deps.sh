@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages one task of syno needs, if any are missing.
-#   scripts/deps.sh [build|test|demo|bench]   (default: build)
+#   scripts/deps.sh [build|test|demo|bench|valgrind]   (default: build)
 # build: the compiler and the libraries the library links (no PyTorch);
 # test:  build + cmocka, Python with PyTorch (to check the exported PyTorch
 #        code), gnuplot, Graphviz and Fashion-MNIST (tests skip, with a
 #        printed reason, what they cannot run, but `make test` installs it);
 # demo:  build + gnuplot and Graphviz (the report's plots);
-# bench: test's set (the benchmarks compare against PyTorch).
+# bench: test's set (the benchmarks compare against PyTorch);
+# valgrind: build + valgrind (scripts/valgrind.sh).
 # As root it runs `apt-get update` once and `apt-get install
 # --no-install-recommends`; otherwise it names what is missing and fails.
 set -euo pipefail
@@ -23,7 +24,8 @@ case "${1:-build}" in
   build) PACKAGES=("${BUILD[@]}") ;;
   test | bench) PACKAGES=("${BUILD[@]}" "${TEST[@]}") ;;
   demo) PACKAGES=("${BUILD[@]}" "${PLOTS[@]}") ;;
-  *) echo "usage: scripts/deps.sh [build|test|demo|bench]" >&2; exit 2 ;;
+  valgrind) PACKAGES=("${BUILD[@]}" valgrind) ;;
+  *) echo "usage: scripts/deps.sh [build|test|demo|bench|valgrind]" >&2; exit 2 ;;
 esac
 
 missing=()

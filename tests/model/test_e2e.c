@@ -121,8 +121,7 @@ static void test_digits_cnn_learns(void **state) {
   double total = now() - t0;
   printf("digits CNN: %d epochs in %.2f s, test accuracy %.2f%% (%d test samples)\n", epochs, total, 100.0 * acc,
          (int)test.n);
-  assert_true(acc > 0.85);
-  assert_true(total < 20.0);
+  assert_true(acc > 0.85); /* the time is printed, not asserted: speed belongs in bench/ */
 
   syno_nn_tensor_free(&x);
   syno_nn_tensor_free(&dlogits);
