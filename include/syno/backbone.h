@@ -122,16 +122,19 @@ typedef struct syno_backbone {
  * (slot, BN, ReLU) then MaxPool2d(2) (while the side is >= 2), widths 16/32/64 x width.
  * Both end with global average pooling and a linear classifier.
  * gpt: a decoder-only transformer (GPT-2 layout, pre-LayerNorm): token + learned position
- * embeddings (N(0, 0.02^2)), depth blocks of x += O(attn(Q(LN x), K(LN x), V(LN x))) (causal,
- * heads heads) and x += fc2(GELU(fc1(LN x))) (hidden 4C), a final LayerNorm and an LM head
- * (standard linear C -> vocab, no bias). Q, K, V, O, fc1 and fc2 are linear slots bound to
- * S = context, 6 per block, in that order. */
+ * embeddings (N(0, 0.02^2)), depth blocks of x += O(attn(QKV(LN x))) (causal, heads heads;
+ * QKV the fused projection C -> 3C) and x += fc2(GELU(fc1(LN x))) (hidden 4C), a final
+ * LayerNorm and an LM head (standard linear C -> vocab, no bias). QKV, O, fc1 and fc2 are
+ * linear slots bound to S = context, 4 per block, in that order; an operator of the linear
+ * preset (t*H_in) goes into QKV only, one of linear-wide into all four. */
 int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err);
 void syno_backbone_free(syno_backbone_t *bb);
 
 /* The gpt attention sublayer on its own: [B, T, dim] -> [B, T, dim] with T = context (the
- * slots are bound to S = context): O(causal_attention([Q(h) | K(h) | V(h)])) with h = LN(x), no residual. Q, K, V, O
- * are linear slots (op NULL: standard) returned in slots[0..3] (borrowed) when slots is not NULL. */
+ * slots are bound to S = context): O(causal_attention(QKV(h))) with h = LN(x), no residual;
+ * QKV (dim -> 3 dim, [Q | K | V]) and O are linear slots (op NULL: standard; O is standard
+ * too when op's signature fills the QKV projection only) returned in slots[0..1] (borrowed)
+ * when slots is not NULL. */
 int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t heads, int64_t context, syno_rng_t *rng,
                               syno_layer_t **out, syno_layer_t **slots, syno_error_t *err);
 /* Writes one line per slot ("slot 3: C_in=16 C_out=32 H=14 W=14 flops=... params=...", or

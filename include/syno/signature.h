@@ -13,15 +13,19 @@
  * -> [N, C_out: unordered, H, H], N passed through, H never in a weight or
  * a reduction, coefficients k_1=3, k_2=7, s=2, g=32), "conv2d-wide" (the
  * earlier preset: [N, C_in: unordered, H, W] -> [N, C_out: unordered, H, W],
- * H and W allowed in weights and reductions, coefficients k=3, s=2) and
- * "linear" ([N, S, C_in: unordered] -> [N, S, C_out: unordered], N and S
- * passed through). */
+ * H and W allowed in weights and reductions, coefficients k=3, s=2),
+ * "linear" (the original's GPT-2 search: [N, seq_len, H_in: unordered] ->
+ * [N, seq_len, t*H_in], N and seq_len passed through, coefficients k_1=2,
+ * k_2=5, t=3, g=32; it replaces the fused QKV projection, t = 3) and
+ * "linear-wide" (the earlier linear preset: [N, S, C_in: unordered] ->
+ * [N, S, C_out: unordered], any linear layer). */
 #ifndef SYNO_SIGNATURE_H
 #define SYNO_SIGNATURE_H
 
 #include "syno/error.h"
 #include "syno/size.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +42,7 @@ typedef struct {
   syno_shape_t input, output;
   int n_fixed; /* axes passed straight from input to output (the batch N) */
   int fixed_in[SYNO_MAX_FIXED], fixed_out[SYNO_MAX_FIXED];
+  bool qkv_only; /* a linear signature whose output is t*H_in: it fills a fused QKV projection only */
 } syno_signature_t;
 
 /* The signature of a preset under binding `bind` ("" or NULL for the
@@ -51,6 +56,11 @@ const char *syno_signature_names(void);
  * naming the signature and the slot. */
 int syno_signature_conv_binding(const syno_signature_t *sig, int64_t n, int64_t c_in, int64_t c_out, int64_t h,
                                 int64_t w, char *buf, size_t len, syno_error_t *err);
+/* The binding of a linear slot [n, s, c_in] -> [n, s, c_out]:
+ * "N=..,S=..,C_in=..,C_out=.." (linear-wide) or "N=..,seq_len=..,H_in=..,t=.."
+ * (linear, which needs c_out a multiple of c_in). 0, or -1 with err. */
+int syno_signature_linear_binding(const syno_signature_t *sig, int64_t n, int64_t s, int64_t c_in, int64_t c_out,
+                                  char *buf, size_t len, syno_error_t *err);
 /* The forward FLOPs (a multiply-add counts 2) of the standard operator of
  * `kind` from `input` to `output` under binding b: a 3x3 convolution or a
  * dense linear layer, which contracts the input's unordered axes. The

@@ -52,7 +52,7 @@ void cli_opsel_longopts(struct option *out, const struct option *extra);
   "                      coefficient); undeclared names are primary when they start\n"     \
   "                      with an uppercase letter, coefficients otherwise\n"               \
   "  --preset NAME       take --input, --output and the variables from a search\n"         \
-  "                      preset (conv2d, linear)\n"                                        \
+  "                      preset (conv2d, conv2d-wide, linear, linear-wide)\n"              \
   "  --bind V=X,...      a concrete binding; repeat for several (one per slot)\n"
 
 /* Builds vars, shapes and the operator; prints the error and returns 2 on

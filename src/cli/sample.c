@@ -20,7 +20,7 @@ static const char *help =
     "operator, and how many distinct operators were found.\n"
     "\n"
     "options:\n"
-    "  --preset NAME       conv2d or linear\n"
+    "  --preset NAME       conv2d, conv2d-wide, linear or linear-wide\n"
     "  --spec FILE         a search spec in JSON (see README)\n"
     "  --bind V=X,...      a binding for the preset (repeat for several)\n"
     "  -n N                number of walks (default 100)\n"

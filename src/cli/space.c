@@ -20,7 +20,7 @@ static const char *help =
     "many children each canonicalization rule and the shape distance removed.\n"
     "\n"
     "options:\n"
-    "  --preset NAME       conv2d or linear\n"
+    "  --preset NAME       conv2d, conv2d-wide, linear or linear-wide\n"
     "  --spec FILE         a search spec in JSON (see README)\n"
     "  --bind V=X,...      a binding for the preset (repeat for several)\n"
     "  --depth D           override the spec's depth\n"

@@ -2,6 +2,7 @@
  * See syno/signature.h. */
 #include "syno/signature.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@ typedef struct {
   int n_fixed;
   int fixed[2];
   syno_sig_kind_t kind;
+  bool qkv_only;
 } preset_t;
 
 /* conv2d is the space the original Syno searches in its vision experiments
@@ -26,24 +28,35 @@ static const preset_t presets[] = {
      "[N, C_out: unordered, H, H]",
      1,
      {0},
-     SYNO_SIG_CONV},
+     SYNO_SIG_CONV,
+     false},
     {"conv2d-wide",
      "N=8: 0, C_in=16: 2, C_out=16: 2, H=28: 2, W=28: 2; k=3: 4, s=2: 2",
      "[N, C_in: unordered, H, W]",
      "[N, C_out: unordered, H, W]",
      1,
      {0},
-     SYNO_SIG_CONV},
+     SYNO_SIG_CONV,
+     false},
     {"linear",
+     "N=8: 0, seq_len=64: 0, H_in=128: 4; k_1=2: 3, k_2=5: 2, t=3: 3, g=32: 3",
+     "[N, seq_len, H_in: unordered]",
+     "[N, seq_len, t*H_in]",
+     2,
+     {0, 1},
+     SYNO_SIG_LINEAR,
+     true},
+    {"linear-wide",
      "N=8: 0, S=64: 0, C_in=128: 2, C_out=128: 2; k=4: 4, s=2: 2",
      "[N, S, C_in: unordered]",
      "[N, S, C_out: unordered]",
      2,
      {0, 1},
-     SYNO_SIG_LINEAR},
+     SYNO_SIG_LINEAR,
+     false},
 };
 
-const char *syno_signature_names(void) { return "conv2d, conv2d-wide, linear"; }
+const char *syno_signature_names(void) { return "conv2d, conv2d-wide, linear, linear-wide"; }
 
 int syno_signature_preset(const char *name, const char *bind, syno_signature_t *sig, syno_error_t *err) {
   const preset_t *p = NULL;
@@ -59,6 +72,7 @@ int syno_signature_preset(const char *name, const char *bind, syno_signature_t *
   if (syno_shape_parse(&sig->vars, p->output, &sig->output, err)) return syno_error_prefix(err, "output shape");
   snprintf(sig->name, sizeof sig->name, "%s", p->name);
   sig->kind = p->kind;
+  sig->qkv_only = p->qkv_only;
   sig->n_fixed = p->n_fixed;
   for (int i = 0; i < p->n_fixed; i++) sig->fixed_in[i] = sig->fixed_out[i] = p->fixed[i];
   return 0;
@@ -80,6 +94,24 @@ int syno_signature_conv_binding(const syno_signature_t *sig, int64_t n, int64_t 
   int k = snprintf(buf, len, "N=%lld,C_in=%lld,C_out=%lld,H=%lld", (long long)n, (long long)c_in, (long long)c_out,
                    (long long)h);
   if (wide && k >= 0 && (size_t)k < len) k += snprintf(buf + k, len - (size_t)k, ",W=%lld", (long long)w);
+  if (k < 0 || (size_t)k >= len) return syno_error_set(err, "binding too long");
+  return 0;
+}
+
+int syno_signature_linear_binding(const syno_signature_t *sig, int64_t n, int64_t s, int64_t c_in, int64_t c_out,
+                                  char *buf, size_t len, syno_error_t *err) {
+  if (sig->kind != SYNO_SIG_LINEAR) return syno_error_set(err, "the %s signature is not a linear layer's", sig->name);
+  int k;
+  if (sig->qkv_only) {
+    if (c_in < 1 || c_out % c_in != 0)
+      return syno_error_set(err, "the %s signature's output is t*H_in: it cannot fill a %lld -> %lld linear slot",
+                            sig->name, (long long)c_in, (long long)c_out);
+    k = snprintf(buf, len, "N=%lld,seq_len=%lld,H_in=%lld,t=%lld", (long long)n, (long long)s, (long long)c_in,
+                 (long long)(c_out / c_in));
+  } else {
+    k = snprintf(buf, len, "N=%lld,S=%lld,C_in=%lld,C_out=%lld", (long long)n, (long long)s, (long long)c_in,
+                 (long long)c_out);
+  }
   if (k < 0 || (size_t)k >= len) return syno_error_set(err, "binding too long");
   return 0;
 }

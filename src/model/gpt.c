@@ -5,8 +5,10 @@
  *   ids [B, T] -> token + position embedding [B, T, C]
  *   depth x { x += attention(LN(x));  x += fc2(GELU(fc1(LN(x)))) }
  *   LN -> LM head (standard linear, no bias) -> logits [B, T, vocab]
- * attention(h) = O(causal_attention([Q(h) | K(h) | V(h)])); Q, K, V, O, fc1 (C -> 4C) and
- * fc2 (4C -> C) are slots bound to S = T (the context length).
+ * attention(h) = O(causal_attention(QKV(h))), QKV (C -> 3C) the fused projection [Q | K | V]
+ * (GPT-2's c_attn); QKV, O, fc1 (C -> 4C) and fc2 (4C -> C) are slots bound to S = T (the
+ * context length). An operator of the linear preset (the original's GPT-2 search, output
+ * t*H_in) fills QKV only, as the original's placeholder does; one of linear-wide fills all four.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,13 +93,10 @@ syno_layer_t *syno_nn_token_pos_embedding_create(int64_t vocab, int64_t context,
 
 /* ---------------------------------------------------------------- attention sublayer */
 
-/* children: 0 LN, 1 Q, 2 K, 3 V, 4 causal attention, 5 O */
+/* children: 0 LN, 1 QKV (C -> 3C, the fused projection), 2 causal attention, 3 O */
 typedef struct gattn {
   syno_layer_t base;
   int64_t dim;
-  syno_tensor_t qkv;     /* [B, T, 3C] packed projections */
-  syno_tensor_t dqkv[3]; /* the attention's input gradient unpacked, [B, T, C] each */
-  syno_tensor_t dh;      /* dL/d LN(x) */
 } gattn_t;
 
 static int ga_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out) {
@@ -108,58 +107,30 @@ static int ga_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims,
 }
 
 static int ga_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
-  gattn_t *g = (gattn_t *)self;
   syno_layer_t **c = self->children;
   int64_t od[3];
   int rc = ga_out_shape(self, x->ndim, x->dims, od);
   if (rc < 0) return rc;
   syno_nn_begin_forward(self, x, train);
-  if ((rc = syno_nn_forward(c[0], x, train))) return rc;
-  for (int i = 1; i <= 3; i++)
-    if ((rc = syno_nn_forward(c[i], &c[0]->out, train))) return rc;
-  const int64_t rows = x->dims[0] * x->dims[1], C = g->dim;
-  int64_t pd[3] = {x->dims[0], x->dims[1], 3 * C};
-  if ((rc = syno_nn_tensor_resize(&g->qkv, 3, pd))) return rc;
-  for (int i = 0; i < 3; i++) {
-    const float *src = c[1 + i]->out.data;
-    for (int64_t r = 0; r < rows; r++) memcpy(g->qkv.data + r * 3 * C + i * C, src + r * C, (size_t)C * sizeof(float));
-  }
-  if ((rc = syno_nn_forward(c[4], &g->qkv, train)) || (rc = syno_nn_forward(c[5], &c[4]->out, train))) return rc;
-  self->out = syno_nn_tensor_view(c[5]->out.data, c[5]->out.ndim, c[5]->out.dims);
+  for (int i = 0; i < 4; i++)
+    if ((rc = syno_nn_forward(c[i], i ? &c[i - 1]->out : x, train))) return rc;
+  self->out = syno_nn_tensor_view(c[3]->out.data, c[3]->out.ndim, c[3]->out.dims);
   return SYNO_NN_OK;
 }
 
 static int ga_backward(syno_layer_t *self, const syno_tensor_t *dy) {
-  gattn_t *g = (gattn_t *)self;
   syno_layer_t **c = self->children;
-  const syno_tensor_t *x = &self->in;
-  const int64_t rows = x->dims[0] * x->dims[1], C = g->dim;
   int rc;
-  c[5]->skip_input_grad = 0;
-  c[4]->skip_input_grad = 0;
-  if ((rc = syno_nn_backward(c[5], dy)) || (rc = syno_nn_backward(c[4], &c[5]->grad_in))) return rc;
-  for (int i = 0; i < 3; i++) {
-    if ((rc = syno_nn_tensor_resize(&g->dqkv[i], 3, x->dims))) return rc;
-    for (int64_t r = 0; r < rows; r++)
-      memcpy(g->dqkv[i].data + r * C, c[4]->grad_in.data + r * 3 * C + i * C, (size_t)C * sizeof(float));
-    c[1 + i]->skip_input_grad = 0;
-    if ((rc = syno_nn_backward(c[1 + i], &g->dqkv[i]))) return rc;
+  for (int i = 3; i >= 0; i--) {
+    c[i]->skip_input_grad = i ? 0 : self->skip_input_grad;
+    if ((rc = syno_nn_backward(c[i], i == 3 ? dy : &c[i + 1]->grad_in))) return rc;
   }
-  if ((rc = syno_nn_tensor_resize(&g->dh, 3, x->dims))) return rc;
-  const float *a = c[1]->grad_in.data, *b = c[2]->grad_in.data, *v = c[3]->grad_in.data;
-  for (int64_t i = 0; i < rows * C; i++) g->dh.data[i] = a[i] + b[i] + v[i];
-  c[0]->skip_input_grad = self->skip_input_grad;
-  if ((rc = syno_nn_backward(c[0], &g->dh))) return rc;
   if (!self->skip_input_grad)
     self->grad_in = syno_nn_tensor_view(c[0]->grad_in.data, c[0]->grad_in.ndim, c[0]->grad_in.dims);
   return SYNO_NN_OK;
 }
 
 static void ga_destroy(syno_layer_t *self) {
-  gattn_t *g = (gattn_t *)self;
-  syno_nn_tensor_free(&g->qkv);
-  for (int i = 0; i < 3; i++) syno_nn_tensor_free(&g->dqkv[i]);
-  syno_nn_tensor_free(&g->dh);
   /* out and grad_in are views into children */
   self->out = (syno_tensor_t)SYNO_TENSOR_EMPTY;
   self->grad_in = (syno_tensor_t)SYNO_TENSOR_EMPTY;
@@ -169,6 +140,10 @@ static const syno_layer_ops_t ga_ops = {
     "gpt_attention", ga_forward, ga_backward, ga_out_shape, ga_destroy,
 };
 
+/* The operator of a slot that is not the QKV projection: op, unless op's
+ * signature fills the QKV projection only (then the standard layer). */
+static const syno_slotop_t *other_op(const syno_slotop_t *op) { return op && !op->sig.qkv_only ? op : NULL; }
+
 int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t heads, int64_t context, syno_rng_t *rng,
                               syno_layer_t **out, syno_layer_t **slots, syno_error_t *err) {
   *out = NULL;
@@ -177,24 +152,24 @@ int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t head
                           (long long)heads);
   gattn_t *g = syno_nn_layer_new(sizeof *g, &ga_ops, 0);
   syno_layer_t *self = &g->base;
-  if (!g || !(self->children = calloc(6, sizeof *self->children))) {
+  if (!g || !(self->children = calloc(4, sizeof *self->children))) {
     free(g);
     return syno_error_set(err, "out of memory");
   }
-  self->nchildren = 6;
+  self->nchildren = 4;
   g->dim = dim;
   self->children[0] = syno_nn_layernorm_create(dim, 1e-5);
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 2; i++) {
     syno_layer_t *s = NULL;
-    if (syno_slot_linear_create(op, dim, dim, context, rng, &s, err)) {
+    if (syno_slot_linear_create(i ? other_op(op) : op, dim, i ? dim : 3 * dim, context, rng, &s, err)) {
       syno_nn_layer_free(self);
       return -1;
     }
-    self->children[i < 3 ? 1 + i : 5] = s;
+    self->children[i ? 3 : 1] = s;
     if (slots) slots[i] = s;
   }
-  self->children[4] = syno_nn_causal_attention_create(heads);
-  if (!self->children[0] || !self->children[4]) {
+  self->children[2] = syno_nn_causal_attention_create(heads);
+  if (!self->children[0] || !self->children[2]) {
     syno_nn_layer_free(self);
     return syno_error_set(err, "out of memory");
   }
@@ -217,17 +192,17 @@ static int add_slot(syno_backbone_t *bb, syno_layer_t *s, syno_error_t *err) {
 /* One block: residual(attention) then residual(MLP). */
 static syno_layer_t *gpt_block(const syno_backbone_cfg_t *cfg, int64_t C, int64_t H, int64_t T, syno_rng_t *rng,
                                syno_backbone_t *bb, syno_error_t *err) {
-  syno_layer_t *attn = NULL, *sl[4], *fc1 = NULL, *fc2 = NULL;
+  syno_layer_t *attn = NULL, *sl[2], *fc1 = NULL, *fc2 = NULL;
   if (syno_gpt_attention_create(cfg->op, C, H, T, rng, &attn, sl, err)) return NULL;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 2; i++)
     if (add_slot(bb, sl[i], err)) {
       syno_nn_layer_free(attn);
       return NULL;
     }
   bb->flops += 2 * 2 * T * T * C; /* Q K^T and P V over the full T x T */
   syno_layer_t *ra = syno_nn_residual_create(attn, NULL);
-  if (syno_slot_linear_create(cfg->op, C, 4 * C, T, rng, &fc1, err) ||
-      syno_slot_linear_create(cfg->op, 4 * C, C, T, rng, &fc2, err) || add_slot(bb, fc1, err) ||
+  if (syno_slot_linear_create(other_op(cfg->op), C, 4 * C, T, rng, &fc1, err) ||
+      syno_slot_linear_create(other_op(cfg->op), 4 * C, C, T, rng, &fc2, err) || add_slot(bb, fc1, err) ||
       add_slot(bb, fc2, err)) {
     syno_nn_layer_free(ra);
     syno_nn_layer_free(fc1);

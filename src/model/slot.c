@@ -75,11 +75,12 @@ static int slot_bind(const slot_t *s, int64_t n, syno_vars_t *v, syno_error_t *e
   *v = *syno_graph_vars(s->op->g);
   v->nbind = 0;
   char assign[256];
-  if (s->info.kind == SYNO_SLOT_LINEAR)
-    snprintf(assign, sizeof assign, "N=%lld,S=%lld,C_in=%lld,C_out=%lld", (long long)n, (long long)s->info.s,
-             (long long)s->info.c_in, (long long)s->info.c_out);
-  else if (syno_signature_conv_binding(&s->op->sig, n, s->info.c_in, s->info.c_out, s->info.h, s->info.w, assign,
-                                       sizeof assign, err))
+  if (s->info.kind == SYNO_SLOT_LINEAR) {
+    if (syno_signature_linear_binding(&s->op->sig, n, s->info.s, s->info.c_in, s->info.c_out, assign, sizeof assign,
+                                      err))
+      return -1;
+  } else if (syno_signature_conv_binding(&s->op->sig, n, s->info.c_in, s->info.c_out, s->info.h, s->info.w, assign,
+                                         sizeof assign, err))
     return -1;
   return syno_vars_bind(v, assign, err);
 }

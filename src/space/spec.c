@@ -97,18 +97,28 @@ static int finish_spec(syno_space_spec_t *spec, const char *input, const char *o
 /* The settings of the original's published search for a preset, on top of
  * the defaults. conv2d: its ResNet-18 run (experiments/scripts/
  * mcts_resnet18_cifar100.sh), which the other vision runs vary only in the
- * Merge cap, the FLOPs ratios and the expansion limits. */
+ * Merge cap, the FLOPs ratios and the expansion limits; linear: its GPT-2
+ * run. */
 static void preset_opts(const char *name, syno_space_opts_t *o) {
-  if (strcmp(name, "conv2d") != 0) return;
-  o->max_count[SYNO_PRIM_MERGE] = 1;
-  o->max_count[SYNO_PRIM_SPLIT] = 3;
+  bool conv = strcmp(name, "conv2d") == 0, gpt = strcmp(name, "linear") == 0;
+  if (!conv && !gpt) return;
+  o->max_count[SYNO_PRIM_MERGE] = conv ? 1 : 2;
+  o->max_count[SYNO_PRIM_SPLIT] = conv ? 3 : 2;
   o->max_count[SYNO_PRIM_SHIFT] = 2;
   o->max_count[SYNO_PRIM_STRIDE] = 0;
-  o->max_flops_ratio = 0.9;
-  o->min_flops_ratio = 0.15;
+  o->max_flops_ratio = conv ? 0.9 : 1.2;
+  o->min_flops_ratio = conv ? 0.15 : 0.1;
   o->min_unfold_ratio = 2.3;
-  o->max_expansion_merge = 2048;
   o->min_shared_weight_dim = o->max_shared_weight_dim = 8;
+  if (conv) {
+    o->max_expansion_merge = 2048;
+  } else {
+    /* experiments/scripts/mcts_gpt_lm1b.sh; its min_single_weight_params
+     * 100000 is for GPT-2's 768-wide layers: at the sizes here it would
+     * cut every weight, so the default (100) stays. */
+    o->depth = 7;
+    o->max_chain = 5;
+  }
 }
 
 int syno_space_preset(const char *name, const char *bind, syno_space_spec_t *spec, syno_error_t *err) {
@@ -147,8 +157,9 @@ int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err) {
     return syno_error_set(err, "min_flops_ratio %g is above max_flops_ratio %g: no operator can satisfy both",
                           o->min_flops_ratio, o->max_flops_ratio);
   if ((o->min_flops_ratio > 0 || o->max_flops_ratio > 0) && spec->kind < 0)
-    return syno_error_set(err, "FLOPs ratios need a preset (they are ratios of its standard operator): "
-                               "give min_flops/max_flops instead");
+    return syno_error_set(err,
+                          "FLOPs ratios need a preset (they are ratios of its standard operator): "
+                          "give min_flops/max_flops instead");
   if (o->max_params < 0) return syno_error_set(err, "max_params must not be negative");
   if (o->max_enumerations < 1 || o->max_enumerations > 9)
     return syno_error_set(err, "max_enumerations out of range 1..9");

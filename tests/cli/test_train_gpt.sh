@@ -33,17 +33,24 @@ before=$(echo "$line" | sed -n 's/.*; \([0-9.]*\) before training.*/\1/p')
 awk -v a="$after" -v b="$before" 'BEGIN { exit !(a + 0.9 < b) }' && ok || bad "val loss $before -> $after did not fall by 0.9"
 echo "$out" | grep -q "tokens/s" && ok || bad "no tokens/s: $out"
 
-json=$("$SYNO" train $small --json --quiet --op "$grouped" 2>"$tmp/err")
+json=$("$SYNO" train $small --json --quiet --preset linear-wide --op "$grouped" 2>"$tmp/err")
 if [ $? -ne 0 ]; then bad "gpt --op run failed: $(cat "$tmp/err")"; fi
 [ "$(echo "$json" | wc -l)" -eq 1 ] && ok || bad "json is not one line"
 echo "$json" | grep -q '"perplexity":' && echo "$json" | grep -q '"val_loss":' &&
   echo "$json" | grep -q '"failure":null' && ok || bad "json: $json"
 
 "$SYNO" train --backbone gpt --list-slots >"$tmp/slots" 2>&1
-grep -q "slot 0: linear S=64 C_in=64 C_out=64" "$tmp/slots" && ok || bad "list-slots: $(cat "$tmp/slots")"
-[ "$(grep -c '^slot ' "$tmp/slots")" -eq 12 ] && ok || bad "12 slots for depth 2"
-"$SYNO" train --backbone gpt --list-slots --op "$grouped" | grep -q "slot 4: linear S=64 C_in=64 C_out=256 flops=1048576 params=4096" &&
-  ok || bad "list-slots with --op"
+grep -q "slot 0: linear S=64 C_in=64 C_out=192" "$tmp/slots" && ok || bad "list-slots: $(cat "$tmp/slots")"
+[ "$(grep -c '^slot ' "$tmp/slots")" -eq 8 ] && ok || bad "8 slots for depth 2"
+"$SYNO" train --backbone gpt --list-slots --preset linear-wide --op "$grouped" |
+  grep -q "slot 2: linear S=64 C_in=64 C_out=256 flops=1048576 params=4096" && ok || bad "list-slots with --op"
+# the published GPT-2 preset (the default for gpt) fills the QKV projection only
+qkv='r0=sum(k_1^-1*H_in); in[i0, i1, split(div(i2, k_1^-1*t*H_in), share(r0, 1))] expand[share(mod(i2, k_1^-1*t*H_in), 1)] w1[mod(i2, k_1^-1*t*H_in), r0]'
+"$SYNO" train --backbone gpt --list-slots --op "$qkv" >"$tmp/slots" 2>&1
+grep -q "slot 0: linear S=64 C_in=64 C_out=192 flops=786432 params=3072" "$tmp/slots" &&
+  grep -q "slot 1: linear S=64 C_in=64 C_out=64 flops=524288 params=4096" "$tmp/slots" && ok ||
+  bad "list-slots with a linear-preset --op: $(cat "$tmp/slots")"
+expect_error "unknown variable" "$SYNO" train --backbone gpt --list-slots --op "$grouped"
 
 expect_error "linear slot operator" "$SYNO" train --backbone gpt --op "r0=sum(C_in) r1=sum(k) r2=sum(k); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), unfold(i3, share(r2, 1))] expand[share(i1, 1)] w1[i1, r0, r1, r2]"
 expect_error "heads" "$SYNO" train --backbone gpt --heads 3 --epochs 1

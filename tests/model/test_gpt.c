@@ -14,6 +14,10 @@
 static const char *GROUPED =
     "r0=sum(s^-1*C_in); in[i0, i1, split(div(i2, s^-1*C_out), share(r0, 1))] "
     "expand[share(mod(i2, s^-1*C_out), 1)] w1[mod(i2, s^-1*C_out), r0]";
+/* The same two groups in the linear preset (the original's GPT-2 signature, output t*H_in). */
+static const char *GROUPED_QKV =
+    "r0=sum(k_1^-1*H_in); in[i0, i1, split(div(i2, k_1^-1*t*H_in), share(r0, 1))] "
+    "expand[share(mod(i2, k_1^-1*t*H_in), 1)] w1[mod(i2, k_1^-1*t*H_in), r0]";
 
 /* softmax(q k^T / sqrt(D), causal) v in double, straight from the definition. */
 static void attention_ref(const float *x, int64_t B, int64_t T, int64_t C, int64_t H, double *y) {
@@ -125,13 +129,14 @@ static void check_attention_sublayer(const syno_slotop_t *op) {
   syno_rng_t rng;
   syno_rng_seed(&rng, 4, 1);
   syno_error_t err = {0};
-  syno_layer_t *a = NULL, *slots[4];
+  syno_layer_t *a = NULL, *slots[2];
   if (syno_gpt_attention_create(op, 8, 2, 4, &rng, &a, slots, &err)) fail_msg("%s", err.msg);
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 2; i++) {
     syno_slot_info_t si;
     assert_true(syno_slot_info(slots[i], &si));
     assert_int_equal(si.kind, SYNO_SLOT_LINEAR);
     assert_int_equal(si.s, 4);
+    assert_int_equal(si.c_out, i ? 8 : 24); /* the fused QKV projection, then O */
   }
   int64_t d[3] = {2, 4, 8};
   syno_tensor_t x = gc_randn(3, d, 6);
@@ -145,7 +150,11 @@ static void test_attention_sublayer_gradcheck(void **state) {
   check_attention_sublayer(NULL);
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
-  if (syno_slotop_parse_preset("linear", GROUPED, &op, &err)) fail_msg("%s", err.msg);
+  if (syno_slotop_parse_preset("linear-wide", GROUPED, &op, &err)) fail_msg("%s", err.msg);
+  check_attention_sublayer(op);
+  syno_slotop_free(op);
+  /* the original's GPT-2 signature: the operator fills the QKV projection only */
+  if (syno_slotop_parse_preset("linear", GROUPED_QKV, &op, &err)) fail_msg("%s", err.msg);
   check_attention_sublayer(op);
   syno_slotop_free(op);
   /* heads must divide the dim */
@@ -166,12 +175,13 @@ static void test_gpt_backbone(void **state) {
   syno_backbone_cfg_t bc = {.name = "gpt", .width = 8, .depth = 1, .vocab = 5, .context = 4, .heads = 2};
   syno_backbone_t bb;
   if (syno_backbone_build(&bc, &rng, &bb, &err)) fail_msg("%s", err.msg);
-  assert_int_equal(bb.nslots, 6);
+  assert_int_equal(bb.nslots, 4);
   char buf[2048];
   syno_backbone_list_slots(&bb, buf, sizeof buf);
-  assert_non_null(strstr(buf, "slot 0: linear S=4 C_in=8 C_out=8"));
-  assert_non_null(strstr(buf, "slot 4: linear S=4 C_in=8 C_out=32"));
-  assert_non_null(strstr(buf, "slot 5: linear S=4 C_in=32 C_out=8"));
+  assert_non_null(strstr(buf, "slot 0: linear S=4 C_in=8 C_out=24"));
+  assert_non_null(strstr(buf, "slot 1: linear S=4 C_in=8 C_out=8"));
+  assert_non_null(strstr(buf, "slot 2: linear S=4 C_in=8 C_out=32"));
+  assert_non_null(strstr(buf, "slot 3: linear S=4 C_in=32 C_out=8"));
   /* embeddings 5*8 + 4*8, per block 2 LN (2*16) + 4*64 + 2*256, final LN 16, head 40 */
   assert_int_equal(bb.params, 40 + 32 + 32 + 256 + 512 + 16 + 40);
   /* slots 2 * (4*64 + 2*256) * 4, attention 4 * 4 * 4 * 8, head 2 * 4 * 8 * 5 */
@@ -213,7 +223,7 @@ static void test_gpt_backbone(void **state) {
   assert_non_null(strstr(err.msg, "linear preset"));
   /* and a linear operator does not fill a CNN */
   syno_slotop_t *lin = NULL;
-  assert_int_equal(syno_slotop_parse_preset("linear", GROUPED, &lin, &err), 0);
+  assert_int_equal(syno_slotop_parse_preset("linear-wide", GROUPED, &lin, &err), 0);
   syno_backbone_cfg_t cc = {.name = "vgg", .in_c = 1, .in_h = 8, .in_w = 8, .nclasses = 10, .op = lin};
   assert_int_not_equal(syno_backbone_build(&cc, &rng, &bb, &err), 0);
   assert_non_null(strstr(err.msg, "conv preset"));
@@ -286,8 +296,17 @@ static void test_train_gpt(void **state) {
   assert_true(res.train_tokens_per_s > 0 && res.params > 0 && res.flops > 0);
 
   cfg.op_text = GROUPED;
+  cfg.preset = "linear-wide";
   if (syno_train_run(&cfg, &res, &err)) fail_msg("%s", err.msg);
   fprintf(stderr, "  gpt grouped:  val loss %.3f -> %.3f, acc %.3f, %.0f tok/s\n", res.initial_test_loss,
+          res.final_test_loss, res.final_test_acc, res.train_tokens_per_s);
+  assert_false(res.failed);
+  assert_true(res.final_test_loss < res.initial_test_loss - 0.9);
+  /* the GPT-2 preset (the default for gpt): the grouped QKV projection only */
+  cfg.op_text = GROUPED_QKV;
+  cfg.preset = NULL;
+  if (syno_train_run(&cfg, &res, &err)) fail_msg("%s", err.msg);
+  fprintf(stderr, "  gpt grouped QKV: val loss %.3f -> %.3f, acc %.3f, %.0f tok/s\n", res.initial_test_loss,
           res.final_test_loss, res.final_test_acc, res.train_tokens_per_s);
   assert_false(res.failed);
   assert_true(res.final_test_loss < res.initial_test_loss - 0.9);

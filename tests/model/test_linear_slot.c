@@ -80,8 +80,8 @@ static void test_synthesized_matches_linear(void **state) {
   (void)state;
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
-  if (syno_slotop_parse_preset("linear", LINEAR, &op, &err)) fail_msg("%s", err.msg);
-  assert_string_equal(op->sig.name, "linear");
+  if (syno_slotop_parse_preset("linear-wide", LINEAR, &op, &err)) fail_msg("%s", err.msg);
+  assert_string_equal(op->sig.name, "linear-wide");
   syno_rng_t r1, r2;
   syno_rng_seed(&r1, 9, 1);
   syno_rng_seed(&r2, 9, 1);
@@ -125,7 +125,7 @@ static void test_grouped_matches_interpreter(void **state) {
   (void)state;
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
-  if (syno_slotop_parse_preset("linear", GROUPED, &op, &err)) fail_msg("%s", err.msg);
+  if (syno_slotop_parse_preset("linear-wide", GROUPED, &op, &err)) fail_msg("%s", err.msg);
   syno_rng_t rng;
   syno_rng_seed(&rng, 2, 1);
   syno_layer_t *slot = NULL;
@@ -170,7 +170,7 @@ static void test_linear_slot_gradcheck(void **state) {
   (void)state;
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
-  if (syno_slotop_parse_preset("linear", GROUPED, &op, &err)) fail_msg("%s", err.msg);
+  if (syno_slotop_parse_preset("linear-wide", GROUPED, &op, &err)) fail_msg("%s", err.msg);
   syno_rng_t rng;
   syno_rng_seed(&rng, 3, 1);
   syno_layer_t *s1 = NULL, *s2 = NULL, *s3 = NULL;
@@ -193,7 +193,7 @@ static void test_presets(void **state) {
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
   /* the conv2d builtin is not a linear-preset operator, nor the linear one a conv2d one */
-  assert_int_not_equal(syno_slotop_parse_preset("linear", syno_builtin_find("conv2d")->text, &op, &err), 0);
+  assert_int_not_equal(syno_slotop_parse_preset("linear-wide", syno_builtin_find("conv2d")->text, &op, &err), 0);
   assert_null(op);
   assert_non_null(strstr(err.msg, "linear"));
   assert_int_not_equal(syno_slotop_parse_preset("conv2d", LINEAR, &op, &err), 0);
@@ -212,11 +212,11 @@ static void test_presets(void **state) {
   assert_null(l);
   assert_non_null(strstr(err.msg, "conv2d preset"));
   syno_slotop_free(op);
-  assert_int_equal(syno_slotop_parse_preset("linear", LINEAR, &op, &err), 0);
+  assert_int_equal(syno_slotop_parse_preset("linear-wide", LINEAR, &op, &err), 0);
   assert_int_not_equal(syno_slot_create(op, 4, 4, 2, 2, 0, &rng, &l, &err), 0);
   /* a grouped linear needs C_in and C_out divisible by the groups */
   syno_slotop_free(op);
-  assert_int_equal(syno_slotop_parse_preset("linear", GROUPED, &op, &err), 0);
+  assert_int_equal(syno_slotop_parse_preset("linear-wide", GROUPED, &op, &err), 0);
   assert_int_not_equal(syno_slot_linear_create(op, 5, 4, 2, &rng, &l, &err), 0);
   assert_non_null(strstr(err.msg, "linear slot S=2 C_in=5 C_out=4"));
   syno_slotop_free(op);

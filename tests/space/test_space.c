@@ -31,7 +31,7 @@ static void test_specs(void **state) {
   assert_false(spec.opts.enable[SYNO_PRIM_STRIDE]);
   assert_false(spec.opts.enable[SYNO_PRIM_EXPAND]);
   assert_int_equal(spec.n_fixed, 1);
-  assert_int_equal(syno_space_preset("linear", "N=2, S=4", &spec, &err), 0);
+  assert_int_equal(syno_space_preset("linear-wide", "N=2, S=4", &spec, &err), 0);
   assert_int_equal(spec.n_fixed, 2);
   assert_int_not_equal(syno_space_preset("conv3d", "", &spec, &err), 0);
   assert_non_null(strstr(err.msg, "unknown preset 'conv3d'"));
@@ -230,7 +230,9 @@ static void test_sampled_operators_are_real(void **state) {
       "\"max_flops\": 2e5, \"max_params\": 3000}",
       1000, 1000);
   /* the space holds 11 operators (29 with U5 off) */
-  sample_and_check("{\"preset\": \"linear\", \"bind\": \"N=2, S=3, C_in=16, C_out=16\", \"depth\": 6}", 1000, 11);
+  sample_and_check("{\"preset\": \"linear-wide\", \"bind\": \"N=2, S=3, C_in=16, C_out=16\", \"depth\": 6}", 1000, 11);
+  /* the GPT-2 signature (output t*H_in) holds 28 at depth 5 */
+  sample_and_check("{\"preset\": \"linear\", \"bind\": \"N=2, seq_len=3, H_in=16\", \"depth\": 5}", 1000, 28);
 }
 
 /* The true number of steps from each node to its nearest finalization (or
