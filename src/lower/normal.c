@@ -203,6 +203,7 @@ static poly_t poly_norm(ctx_t *c, term_t *t, int n) {
 }
 
 static poly_t poly_term(ctx_t *c, int64_t coef, syno_size_t size, int atom) {
+  if (c->failed) return (poly_t){0, NULL, 0}; /* `atom` may be the 0 of an intern that ran out of memory */
   term_t *t = arena_alloc(c, sizeof *t);
   int *a = atom >= 0 ? arena_alloc(c, sizeof *a) : NULL;
   if (!t || (atom >= 0 && !a)) return (poly_t){0, NULL, 0};
