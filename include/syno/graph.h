@@ -13,8 +13,9 @@
  * description of everything below it.
  *
  * Ownership: the graph owns all dims and primitives (growing arrays); ids stay
- * valid until syno_graph_free. A syno_operator_t is a plain value that refers
- * into its graph. The graph keeps its own copy of the variable table.
+ * valid until syno_graph_free (or a syno_graph_rollback past them). A
+ * syno_operator_t is a plain value that refers into its graph. The graph
+ * keeps its own copy of the variable table.
  *
  * Legality: each constructor checks what it can see locally (sizes that do
  * not divide, even or oversized unfold windows, distinct operands) and
@@ -100,6 +101,18 @@ typedef struct syno_graph syno_graph_t;
 
 syno_graph_t *syno_graph_new(const syno_vars_t *vars);
 void syno_graph_free(syno_graph_t *g);
+
+/* A point in the graph's history. syno_graph_rollback forgets every dim and
+ * primitive interned after the mark, so that a caller whose larger operation
+ * failed half-way (out of memory) leaves the graph, and the ids it will hand
+ * out next, as they were; nothing may still refer to the forgotten ones.
+ * (A builder that fails leaves the graph as it was by itself.) */
+typedef struct {
+  uint32_t n_dims, n_prims;
+} syno_graph_mark_t;
+void syno_graph_mark(const syno_graph_t *g, syno_graph_mark_t *m);
+void syno_graph_rollback(syno_graph_t *g, const syno_graph_mark_t *m);
+
 const syno_vars_t *syno_graph_vars(const syno_graph_t *g);
 
 const syno_dimension_t *syno_graph_dim(const syno_graph_t *g, syno_dim_t d);

@@ -64,6 +64,9 @@ static inline uint32_t syno_table_find(const syno_table_t *t, uint64_t hash, boo
 /* Adds id (not 0, not already present) under hash; grows the table at 50%
  * load. Returns 0, or -1 when out of memory (the table is unchanged). */
 int syno_table_insert(syno_table_t *t, uint64_t hash, uint32_t id);
+/* Removes every id >= first, in place and without allocating: a caller
+ * that hands out ids in increasing order forgets the ones it gave since. */
+void syno_table_truncate(syno_table_t *t, uint32_t first);
 /* Empties the table and frees its memory. */
 void syno_table_free(syno_table_t *t);
 

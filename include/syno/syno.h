@@ -24,6 +24,7 @@
 #ifndef SYNO_SYNO_H
 #define SYNO_SYNO_H
 
+#include "syno/alloc.h"
 #include "syno/error.h"
 #include "syno/grow.h"
 #include "syno/hash.h"

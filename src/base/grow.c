@@ -2,7 +2,8 @@
 #include "syno/grow.h"
 
 #include <stdint.h>
-#include <stdlib.h>
+
+#include "syno/alloc.h"
 
 int syno_grow(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
@@ -12,7 +13,7 @@ int syno_grow(void **p, size_t *cap, size_t need, size_t elem) {
     nc *= 2;
   }
   if (elem && nc > SIZE_MAX / elem) return -1;
-  void *np = realloc(*p, nc * elem);
+  void *np = syno_realloc(*p, nc * elem);
   if (!np) return -1;
   *p = np;
   *cap = nc;

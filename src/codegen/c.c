@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "syno/alloc.h"
 #include "syno/codegen.h"
 #include "syno/lower.h"
 #include "syno/strbuf.h"
@@ -72,7 +73,7 @@ int syno_codegen_c(const syno_operator_t *op, int binding, char *buf, size_t n, 
   const syno_vars_t *v = syno_graph_vars(op->g);
   if (binding < 0 || binding >= v->nbind)
     return syno_error_set(err, "codegen c: binding %d does not exist (the operator has %d)", binding, v->nbind);
-  syno_nest_t *nest = malloc(sizeof *nest);
+  syno_nest_t *nest = syno_malloc(sizeof *nest);
   if (!nest) return syno_error_set(err, "out of memory");
   if (syno_lower_forward(op, nest, err)) goto fail;
   syno_strbuf_t sb;
@@ -187,10 +188,10 @@ int syno_codegen_c(const syno_operator_t *op, int binding, char *buf, size_t n, 
     syno_strbuf_printf(&sb, "}\n");
   }
   syno_strbuf_printf(&sb, "}\n");
-  free(nest);
+  syno_free(nest);
   if (sb.len > (size_t)INT32_MAX) return syno_error_set(err, "codegen c: the generated text is too long");
   return (int)sb.len;
 fail:
-  free(nest);
+  syno_free(nest);
   return -1;
 }

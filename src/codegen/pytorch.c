@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "syno/alloc.h"
 #include "syno/codegen.h"
 #include "syno/lower.h"
 #include "syno/strbuf.h"
@@ -92,7 +93,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   if (binding < 0 || binding >= v->nbind)
     return syno_error_set(err, "codegen pytorch: binding %d does not exist (the operator has %d)", binding, v->nbind);
   char *fw = NULL;
-  syno_nest_t *nest = malloc(sizeof *nest);
+  syno_nest_t *nest = syno_malloc(sizeof *nest);
   if (!nest) return syno_error_set(err, "out of memory");
   if (syno_lower_forward(op, nest, err)) goto fail;
   int L = nest->n_outer + nest->n_inner;
@@ -164,7 +165,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     syno_strbuf_printf(&sb, ")\n");
   }
   syno_strbuf_printf(&sb, "        zero = torch.zeros((1,) * %d, dtype=torch.long)\n", L);
-  fw = malloc(FW_CAP);
+  fw = syno_malloc(FW_CAP);
   if (!fw) {
     syno_error_set(err, "out of memory");
     goto fail;
@@ -251,12 +252,12 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     goto fail;
   }
   syno_strbuf_printf(&sb, "%s", fw);
-  free(fw);
-  free(nest);
+  syno_free(fw);
+  syno_free(nest);
   if (sb.len > (size_t)INT32_MAX) return syno_error_set(err, "codegen pytorch: the generated text is too long");
   return (int)sb.len;
 fail:
-  free(fw);
-  free(nest);
+  syno_free(fw);
+  syno_free(nest);
   return -1;
 }

@@ -6,9 +6,9 @@
  * own: the primitive identifies them. */
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "syno/graph.h"
 #include "syno/grow.h"
 
@@ -35,14 +35,14 @@ static uint64_t prim_hash_out(uint64_t h, int i, uint64_t out_hash) {
 static uint64_t input_hash(uint64_t prim_hash, int slot) { return syno_hash_mix(prim_hash, (uint64_t)slot + 1); }
 
 syno_graph_t *syno_graph_new(const syno_vars_t *vars) {
-  syno_graph_t *g = calloc(1, sizeof *g);
+  syno_graph_t *g = syno_calloc(1, sizeof *g);
   if (!g) return NULL;
   g->vars = *vars;
   g->cap_dims = 256;
   g->cap_prims = 256;
-  g->dims = calloc(g->cap_dims, sizeof *g->dims);
-  g->colors = calloc(g->cap_dims, sizeof *g->colors);
-  g->prims = calloc(g->cap_prims, sizeof *g->prims);
+  g->dims = syno_calloc(g->cap_dims, sizeof *g->dims);
+  g->colors = syno_calloc(g->cap_dims, sizeof *g->colors);
+  g->prims = syno_calloc(g->cap_prims, sizeof *g->prims);
   if (!g->dims || !g->colors || !g->prims) {
     syno_graph_free(g);
     return NULL;
@@ -54,12 +54,25 @@ syno_graph_t *syno_graph_new(const syno_vars_t *vars) {
 
 void syno_graph_free(syno_graph_t *g) {
   if (!g) return;
-  free(g->dims);
-  free(g->colors);
-  free(g->prims);
+  syno_free(g->dims);
+  syno_free(g->colors);
+  syno_free(g->prims);
   syno_table_free(&g->leaf_table);
   syno_table_free(&g->prim_table);
-  free(g);
+  syno_free(g);
+}
+
+void syno_graph_mark(const syno_graph_t *g, syno_graph_mark_t *m) {
+  m->n_dims = g->n_dims;
+  m->n_prims = g->n_prims;
+}
+
+void syno_graph_rollback(syno_graph_t *g, const syno_graph_mark_t *m) {
+  if (m->n_dims >= g->n_dims && m->n_prims >= g->n_prims) return;
+  g->n_dims = m->n_dims;
+  g->n_prims = m->n_prims;
+  syno_table_truncate(&g->leaf_table, m->n_dims);
+  syno_table_truncate(&g->prim_table, m->n_prims);
 }
 
 const syno_vars_t *syno_graph_vars(const syno_graph_t *g) { return &g->vars; }
@@ -222,7 +235,11 @@ static int intern_leaf(syno_graph_t *g, syno_dimension_t *key, syno_dim_t *out, 
   }
   syno_color_t color = leaf_color(key, g->n_dims);
   syno_dim_t id = new_dim(g, key, &color);
-  if (!id || syno_table_insert(&g->leaf_table, th, id)) return syno_error_set(err, "out of memory");
+  if (!id) return syno_error_set(err, "out of memory");
+  if (syno_table_insert(&g->leaf_table, th, id)) {
+    g->n_dims--; /* not interned: forget it */
+    return syno_error_set(err, "out of memory");
+  }
   *out = id;
   return 0;
 }
@@ -286,18 +303,26 @@ static int intern_prim(syno_graph_t *g, syno_prim_t *key, const syno_size_t *in_
   }
   if (syno_grow((void **)&g->prims, &g->cap_prims, (size_t)g->n_prims + 1, sizeof *g->prims))
     return syno_error_set(err, "out of memory");
-  uint32_t id = g->n_prims;
+  /* The primitive and its input dims count once all of it is in: a failure
+   * leaves the graph as it was. */
+  uint32_t id = g->n_prims, n_dims = g->n_dims;
   g->prims[id] = *key;
   for (int i = 0; i < key->n_in; i++) {
     syno_dimension_t d = {
         .kind = SYNO_DIM_PRIM_INPUT, .size = in_sizes[i], .prim = id, .slot = i, .hash = input_hash(h, i)};
     syno_color_t c = input_color(g, key, id, i);
     key->in[i] = new_dim(g, &d, &c);
-    if (!key->in[i]) return syno_error_set(err, "out of memory");
+    if (!key->in[i]) {
+      g->n_dims = n_dims;
+      return syno_error_set(err, "out of memory");
+    }
     g->prims[id].in[i] = key->in[i];
   }
+  if (syno_table_insert(&g->prim_table, th, id)) {
+    g->n_dims = n_dims;
+    return syno_error_set(err, "out of memory");
+  }
   g->n_prims++;
-  if (syno_table_insert(&g->prim_table, th, id)) return syno_error_set(err, "out of memory");
   *id_out = id;
   return 0;
 }

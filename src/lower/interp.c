@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "syno/lower.h"
 
 #include "expr_eval.h"
@@ -149,16 +150,16 @@ static void store(eval_t *e, void *ctx) {
 
 int syno_interp_nest(const syno_nest_t *n, const syno_vars_t *v, int b, const float *const *tensors,
                      const float *grad_out, float *target, syno_error_t *err) {
-  eval_t *e = malloc(sizeof *e);
+  eval_t *e = syno_malloc(sizeof *e);
   if (!e) return syno_error_set(err, "out of memory");
   int64_t div = 1;
   if (setup(e, n, v, b, err) || syno_size_eval(v, n->divisor, b, &div, err)) {
-    free(e);
+    syno_free(e);
     return -1;
   }
   run_t r = {.tensors = tensors, .grad_out = grad_out, .target = target, .divisor = (double)div};
   walk(e, begin, accumulate, store, &r);
-  free(e);
+  syno_free(e);
   return 0;
 }
 
@@ -187,17 +188,17 @@ int syno_interp_grad_scatter(const syno_nest_t *forward, const syno_vars_t *v, i
   for (int f = 0; f < forward->n_factors; f++)
     if (forward->factor[f].tensor == t) skip = f;
   if (skip < 0) return syno_error_set(err, "tensor %d is not a factor of the nest", t);
-  eval_t *e = malloc(sizeof *e);
+  eval_t *e = syno_malloc(sizeof *e);
   if (!e) return syno_error_set(err, "out of memory");
   int64_t div = 1, numel = 1;
   if (setup(e, forward, v, b, err) || syno_size_eval(v, forward->divisor, b, &div, err) ||
       syno_access_strides(&forward->factor[skip], v, b, NULL, &numel, err)) {
-    free(e);
+    syno_free(e);
     return -1;
   }
   memset(grad_t, 0, sizeof(float) * (size_t)numel);
   run_t r = {.tensors = tensors, .grad_out = grad_out, .divisor = (double)div, .skip = skip, .grad = grad_t};
   walk(e, NULL, scatter, NULL, &r);
-  free(e);
+  syno_free(e);
   return 0;
 }

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "syno/grow.h"
 
 /* --- a bump arena for terms and atom lists, freed at once --- */
@@ -109,7 +110,7 @@ static void *arena_alloc(ctx_t *c, size_t bytes) {
   chunk_t *k = c->arena;
   if (!k || k->cap - k->used < bytes) {
     size_t cap = bytes > 65536 ? bytes : 65536;
-    k = malloc(CHUNK_HEAD + cap);
+    k = syno_malloc(CHUNK_HEAD + cap);
     if (!k) {
       fail(c, "out of memory");
       return NULL;
@@ -127,7 +128,7 @@ static void *arena_alloc(ctx_t *c, size_t bytes) {
 static void arena_free(ctx_t *c) {
   while (c->arena) {
     chunk_t *next = c->arena->next;
-    free(c->arena);
+    syno_free(c->arena);
     c->arena = next;
   }
 }
@@ -202,6 +203,7 @@ static poly_t poly_norm(ctx_t *c, term_t *t, int n) {
 }
 
 static poly_t poly_term(ctx_t *c, int64_t coef, syno_size_t size, int atom) {
+  if (c->failed) return (poly_t){0, NULL, 0}; /* `atom` may be the 0 of an intern that ran out of memory */
   term_t *t = arena_alloc(c, sizeof *t);
   int *a = atom >= 0 ? arena_alloc(c, sizeof *a) : NULL;
   if (!t || (atom >= 0 && !a)) return (poly_t){0, NULL, 0};
@@ -448,7 +450,7 @@ static void sb_size(sb_t *b, const syno_vars_t *v, syno_size_t s) {
 static char *sb_take(ctx_t *c, sb_t *b) {
   if (!b->oom && !b->s) sb_putn(b, "", 0);
   if (b->oom) {
-    free(b->s);
+    syno_free(b->s);
     fail(c, "out of memory");
     return NULL;
   }
@@ -458,7 +460,7 @@ static char *sb_take(ctx_t *c, sb_t *b) {
 static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static void free_strs(char **s, int n) {
-  for (int i = 0; i < n; i++) free(s[i]);
+  for (int i = 0; i < n; i++) syno_free(s[i]);
 }
 
 /* names[v] is the text of reduction variable v under the current naming. */
@@ -505,14 +507,14 @@ static void put_poly(ctx_t *c, sb_t *b, const poly_t *p, names_t names) {
     sb_puts(b, "0");
     return;
   }
-  rterm_t *rt = calloc((size_t)p->n, sizeof *rt);
+  rterm_t *rt = syno_calloc((size_t)p->n, sizeof *rt);
   if (!rt) {
     b->oom = true;
     return;
   }
   for (int i = 0; i < p->n; i++) {
     const term_t *t = &p->t[i];
-    char **as = calloc((size_t)(t->n ? t->n : 1), sizeof *as);
+    char **as = syno_calloc((size_t)(t->n ? t->n : 1), sizeof *as);
     if (!as) {
       b->oom = true;
       break;
@@ -524,7 +526,7 @@ static void put_poly(ctx_t *c, sb_t *b, const poly_t *p, names_t names) {
       sb_t ab = {0};
       put_atom(c, &ab, t->atom[k], names);
       if (ab.oom || !ab.s) {
-        free(ab.s);
+        syno_free(ab.s);
         b->oom = true;
         break;
       }
@@ -542,10 +544,10 @@ static void put_poly(ctx_t *c, sb_t *b, const poly_t *p, names_t names) {
       sb_size(&mb, c->v, t->size);
     }
     free_strs(as, k);
-    free(as);
+    syno_free(as);
     if (!mb.oom && !mb.s) sb_putn(&mb, "", 0);
     if (mb.oom) {
-      free(mb.s);
+      syno_free(mb.s);
       b->oom = true;
       break;
     }
@@ -567,8 +569,8 @@ static void put_poly(ctx_t *c, sb_t *b, const poly_t *p, names_t names) {
       }
     }
   }
-  for (int i = 0; i < p->n; i++) free(rt[i].m);
-  free(rt);
+  for (int i = 0; i < p->n; i++) syno_free(rt[i].m);
+  syno_free(rt);
 }
 
 /* The smaller of the texts of p and -p. */
@@ -580,8 +582,8 @@ static void put_signless(ctx_t *c, sb_t *b, const poly_t *p, const poly_t *neg, 
     b->oom = true;
   else
     sb_puts(b, strcmp(x.s, y.s) <= 0 ? x.s : y.s);
-  free(x.s);
-  free(y.s);
+  syno_free(x.s);
+  syno_free(y.s);
 }
 
 static void put_cond(ctx_t *c, sb_t *b, const cond_t *d, names_t names) {
@@ -649,7 +651,7 @@ static char *render_factor(ctx_t *c, int f, names_t names, int *perm) {
     sb_puts(&b, "]");
     out = sb_take(c, &b);
   }
-  for (int j = 0; j < made; j++) free(ax[j].s);
+  for (int j = 0; j < made; j++) syno_free(ax[j].s);
   return out;
 }
 
@@ -668,7 +670,7 @@ static void strv_push(strv_t *v, char *s) {
     return;
   }
   if (syno_grow((void **)&v->s, &v->cap, (size_t)v->n + 1, sizeof *v->s)) {
-    free(s);
+    syno_free(s);
     v->oom = true;
     return;
   }
@@ -677,7 +679,7 @@ static void strv_push(strv_t *v, char *s) {
 
 static void strv_free(strv_t *v) {
   free_strs(v->s, v->n);
-  free(v->s);
+  syno_free(v->s);
 }
 
 /* Dense ranks of the strings (equal strings, equal rank); returns the
@@ -762,8 +764,8 @@ static int refine_round(ctx_t *c, int *col) {
   }
   int classes = -1;
   if (!c->failed) classes = rank_strings(sig, nv, col);
-  for (int u = 0; u < nv; u++) free(sig[u]);
-  for (int f = 0; f < n->n_factors; f++) free(wtext[f]);
+  for (int u = 0; u < nv; u++) syno_free(sig[u]);
+  for (int f = 0; f < n->n_factors; f++) syno_free(wtext[f]);
   return classes;
 }
 
@@ -848,9 +850,9 @@ static char *render_nest(ctx_t *c, const int *col, syno_normal_map_t *map) {
       sb_puts(&b, ")");
     }
   }
-  for (int p = 0; p < nf; p++) free(fs[p].s);
+  for (int p = 0; p < nf; p++) syno_free(fs[p].s);
   if (cs.oom) {
-    free(b.s);
+    syno_free(b.s);
     fail(c, "out of memory");
     return NULL;
   }
@@ -890,11 +892,11 @@ static void descend(search_t *s, const int *col0, int *first) {
     s->leaves++;
     memcpy(first, col, sizeof(int) * (size_t)nv);
     if (!s->best || strcmp(txt, s->best) < 0) {
-      free(s->best);
+      syno_free(s->best);
       s->best = txt;
       s->best_map = map;
     } else {
-      free(txt);
+      syno_free(txt);
     }
     return;
   }
@@ -921,7 +923,7 @@ static void descend(search_t *s, const int *col0, int *first) {
       sw[v] = leaf[members[0]];
       char *t = render_nest(c, sw, NULL);
       bool same = t && strcmp(t, leaf_txt) == 0;
-      free(t);
+      syno_free(t);
       if (same) continue;
     }
     int next[SYNO_MAX_LOOPS];
@@ -942,12 +944,12 @@ static void descend(search_t *s, const int *col0, int *first) {
       leaf_txt = render_nest(c, leaf, NULL);
     }
   }
-  free(leaf_txt);
+  syno_free(leaf_txt);
 }
 
 int syno_nest_normal_form_map(const syno_nest_t *n, const syno_vars_t *v, char *buf, size_t size,
                               syno_normal_map_t *map, syno_error_t *err) {
-  ctx_t *c = calloc(1, sizeof *c);
+  ctx_t *c = syno_calloc(1, sizeof *c);
   if (!c) return syno_error_set(err, "out of memory");
   c->n = n;
   c->v = v;
@@ -977,12 +979,12 @@ int syno_nest_normal_form_map(const syno_nest_t *n, const syno_vars_t *v, char *
     } else if (!c->failed) {
       fail(c, "internal: no normal form was produced");
     }
-    free(s.best);
+    syno_free(s.best);
   }
   arena_free(c);
-  free(c->atom);
-  free(c->cond);
-  free(c);
+  syno_free(c->atom);
+  syno_free(c->cond);
+  syno_free(c);
   return result;
 }
 
@@ -991,10 +993,10 @@ int syno_nest_normal_form(const syno_nest_t *n, const syno_vars_t *v, char *buf,
 }
 
 int syno_operator_normal_form(const syno_operator_t *op, char *buf, size_t size, syno_error_t *err) {
-  syno_nest_t *n = malloc(sizeof *n);
+  syno_nest_t *n = syno_malloc(sizeof *n);
   if (!n) return syno_error_set(err, "out of memory");
   int r = syno_lower_forward(op, n, err);
   if (r == 0) r = syno_nest_normal_form(n, syno_graph_vars(op->g), buf, size, err);
-  free(n);
+  syno_free(n);
   return r;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "expr_eval.h"
+#include "syno/alloc.h"
 #include "syno/normal.h"
 
 #define MAX_AXIS_VARS 6      /* variables in one permuted index */
@@ -211,9 +212,9 @@ static void reads(const syno_nest_t *n, int i, lvar_t x, bool *bare, int *at, sy
  * under every binding, a bijection onto its index space from the values of
  * its digits, each a function of one variable it depends on (a variable
  * whose value never changes the tuple is left out). The digits are returned
- * in dg, *nd of them. */
+ * in dg, *nd of them. False with *oom set when memory ran out. */
 static bool bijective(const syno_nest_t *n, const syno_vars_t *v, const int16_t *idx, int k, const syno_size_t *dims,
-                      digit_t *dg, int *nd) {
+                      digit_t *dg, int *nd, bool *oom) {
   lvar_t vs[MAX_AXIS_VARS];
   int nv = 0;
   for (int j = 0; j < k; j++)
@@ -262,13 +263,14 @@ static bool bijective(const syno_nest_t *n, const syno_vars_t *v, const int16_t 
     if (!extents(n, v, b, vs, nv, ext, &total) || digits != want) return false;
     t.total = want;
     t.filled = 0;
-    t.seen = calloc((size_t)want, 1);
-    t.map = malloc(sizeof *t.map * (size_t)want);
+    t.seen = syno_calloc((size_t)want, 1);
+    t.map = syno_malloc(sizeof *t.map * (size_t)want);
     bool ok = t.seen && t.map;
+    if (!ok) *oom = true;
     for (int64_t i = 0; ok && i < want; i++) t.map[i] = -1;
     ok = ok && each_point(vs, nv, ext, hit_once, &t) && t.filled == want;
-    free(t.seen);
-    free(t.map);
+    syno_free(t.seen);
+    syno_free(t.map);
     if (!ok) return false;
   }
   return true;
@@ -325,9 +327,10 @@ static int factorial(int m) { return m <= 1 ? 1 : m * factorial(m - 1); }
 int syno_nest_normal_form_unordered(const syno_nest_t *n, const syno_vars_t *v, const bool *unordered, char *buf,
                                     size_t size, syno_error_t *err) {
   if (!buf || size == 0) return syno_error_set(err, "no buffer for the normal form");
-  syno_nest_t *w = malloc(sizeof *w);
-  char *best = malloc(size), *cur = malloc(size);
+  syno_nest_t *w = syno_malloc(sizeof *w);
+  char *best = syno_malloc(size), *cur = syno_malloc(size);
   int best_len = -1, rc = 0;
+  bool oom = false;
   if (!w || !best || !cur) {
     rc = syno_error_set(err, "out of memory");
     goto done;
@@ -339,7 +342,8 @@ int syno_nest_normal_form_unordered(const syno_nest_t *n, const syno_vars_t *v, 
     syno_access_t *a = &w->factor[f];
     digit_t dg[MAX_AXIS_VARS];
     int m;
-    if (a->tensor < 1 || !bijective(n, v, a->idx, a->rank, a->dim, dg, &m) || m < 1 || m > SYNO_MAX_RANK) continue;
+    if (a->tensor < 1 || !bijective(n, v, a->idx, a->rank, a->dim, dg, &m, &oom) || m < 1 || m > SYNO_MAX_RANK)
+      continue;
     int at[SYNO_MAX_RANK];
     bool ok = true;
     for (int j = 0; j < m && ok; j++) ok = (at[j] = digit_node(w, &dg[j])) >= 0;
@@ -358,14 +362,14 @@ int syno_nest_normal_form_unordered(const syno_nest_t *n, const syno_vars_t *v, 
   digit_t dg[SYNO_MAX_RANK][MAX_AXIS_VARS];
   for (int j = 0; in >= 0 && j < n->factor[in].rank; j++) {
     int m;
-    if (!unordered[j] || !bijective(n, v, &n->factor[in].idx[j], 1, &n->factor[in].dim[j], dg[n_axes], &m) || m < 1 ||
-        orders * factorial(m) > MAX_ORDERS)
+    if (!unordered[j] || !bijective(n, v, &n->factor[in].idx[j], 1, &n->factor[in].dim[j], dg[n_axes], &m, &oom) ||
+        m < 1 || orders * factorial(m) > MAX_ORDERS)
       continue;
     orders *= factorial(m);
     axis[n_axes] = j;
     nv[n_axes++] = m;
   }
-  syno_nest_t *base = malloc(sizeof *base);
+  syno_nest_t *base = oom ? NULL : syno_malloc(sizeof *base);
   if (!base) {
     rc = syno_error_set(err, "out of memory");
     goto done;
@@ -380,7 +384,7 @@ int syno_nest_normal_form_unordered(const syno_nest_t *n, const syno_vars_t *v, 
       rest /= f;
       int t = mixed_radix(w, dg[a], ord, nv[a]);
       if (t < 0) {
-        free(base);
+        syno_free(base);
         rc = syno_error_set(err, "nest too large to renumber its unordered input axes");
         goto done;
       }
@@ -388,7 +392,7 @@ int syno_nest_normal_form_unordered(const syno_nest_t *n, const syno_vars_t *v, 
     }
     int len = syno_nest_normal_form(w, v, cur, size, err);
     if (len < 0) {
-      free(base);
+      syno_free(base);
       rc = -1;
       goto done;
     }
@@ -397,22 +401,22 @@ int syno_nest_normal_form_unordered(const syno_nest_t *n, const syno_vars_t *v, 
       best_len = len;
     }
   }
-  free(base);
+  syno_free(base);
   memcpy(buf, best, (size_t)best_len + 1);
   rc = best_len;
 done:
-  free(w);
-  free(best);
-  free(cur);
+  syno_free(w);
+  syno_free(best);
+  syno_free(cur);
   return rc;
 }
 
 int syno_operator_normal_form_unordered(const syno_operator_t *op, const bool *unordered, char *buf, size_t size,
                                         syno_error_t *err) {
-  syno_nest_t *n = malloc(sizeof *n);
+  syno_nest_t *n = syno_malloc(sizeof *n);
   if (!n) return syno_error_set(err, "out of memory");
   int r = syno_lower_forward(op, n, err);
   if (r == 0) r = syno_nest_normal_form_unordered(n, syno_graph_vars(op->g), unordered, buf, size, err);
-  free(n);
+  syno_free(n);
   return r;
 }

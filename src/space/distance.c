@@ -70,19 +70,27 @@ static int pooled_add(syno_dim_t *list, int n, syno_dim_t r) {
 
 int syno_node_distance(syno_space_t *s, uint32_t id) {
   node_t *n = &s->nodes[id];
-  if (n->distance < 0)
-    n->distance = space_iface_distance(s, n->stage, space_node_dims(s, n), n->n_dims, n->n_weights, n->count,
-                                       n->usage[SYNO_PRIMARY], s->spec.opts.depth - n->depth);
+  if (n->distance < 0) {
+    int d = space_iface_distance(s, n->stage, space_node_dims(s, n), n->n_dims, n->n_weights, n->count,
+                                 n->usage[SYNO_PRIMARY], s->spec.opts.depth - n->depth);
+    if (d < 0) return 0; /* out of memory (not after space_dinfo_reserve): 0 is still a bound; not kept */
+    n->distance = d;
+  }
   return n->distance;
 }
 
-int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
+int space_dinfo_reserve(syno_space_t *s, syno_dim_t d) {
   if (d >= s->cap_dinfo) {
     size_t cap = s->cap_dinfo;
     if (syno_grow((void **)&s->dinfo, &cap, (size_t)d + 1, sizeof *s->dinfo)) return -1;
     memset(s->dinfo + s->cap_dinfo, 0, (cap - s->cap_dinfo) * sizeof *s->dinfo);
     s->cap_dinfo = cap;
   }
+  return 0;
+}
+
+int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out) {
+  if (space_dinfo_reserve(s, d)) return -1;
   if (!(s->dinfo[d].flags & DI_KNOWN)) {
     /* The pooled reductions of the dims below first (the array may move). */
     syno_dim_t pooled[DI_MAX_POOLED] = {0};
@@ -134,7 +142,7 @@ int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *
                          const int8_t *count, const int8_t *usage, int budget) {
   dim_info_t info[SPACE_MAX_IFACE];
   for (int i = 0; i < n_dims; i++)
-    if (space_dim_info(s, dims[i], &info[i])) return 0; /* out of memory: 0 is a bound that prunes nothing */
+    if (space_dim_info(s, dims[i], &info[i])) return -1;
   return space_info_distance(s, stage, info, n_dims, n_weights, count, usage, budget);
 }
 

@@ -7,11 +7,14 @@
  * same depth). A Normal-stage node has the primitives and Contractions of
  * gen.c, then its finalizations (final.c). Every child passes through
  * space_add_child (store.c). The steps of one expansion are one contiguous
- * run of the step array; when generation fails they are dropped and the
- * node stays unexpanded. */
+ * run of the step array. When generation fails (out of memory, even where a
+ * generator took it for an illegal candidate), everything it added is
+ * undone (space_rollback): the node stays unexpanded, the space as it was,
+ * and asking again generates the same children. */
 #include <string.h>
 
 #include "space_internal.h"
+#include "syno/alloc.h"
 
 static int gen_reductions(syno_space_t *s, uint32_t id, syno_error_t *err) {
   node_t n = s->nodes[id];
@@ -73,12 +76,15 @@ static int gen_reductions(syno_space_t *s, uint32_t id, syno_error_t *err) {
 int syno_node_children(syno_space_t *s, uint32_t id, const syno_step_t **steps, syno_error_t *err) {
   if (id == 0 || id >= s->n_nodes) return syno_error_set(err, "no node %u", id);
   if (!s->nodes[id].expanded) {
+    space_mark_t mark;
+    space_mark(s, &mark);
     size_t start = s->n_steps;
     s->gen_start = start;
     int rc = s->nodes[id].stage == SYNO_STAGE_REDUCTION ? gen_reductions(s, id, err) : space_gen_normal(s, id, err);
     if (!rc && s->nodes[id].stage == SYNO_STAGE_NORMAL) rc = space_gen_finals(s, id, err);
+    if (!rc && syno_alloc_failures() != mark.failures) rc = syno_error_set(err, "out of memory");
     if (rc) {
-      s->n_steps = start;
+      space_rollback(s, &mark);
       return -1;
     }
     node_t *n = &s->nodes[id];

@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
+
 typedef struct {
   const syno_flops_game_t *g;
   uint32_t need[SYNO_FLOPS_GAME_MAX];  /* need[d]: bitmask of the increases decrease d depends on */
@@ -134,14 +136,14 @@ int syno_flops_game_solve(const syno_flops_game_t *g, double *cost, syno_error_t
     }
   }
   size_t n_states = (size_t)1 << g->n_dec;
-  s.memo = malloc(n_states * sizeof *s.memo);
+  s.memo = syno_malloc(n_states * sizeof *s.memo);
   if (!s.memo) return syno_error_set(err, "flops game: out of memory for %zu memo entries", n_states);
   for (size_t k = 0; k < n_states; k++) s.memo[k] = NAN;
 
   /* The free decreases form the first round on their own, paying the
    * starting numel; without any, the first round is an ordinary one. */
   double total = free_decs ? g->input_size + finish(&s, free_decs, 0, after_free) : finish(&s, 0, 0, g->input_size);
-  free(s.memo);
+  syno_free(s.memo);
   if (!isfinite(total)) return syno_error_set(err, "flops game: the minimum cost overflows a double");
   *cost = total;
   return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "syno/rng.h"
 #include "syno/space.h"
 
@@ -20,6 +21,7 @@ typedef struct {
   syno_sample_t *out;
   syno_error_t err;
   int rc;
+  bool running; /* on a thread of its own, to be joined */
 } job_t;
 
 static void *run_job(void *arg) {
@@ -48,7 +50,7 @@ static void *run_job(void *arg) {
     char buf[4096];
     if (found && syno_node_final(s, node, final, &op, &j->err) == 0) {
       syno_operator_print(&op, buf, sizeof buf);
-      if (!(o->text = strdup(buf))) {
+      if (!(o->text = syno_strdup(buf))) {
         j->rc = syno_error_set(&j->err, "out of memory");
         break;
       }
@@ -64,14 +66,13 @@ int syno_space_sample(const syno_space_spec_t *spec, long n, int threads, uint64
                       syno_sample_t *out, syno_error_t *err) {
   if (threads < 1 || threads > 64) return syno_error_set(err, "sampling threads %d out of 1..64", threads);
   memset(out, 0, (size_t)n * sizeof *out);
-  job_t *jobs = calloc((size_t)threads, sizeof *jobs);
-  pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+  job_t *jobs = syno_calloc((size_t)threads, sizeof *jobs);
+  pthread_t *tid = syno_calloc((size_t)threads, sizeof *tid);
   if (!jobs || !tid) {
-    free(jobs);
-    free(tid);
+    syno_free(jobs);
+    syno_free(tid);
     return syno_error_set(err, "out of memory");
   }
-  int started = 0;
   for (int t = 0; t < threads; t++) {
     jobs[t] = (job_t){.spec = spec,
                       .thread = t,
@@ -84,26 +85,27 @@ int syno_space_sample(const syno_space_spec_t *spec, long n, int threads, uint64
     if (threads == 1)
       run_job(&jobs[t]);
     else if (pthread_create(&tid[t], NULL, run_job, &jobs[t]) == 0)
-      started++;
+      jobs[t].running = true;
     else
       jobs[t].rc = syno_error_set(&jobs[t].err, "cannot start sampling thread %d", t);
   }
-  for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+  for (int t = 0; t < threads; t++)
+    if (jobs[t].running) pthread_join(tid[t], NULL);
   int rc = 0;
   for (int t = 0; t < threads && !rc; t++)
     if (jobs[t].rc) {
       *err = jobs[t].err;
       rc = -1;
     }
-  free(jobs);
-  free(tid);
+  syno_free(jobs);
+  syno_free(tid);
   if (rc) syno_space_samples_free(out, n);
   return rc;
 }
 
 void syno_space_samples_free(syno_sample_t *s, long n) {
   for (long i = 0; i < n; i++) {
-    free(s[i].text);
+    syno_free(s[i].text);
     s[i].text = NULL;
   }
 }
@@ -111,13 +113,13 @@ void syno_space_samples_free(syno_sample_t *s, long n) {
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 long syno_space_samples_distinct(const syno_sample_t *s, long n) {
-  char **t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
+  char **t = syno_malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
   if (!t) return -1;
   long k = 0, d = 0;
   for (long i = 0; i < n; i++)
     if (s[i].text) t[k++] = s[i].text;
   qsort(t, (size_t)k, sizeof *t, cmp_str);
   for (long i = 0; i < k; i++) d += i == 0 || strcmp(t[i], t[i - 1]) != 0;
-  free(t);
+  syno_free(t);
   return d;
 }

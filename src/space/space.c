@@ -10,10 +10,12 @@
 #include <stdlib.h>
 
 #include "space_internal.h"
+#include "syno/alloc.h"
 
 int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error_t *err) {
   if (syno_space_spec_check(spec, err)) return -1;
-  syno_space_t *s = calloc(1, sizeof *s);
+  unsigned long failures = syno_alloc_failures();
+  syno_space_t *s = syno_calloc(1, sizeof *s);
   if (!s) return syno_error_set(err, "out of memory");
   s->spec = *spec;
   syno_space_opts_t *o = &s->spec.opts;
@@ -24,11 +26,11 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   if (o->min_flops == 0) o->min_flops = o->min_flops_ratio * std;
   if (o->max_flops > 0 && o->min_flops > o->max_flops) {
     double lo = o->min_flops, hi = o->max_flops;
-    free(s);
+    syno_free(s);
     return syno_error_set(err, "min FLOPs %g is above max FLOPs %g: no operator can satisfy both", lo, hi);
   }
   s->g = syno_graph_new(&spec->vars);
-  s->group_memo = calloc(SPACE_GROUP_MEMO, sizeof *s->group_memo);
+  s->group_memo = syno_calloc(SPACE_GROUP_MEMO, sizeof *s->group_memo);
   s->n_nodes = 1; /* id 0 is "none" */
   s->walk_bias = 2.0;
   s->walk_fused_penalty = 2.0;
@@ -65,6 +67,12 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
     syno_space_free(s);
     return -1;
   }
+  /* The root's FLOPs bound (the FLOPs game) takes a failed allocation for
+   * "no bound". */
+  if (syno_alloc_failures() != failures) {
+    syno_space_free(s);
+    return syno_error_set(err, "out of memory");
+  }
   *out = s;
   return 0;
 }
@@ -72,15 +80,15 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
 void syno_space_free(syno_space_t *s) {
   if (!s) return;
   syno_graph_free(s->g);
-  free(s->nodes);
-  free(s->pool);
-  free(s->steps);
-  free(s->finals);
+  syno_free(s->nodes);
+  syno_free(s->pool);
+  syno_free(s->steps);
+  syno_free(s->finals);
   syno_table_free(&s->fkeys);
   syno_table_free(&s->table);
-  free(s->dinfo);
-  free(s->group_memo);
-  free(s);
+  syno_free(s->dinfo);
+  syno_free(s->group_memo);
+  syno_free(s);
 }
 
 syno_graph_t *syno_space_graph(syno_space_t *s) { return s->g; }

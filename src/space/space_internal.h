@@ -166,6 +166,23 @@ int space_add_root(syno_space_t *s, iface_t *f, syno_error_t *err);
 /* Appends a step to the node being expanded. */
 int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err);
 
+/* What a failed expansion puts back (store.c): the nodes, the steps, the
+ * finals and rule C4's table, the graph's dims and primitives, the counters.
+ * The space is then as it was before, and the ids it hands out next are
+ * those of a run that never failed. `failures` is syno_alloc_failures() at
+ * the mark: the generators take a primitive the graph could not build for
+ * an illegal one, so an allocation that failed since means the children are
+ * incomplete even when nothing reported it. */
+typedef struct {
+  uint32_t n_nodes;
+  size_t n_pool, n_steps, n_finals;
+  syno_graph_mark_t graph;
+  syno_space_stats_t stats;
+  unsigned long failures;
+} space_mark_t;
+void space_mark(const syno_space_t *s, space_mark_t *m);
+void space_rollback(syno_space_t *s, const space_mark_t *m);
+
 /* Finalization (final.c): the FINALIZE steps of a Normal-stage node. */
 int space_gen_finals(syno_space_t *s, uint32_t node, syno_error_t *err);
 
@@ -205,6 +222,10 @@ int space_final_seen(syno_space_t *s, const final_t *f, bool *seen, syno_error_t
 
 /* The shape distance (distance.c). */
 int space_dim_info(syno_space_t *s, syno_dim_t d, dim_info_t *out);
+/* Makes room for the infos of dims up to d, so that space_dim_info of them
+ * (and of the dims below them) cannot run out of memory. -1 when out of
+ * memory. */
+int space_dinfo_reserve(syno_space_t *s, syno_dim_t d);
 /* The info of the data-side input of a Share of a dim with info d. */
 dim_info_t space_info_shared(dim_info_t d);
 /* The shape distance (syno_node_distance) of an interface given by the
@@ -215,7 +236,7 @@ dim_info_t space_info_shared(dim_info_t d);
  * a bound above it may be reported as budget + 1, which prunes the same. */
 int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
                         const int8_t *count, const int8_t *usage, int budget);
-/* The same from the dims themselves. */
+/* The same from the dims themselves; -1 when out of memory. */
 int space_iface_distance(syno_space_t *s, syno_stage_t stage, const syno_dim_t *dims, int n_dims, int n_weights,
                          const int8_t *count, const int8_t *usage, int budget);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "syno/space.h"
 
 static const struct {
@@ -269,8 +270,12 @@ static const char *known_fields[] = {"preset",
                                      NULL};
 
 int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_error_t *err) {
+  /* cJSON reports a failed allocation as a syntax error; malloc's ENOMEM
+   * (and the allocation layer's, when cJSON is hooked to it) tells them apart. */
+  errno = 0;
   cJSON *root = cJSON_Parse(json);
   if (!root) {
+    if (errno == ENOMEM) return syno_error_set(err, "out of memory");
     const char *at = cJSON_GetErrorPtr();
     return syno_error_set(err, "not valid JSON near '%.20s'", at ? at : "");
   }
@@ -434,12 +439,12 @@ done:
 int syno_space_spec_load(const char *path, syno_space_spec_t *spec, syno_error_t *err) {
   FILE *f = fopen(path, "rb");
   if (!f) return syno_error_set(err, "cannot open spec file '%s': %s", path, strerror(errno));
-  char *buf = malloc(1 << 20);
+  char *buf = syno_malloc(1 << 20);
   size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
   fclose(f);
   if (!buf) return syno_error_set(err, "out of memory");
   buf[n] = 0;
   int rc = syno_space_spec_from_json(buf, spec, err);
-  free(buf);
+  syno_free(buf);
   return rc ? syno_error_prefix(err, "%s", path) : 0;
 }

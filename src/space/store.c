@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "space_internal.h"
+#include "syno/alloc.h"
 #include "syno/flopsgame.h"
 
 /* Interfaces hold a few dozen dims at most: insertion sort beats qsort. */
@@ -69,11 +70,11 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
                        bool *created, syno_error_t *err) {
   sort_dims(f->dims, f->n_dims);
   sort_dims(f->exp, f->n_exp);
-  int distance = -1;
+  int distance = -1; /* also when out of memory: unknown, computed again when asked */
   if (prune) {
     distance = space_iface_distance(s, stage, f->dims, f->n_dims, f->n_weights, f->count, f->usage[SYNO_PRIMARY],
                                     s->spec.opts.depth - depth);
-    if (depth + distance > s->spec.opts.depth) {
+    if (distance >= 0 && depth + distance > s->spec.opts.depth) {
       *id = 0;
       *created = false;
       return 0;
@@ -83,7 +84,10 @@ static int intern_node(syno_space_t *s, syno_stage_t stage, iface_t *f, int dept
   probe_t probe = {s, stage, f, h};
   *created = false;
   if ((*id = syno_table_find(&s->table, h, node_is, &probe))) return 0;
-  if (syno_grow((void **)&s->nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
+  /* Room for the shape facts of the node's dims: syno_node_distance, which
+   * cannot report an error, then never allocates. */
+  if ((f->n_dims && space_dinfo_reserve(s, f->dims[f->n_dims - 1])) ||
+      syno_grow((void **)&s->nodes, &s->cap_nodes, s->n_nodes + 1, sizeof *s->nodes) ||
       syno_grow((void **)&s->pool, &s->cap_pool, s->n_pool + (size_t)f->n_dims + (size_t)f->n_exp, sizeof *s->pool) ||
       syno_table_insert(&s->table, h, s->n_nodes))
     return syno_error_set(err, "out of memory");
@@ -223,6 +227,31 @@ int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_
   }
   step.target = id;
   return space_push_step(s, step, err);
+}
+
+void space_mark(const syno_space_t *s, space_mark_t *m) {
+  m->n_nodes = s->n_nodes;
+  m->n_pool = s->n_pool;
+  m->n_steps = s->n_steps;
+  m->n_finals = s->n_finals;
+  syno_graph_mark(s->g, &m->graph);
+  m->stats = s->stats;
+  m->failures = syno_alloc_failures();
+}
+
+void space_rollback(syno_space_t *s, const space_mark_t *m) {
+  size_t n_dims = (size_t)syno_graph_num_dims(s->g) + 1;
+  s->n_nodes = m->n_nodes;
+  s->n_pool = m->n_pool;
+  s->n_steps = m->n_steps;
+  s->n_finals = m->n_finals;
+  syno_table_truncate(&s->table, m->n_nodes);
+  syno_table_truncate(&s->fkeys, (uint32_t)m->n_finals + 1);
+  syno_graph_rollback(s->g, &m->graph);
+  /* The forgotten dims' ids will name other dims: forget their shape facts. */
+  if (n_dims > s->cap_dinfo) n_dims = s->cap_dinfo;
+  if (n_dims > m->graph.n_dims) memset(s->dinfo + m->graph.n_dims, 0, (n_dims - m->graph.n_dims) * sizeof *s->dinfo);
+  s->stats = m->stats;
 }
 
 int space_add_root(syno_space_t *s, iface_t *f, syno_error_t *err) {

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "space_internal.h"
+#include "syno/alloc.h"
 #include "syno/rng.h"
 
 /* A depth budget for a walk from `start`: uniform over the budgets at which
@@ -148,7 +149,7 @@ int syno_space_walk(syno_space_t *s, uint32_t start, struct syno_rng *rng, int m
     path[len++] = id;
     id = st->target;
   }
-  free(wgt);
+  syno_free(wgt);
   return rc;
 }
 
@@ -167,11 +168,11 @@ int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, ui
   } frame_t;
   size_t cap = 0, top = 0;
   frame_t *stack = NULL;
-  bool *seen = calloc(s->n_nodes + 1, 1);
+  bool *seen = syno_calloc(s->n_nodes + 1, 1);
   size_t seen_cap = s->n_nodes + 1;
   if (syno_grow((void **)&stack, &cap, 256, sizeof *stack) || !seen) {
-    free(stack);
-    free(seen);
+    syno_free(stack);
+    syno_free(seen);
     return syno_error_set(err, "out of memory");
   }
   int rc = 0;
@@ -213,7 +214,7 @@ int syno_space_exhaust(syno_space_t *s, syno_space_final_fn final, void *ctx, ui
     }
     stack[top++] = (frame_t){st.target, 0};
   }
-  free(stack);
-  free(seen);
+  syno_free(stack);
+  syno_free(seen);
   return rc > 0 ? 0 : rc;
 }

@@ -1,15 +1,18 @@
 /* The ground floor: PCG32 against the reference generator, unbiased bounded
  * draws, the hash finalizer and combiner, the id table (growth, fingerprint
- * collisions, absent keys), array growth and the tokenizer. */
+ * collisions, absent keys, truncation), array growth, the allocation layer's
+ * fault injector and the tokenizer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "syno/grow.h"
 #include "syno/hash.h"
 #include "syno/lex.h"
@@ -175,6 +178,46 @@ static void test_table_fingerprints(void **state) {
   free(k.hash);
 }
 
+/* Truncation forgets the newest ids and keeps every other one findable,
+ * also in runs that wrap round the end of the slots; the forgotten ids can
+ * be handed out again. */
+static void test_table_truncate(void **state) {
+  (void)state;
+  enum { N = 1500 };
+  keys_t k = {calloc(N, sizeof(uint64_t)), calloc(N, sizeof(uint64_t)), 0, 0, 0};
+  assert_non_null(k.key);
+  assert_non_null(k.hash);
+  syno_table_t t = {0};
+  /* Few fingerprints, some at the top of every power of two: long runs, and
+   * runs that wrap. */
+  for (uint32_t i = 0; i < N; i++) {
+    k.key[i] = 0x77700000u + i;
+    k.hash[i] = (uint64_t)(0xffffffffu - (i * 2654435761u) % 97u) << 32 | i;
+  }
+  uint32_t cuts[] = {N, 1400, 1400, 1025, 700, 513, 300, 64, 2, 1};
+  uint32_t have = 0;
+  for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++) {
+    /* Insert up to N, then truncate to cuts[c] - 1 ids. */
+    for (; have < N; have++) {
+      k.n = have + 1;
+      assert_int_equal(syno_table_insert(&t, k.hash[have], have + 1), 0);
+    }
+    uint32_t cap = t.cap;
+    syno_table_truncate(&t, cuts[c]);
+    have = cuts[c] - 1;
+    assert_int_equal(t.n, have);
+    assert_int_equal(t.cap, cap); /* in place */
+    for (uint32_t i = 0; i < N; i++) assert_int_equal(keys_find(&k, &t, k.key[i], k.hash[i]), i < have ? i + 1 : 0);
+  }
+  syno_table_truncate(&t, 1);
+  assert_int_equal(t.n, 0);
+  for (uint32_t i = 0; i < t.cap; i++) assert_int_equal(t.slot[i], 0);
+  syno_table_free(&t);
+  syno_table_truncate(&t, 1); /* an empty table */
+  free(k.key);
+  free(k.hash);
+}
+
 /* ------------------------------------------------------------ growth */
 
 static void test_grow(void **state) {
@@ -215,6 +258,60 @@ static void test_grow(void **state) {
   assert_int_equal(syno_grow((void **)&s, &sc, 101, 1), 0);
   assert_int_equal(sc, 200);
   free(s);
+}
+
+/* ------------------------------------------------------------ allocation */
+
+/* The fault injector: the n-th call fails (and with persistence every later
+ * one), failures set errno and count per thread, and the outstanding count
+ * follows allocations and syno_free while armed. */
+static void test_alloc_hook(void **state) {
+  (void)state;
+  unsigned long f0 = syno_alloc_failures();
+  syno_alloc_fail_at(3, false);
+  long out0 = syno_alloc_outstanding();
+  void *a = syno_malloc(10), *b = syno_calloc(4, 4);
+  assert_non_null(a);
+  assert_non_null(b);
+  errno = 0;
+  assert_null(syno_malloc(0)); /* the 3rd call */
+  assert_int_equal(errno, ENOMEM);
+  assert_int_equal(syno_alloc_failures(), f0 + 1);
+  char *c = syno_strdup("abc"); /* the 4th succeeds again */
+  assert_string_equal(c, "abc");
+  assert_int_equal(syno_alloc_calls(), 4);
+  assert_int_equal(syno_alloc_outstanding(), out0 + 3);
+  /* A failed realloc leaves the block as it was. */
+  syno_alloc_fail_at(1, false);
+  assert_null(syno_realloc(c, 1000));
+  assert_string_equal(c, "abc");
+  c = syno_realloc(c, 1000);
+  assert_non_null(c);
+  assert_string_equal(c, "abc");
+  assert_int_equal(syno_alloc_outstanding(), out0 + 3); /* moved, not new */
+  /* Persistent: every call from the n-th on fails. */
+  syno_alloc_fail_at(2, true);
+  void *d = syno_realloc(NULL, 8);
+  assert_non_null(d);
+  for (int i = 0; i < 5; i++) assert_null(syno_malloc(8));
+  int *g = NULL;
+  size_t cap = 0;
+  assert_int_equal(syno_grow((void **)&g, &cap, 1, sizeof *g), -1);
+  assert_int_equal(syno_alloc_calls(), 7);
+  assert_int_equal(syno_alloc_failures(), f0 + 8);
+  syno_alloc_fail_at(0, false); /* counting only */
+  syno_free(a);
+  syno_free(b);
+  syno_free(c);
+  syno_free(d);
+  syno_free(NULL);
+  assert_int_equal(syno_alloc_outstanding(), out0);
+  /* Off: nothing fails and nothing is counted. */
+  syno_alloc_hook_off();
+  void *e = syno_malloc(1);
+  assert_non_null(e);
+  syno_free(e);
+  assert_int_equal(syno_alloc_outstanding(), out0);
 }
 
 /* ------------------------------------------------------------ tokenizer */
@@ -263,7 +360,9 @@ int main(void) {
       cmocka_unit_test(test_hash_values),
       cmocka_unit_test(test_table_many),
       cmocka_unit_test(test_table_fingerprints),
+      cmocka_unit_test(test_table_truncate),
       cmocka_unit_test(test_grow),
+      cmocka_unit_test(test_alloc_hook),
       cmocka_unit_test(test_lex),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
