@@ -147,8 +147,9 @@ int syno_space_spec_check(const syno_space_spec_t *spec, syno_error_t *err) {
     return syno_error_set(err, "min_flops_ratio %g is above max_flops_ratio %g: no operator can satisfy both",
                           o->min_flops_ratio, o->max_flops_ratio);
   if ((o->min_flops_ratio > 0 || o->max_flops_ratio > 0) && spec->kind < 0)
-    return syno_error_set(err, "FLOPs ratios need a preset (they are ratios of its standard operator): "
-                               "give min_flops/max_flops instead");
+    return syno_error_set(err,
+                          "FLOPs ratios need a preset (they are ratios of its standard operator): "
+                          "give min_flops/max_flops instead");
   if (o->max_params < 0) return syno_error_set(err, "max_params must not be negative");
   if (o->max_enumerations < 1 || o->max_enumerations > 9)
     return syno_error_set(err, "max_enumerations out of range 1..9");
@@ -191,7 +192,8 @@ static int get_number(const cJSON *obj, const char *key, double *out, bool integ
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!x) return 0;
   if (!cJSON_IsNumber(x)) return syno_error_set(err, "field '%s' must be a number", key);
-  if (integer && x->valuedouble != (double)(int64_t)x->valuedouble)
+  /* The range first: converting a double beyond it to an integer is undefined. */
+  if (integer && !(x->valuedouble >= INT_MIN && x->valuedouble <= INT_MAX && x->valuedouble == floor(x->valuedouble)))
     return syno_error_set(err, "field '%s' must be an integer", key);
   *out = x->valuedouble;
   return 0;
@@ -382,6 +384,10 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   if (o->max_powers_in_size < 0) o->max_powers_in_size = INT_MAX;
   /* "primitives": {"stride": true, "expand": false, ...}; "rules": {"R1": false, ...} */
   const cJSON *prims = cJSON_GetObjectItemCaseSensitive(root, "primitives");
+  if (prims && !cJSON_IsObject(prims)) {
+    rc = syno_error_set(err, "field 'primitives' must be an object of primitive names and true/false");
+    goto done;
+  }
   for (const cJSON *p = prims ? prims->child : NULL; p; p = p->next) {
     int k = prim_find(p->string);
     if (k == SYNO_PRIM_KINDS || !cJSON_IsBool(p)) {
@@ -406,6 +412,10 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     o->max_count[k] = p->valueint;
   }
   const cJSON *rl = cJSON_GetObjectItemCaseSensitive(root, "rules");
+  if (rl && !cJSON_IsObject(rl)) {
+    rc = syno_error_set(err, "field 'rules' must be an object of rule names and true/false");
+    goto done;
+  }
   for (const cJSON *r = rl ? rl->child : NULL; r; r = r->next) {
     syno_rule_t id = syno_rule_find(r->string);
     if (id == SYNO_RULE_COUNT || !cJSON_IsBool(r)) {
