@@ -362,7 +362,9 @@ int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng, 
   int64_t *count = calloc((size_t)k, sizeof *count), *quota = calloc((size_t)k, sizeof *quota);
   int64_t *rem = calloc((size_t)k, sizeof *rem), *start = calloc((size_t)k + 1, sizeof *start);
   int64_t *byclass = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *byclass);
-  int64_t *pick = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *pick);
+  /* pick first holds one fill cursor per class, then sample indices: a set with fewer samples than
+   * classes needs k entries. */
+  int64_t *pick = malloc((size_t)(src->n > k ? src->n : k > 0 ? k : 1) * sizeof *pick);
   unsigned char *in_test = calloc((size_t)(src->n > 0 ? src->n : 1), 1);
   int rc = 0;
   if (!count || !quota || !rem || !start || !byclass || !pick || !in_test) {
