@@ -25,7 +25,7 @@ for t in "$@"; do
   cp tests/fuzz/regress/"$t"/* "$dir/corpus/" 2>/dev/null
   dict=()
   [ -f tests/fuzz/dict/"$t".dict ] && dict=(-dict=tests/fuzz/dict/"$t".dict)
-  TMPDIR=$tmp "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  UBSAN_OPTIONS=print_stacktrace=1 TMPDIR=$tmp "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$dir/" "${dict[@]}" "$dir/corpus" >"$dir/log" 2>&1
   rc=$?
   rm -rf "$tmp"
