@@ -1,5 +1,5 @@
 /* Fuzzes the text corpus reader (syno_text_load, syno/data.h), which `syno
- * train --backbone gpt --text PATH` reaches with a file of the user's: the
+ * train --backbone gpt --dataset PATH` reaches with a file of the user's: the
  * input is written to a temporary file (gzip or plain) and loaded, and a
  * loaded text's windows counted. */
 #include "fuzz.h"
