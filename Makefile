@@ -1,11 +1,16 @@
 # The README's commands. CMake does the building; this file only sequences it.
 # Each target first installs (as root, via apt) what it needs and no more:
-# `make` only what the build needs; `make test` adds cmocka and PyTorch.
+# `make` only what the build needs; `make test` adds cmocka and PyTorch;
+# `make fuzz` clang and libFuzzer.
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
 JOBS       ?= 2
+# `make fuzz`: seconds per target, and the targets (tests/fuzz/fuzz_<t>.c).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= sizes spec operator csv idx text db
 
-.PHONY: all test test-asan valgrind demo bench clean FORCE
+.PHONY: all test test-asan valgrind fuzz demo bench clean FORCE
 
 all: FORCE
 	@bash scripts/deps.sh build
@@ -32,6 +37,15 @@ valgrind: all
 	@bash scripts/deps.sh valgrind
 	@bash scripts/valgrind.sh $(BUILD)
 
+# Each parser a user can reach under libFuzzer with ASan+UBSan, FUZZ_SECONDS
+# each, from a scratch copy of its committed corpus (docs/fuzz.md). Fails on
+# any crash, leak, hang or runaway allocation.
+fuzz: FORCE
+	@bash scripts/deps.sh fuzz
+	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Debug -DSYNO_FUZZ=ON
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz
+	@bash scripts/fuzz.sh $(BUILD_FUZZ) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 demo: all
 	@bash scripts/deps.sh demo
 	@bash scripts/demo.sh $(BUILD)/syno
@@ -41,6 +55,6 @@ bench: all
 	@bash scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)
 
 FORCE:

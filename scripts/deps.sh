@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages one task of syno needs, if any are missing.
-#   scripts/deps.sh [build|test|demo|bench|valgrind]   (default: build)
+#   scripts/deps.sh [build|test|demo|bench|valgrind|fuzz]   (default: build)
 # build: the compiler and the libraries the library links (no PyTorch);
 # test:  build + cmocka, Python with PyTorch (to check the exported PyTorch
 #        code), gnuplot, Graphviz and Fashion-MNIST (tests skip, with a
@@ -8,6 +8,8 @@
 # demo:  build + gnuplot and Graphviz (the report's plots);
 # bench: test's set (the benchmarks compare against PyTorch);
 # valgrind: build + valgrind (scripts/valgrind.sh).
+# fuzz:  build + clang 14 with libFuzzer and its OpenMP (the libraries are
+#        rebuilt with clang for `make fuzz`).
 # As root it runs `apt-get update` once and `apt-get install
 # --no-install-recommends`; otherwise it names what is missing and fails.
 set -euo pipefail
@@ -18,14 +20,14 @@ BUILD=(
   libblas-dev libopenblas0-pthread libopenblas-pthread-dev libdnnl-dev
 )
 PLOTS=(gnuplot-nox graphviz)
+FUZZ=(clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev)
 TEST=(libcmocka-dev python3 python3-torch python3-numpy dataset-fashion-mnist "${PLOTS[@]}")
 
 case "${1:-build}" in
   build) PACKAGES=("${BUILD[@]}") ;;
   test | bench) PACKAGES=("${BUILD[@]}" "${TEST[@]}") ;;
   demo) PACKAGES=("${BUILD[@]}" "${PLOTS[@]}") ;;
-  valgrind) PACKAGES=("${BUILD[@]}" valgrind) ;;
-  *) echo "usage: scripts/deps.sh [build|test|demo|bench|valgrind]" >&2; exit 2 ;;
+#   scripts/deps.sh [build|test|demo|bench|valgrind|fuzz]   (default: build)
 esac
 
 missing=()

@@ -42,7 +42,7 @@ typedef struct syno_db syno_db_t;
 typedef struct {
   long id;         /* evaluation order (set by insert) */
   int is_baseline; /* the standard operator's own evaluation */
-  char *op_text;   /* the operator's one-line text form */
+  char *op_text;   /* the operator's one-line text form; never NULL when read from a database */
   char *path;      /* the search path that reached it */
   int status;      /* 0 ok, 1 failed */
   char *reason;    /* why it failed */

@@ -239,30 +239,55 @@ static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *w
   return f;
 }
 
-/* Reads exactly len payload bytes and checks that the file ends right after them. */
-static int idx_payload(gzFile f, const char *path, void *buf, int64_t len, const char *what, syno_error_t *err) {
-  int64_t got = read_bytes(f, buf, len);
+/* Reads exactly len payload bytes into a buffer of its own (*out, malloc'd) and checks that the
+ * file ends right after them. The buffer grows as the bytes arrive (16 MiB at a time), so a header
+ * that announces more than the file holds costs no more memory than the file: a 40-byte file
+ * claiming 4 GB of pixels is a "truncated" error, not a 4 GB allocation. */
+static int idx_payload(gzFile f, const char *path, int64_t len, const char *what, uint8_t **out, syno_error_t *err) {
+  const int64_t chunk = 16 << 20;
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  int64_t got = 0;
+  *out = NULL;
+  while (got < len) {
+    int64_t want = len - got < chunk ? len - got : chunk;
+    if (syno_grow((void **)&buf, &cap, (size_t)(got + want), 1)) {
+      free(buf);
+      return syno_error_set(err, "%s: out of memory for the %lld bytes of %s", path, (long long)len, what);
+    }
+    int64_t r = read_bytes(f, buf + got, want);
+    got += r;
+    if (r < want) break;
+  }
   const char *zp = gz_problem(f, path);
+  int rc = 0;
   if (zp)
-    return syno_error_set(err,
-                          "%s: corrupt or truncated gzip data (%s) while reading the "
-                          "%lld bytes of %s after the header",
-                          path, zp, (long long)len, what);
-  if (got != len)
-    return syno_error_set(err,
-                          "%s: truncated: expected %lld bytes of %s after the header, "
-                          "got %lld",
-                          path, (long long)len, what, (long long)got);
-  unsigned char extra;
-  int r = gzread(f, &extra, 1);
-  zp = gz_problem(f, path);
-  if (r > 0)
-    return syno_error_set(err,
+    rc = syno_error_set(err,
+                        "%s: corrupt or truncated gzip data (%s) while reading the "
+                        "%lld bytes of %s after the header",
+                        path, zp, (long long)len, what);
+  else if (got != len)
+    rc = syno_error_set(err,
+                        "%s: truncated: expected %lld bytes of %s after the header, "
+                        "got %lld",
+                        path, (long long)len, what, (long long)got);
+  if (!rc) {
+    unsigned char extra;
+    int r = gzread(f, &extra, 1);
+    zp = gz_problem(f, path);
+    if (r > 0)
+      rc = syno_error_set(err,
                           "%s: unexpected bytes after the %lld bytes of %s the header "
                           "announces",
                           path, (long long)len, what);
-  if (r < 0 || zp) return syno_error_set(err, "%s: corrupt gzip data at its end (%s)", path, zp ? zp : "read error");
-  return 0;
+    else if (r < 0 || zp)
+      rc = syno_error_set(err, "%s: corrupt gzip data at its end (%s)", path, zp ? zp : "read error");
+  }
+  if (rc)
+    free(buf);
+  else
+    *out = buf;
+  return rc;
 }
 
 int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses, syno_dataset_t *out,
@@ -278,6 +303,7 @@ int syno_data_load_idx(const char *images_path, const char *labels_path, int ncl
   }
   int rc = 0;
   const int64_t n = idims[0], h = idims[1], w = idims[2];
+  uint8_t *px = NULL, *lab = NULL;
   if (n == 0 || h == 0 || w == 0 || h > 4096 || w > 4096)
     rc = syno_error_set(err,
                         "%s: header announces %lld images of %lldx%lld; expected a "
@@ -288,18 +314,23 @@ int syno_data_load_idx(const char *images_path, const char *labels_path, int ncl
                         "%s: holds %lld labels, but %s holds %lld images; expected "
                         "one label per image",
                         labels_path, (long long)ldims[0], images_path, (long long)n);
-  else if (ds_alloc(out, n, 1, h, w, nclasses, "idx"))
+  /* The payloads first: only once they have arrived is the count known to be real. */
+  if (!rc) rc = idx_payload(fi, images_path, n * h * w, "pixel data", &px, err);
+  if (!rc) rc = idx_payload(fl, labels_path, n, "labels", &lab, err);
+  if (!rc && ds_alloc(out, n, 1, h, w, nclasses, "idx"))
     rc = syno_error_set(err, "%s: out of memory for %lld images", images_path, (long long)n);
-  if (!rc) rc = idx_payload(fi, images_path, out->pixels, n * h * w, "pixel data", err);
-  uint8_t *lab = rc ? NULL : malloc((size_t)n);
-  if (!rc && !lab) rc = syno_error_set(err, "%s: out of memory", labels_path);
-  if (!rc) rc = idx_payload(fl, labels_path, lab, n, "labels", err);
+  if (!rc) {
+    free(out->pixels);
+    out->pixels = px;
+    px = NULL;
+  }
   for (int64_t i = 0; !rc && i < n; i++) {
     if (lab[i] >= nclasses)
       rc = syno_error_set(err, "%s: label %d at index %lld; expected 0..%d", labels_path, lab[i], (long long)i,
                           nclasses - 1);
     out->labels[i] = lab[i];
   }
+  free(px);
   free(lab);
   gzclose(fi);
   gzclose(fl);
@@ -362,7 +393,9 @@ int syno_data_split(const syno_dataset_t *src, int64_t n_test, syno_rng_t *rng, 
   int64_t *count = calloc((size_t)k, sizeof *count), *quota = calloc((size_t)k, sizeof *quota);
   int64_t *rem = calloc((size_t)k, sizeof *rem), *start = calloc((size_t)k + 1, sizeof *start);
   int64_t *byclass = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *byclass);
-  int64_t *pick = malloc((size_t)(src->n > 0 ? src->n : 1) * sizeof *pick);
+  /* pick first holds one fill cursor per class, then sample indices: a set with fewer samples than
+   * classes needs k entries. */
+  int64_t *pick = malloc((size_t)(src->n > k ? src->n : k > 0 ? k : 1) * sizeof *pick);
   unsigned char *in_test = calloc((size_t)(src->n > 0 ? src->n : 1), 1);
   int rc = 0;
   if (!count || !quota || !rem || !start || !byclass || !pick || !in_test) {

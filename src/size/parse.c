@@ -42,8 +42,9 @@ int syno_size_parse_lex(const syno_vars_t *v, syno_lex_t *lx, syno_size_t *out, 
     int64_t power = 1;
     if (syno_lex_accept(lx, '^')) {
       int neg = syno_lex_accept(lx, '-');
-      if (lx->tok.kind != SYNO_TOK_INT || syno_tok_int(&lx->tok, &power) || power > 32)
-        return tok_err(err, &lx->tok, "an exponent (at most 32)");
+      /* Up to the largest power a size holds (below), so every size prints to text that parses. */
+      if (lx->tok.kind != SYNO_TOK_INT || syno_tok_int(&lx->tok, &power) || power > 64)
+        return tok_err(err, &lx->tok, "an exponent (at most 64)");
       if (neg) power = -power;
       syno_lex_next(lx);
     }

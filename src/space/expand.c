@@ -92,6 +92,7 @@ int syno_node_children(syno_space_t *s, uint32_t id, const syno_step_t **steps, 
     n->children = (uint32_t)start;
     n->n_children = (int)(s->n_steps - start);
   }
-  *steps = s->steps + s->nodes[id].children;
+  /* No step stored yet (a space whose root has no child): no array to point into. */
+  *steps = s->steps ? s->steps + s->nodes[id].children : NULL;
   return s->nodes[id].n_children;
 }

@@ -203,7 +203,8 @@ static int get_number(const cJSON *obj, const char *key, double *out, bool integ
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!x) return 0;
   if (!cJSON_IsNumber(x)) return syno_error_set(err, "field '%s' must be a number", key);
-  if (integer && x->valuedouble != (double)(int64_t)x->valuedouble)
+  /* The range first: converting a double beyond it to an integer is undefined. */
+  if (integer && !(x->valuedouble >= INT_MIN && x->valuedouble <= INT_MAX && x->valuedouble == floor(x->valuedouble)))
     return syno_error_set(err, "field '%s' must be an integer", key);
   *out = x->valuedouble;
   return 0;
@@ -398,6 +399,10 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   if (o->max_powers_in_size < 0) o->max_powers_in_size = INT_MAX;
   /* "primitives": {"stride": true, "expand": false, ...}; "rules": {"R1": false, ...} */
   const cJSON *prims = cJSON_GetObjectItemCaseSensitive(root, "primitives");
+  if (prims && !cJSON_IsObject(prims)) {
+    rc = syno_error_set(err, "field 'primitives' must be an object of primitive names and true/false");
+    goto done;
+  }
   for (const cJSON *p = prims ? prims->child : NULL; p; p = p->next) {
     int k = prim_find(p->string);
     if (k == SYNO_PRIM_KINDS || !cJSON_IsBool(p)) {
@@ -422,6 +427,10 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     o->max_count[k] = p->valueint;
   }
   const cJSON *rl = cJSON_GetObjectItemCaseSensitive(root, "rules");
+  if (rl && !cJSON_IsObject(rl)) {
+    rc = syno_error_set(err, "field 'rules' must be an object of rule names and true/false");
+    goto done;
+  }
   for (const cJSON *r = rl ? rl->child : NULL; r; r = r->next) {
     syno_rule_t id = syno_rule_find(r->string);
     if (id == SYNO_RULE_COUNT || !cJSON_IsBool(r)) {

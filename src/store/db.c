@@ -334,7 +334,10 @@ static void read_row(sqlite3_stmt *q, syno_db_cand_t *c) {
       case F_LONG: *AT(c, f, long) = (long)sqlite3_column_int64(q, i); break;
       case F_REAL: *AT(c, f, double) = sqlite3_column_double(q, i); break;
       case F_TEXT: {
+        /* op_text is never NULL (insert writes "" for none): a NULL in a damaged or foreign
+         * file reads as "", so no reader passes NULL on as an operator text. */
         const char *s = (const char *)sqlite3_column_text(q, i);
+        if (!s && f->off == offsetof(syno_db_cand_t, op_text)) s = "";
         *AT(c, f, char *) = s ? strdup(s) : NULL;
       } break;
     }

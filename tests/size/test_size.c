@@ -194,9 +194,10 @@ static void test_parse_errors(void **state) {
       {"H*Q", "unknown variable 'Q' at column 3"},
       {"H*", "expected a variable name but found end of input at column 3"},
       {"3", "no numeric constants: '3' at column 1"},
-      {"H^x", "expected an exponent (at most 32) but found 'x' at column 3"},
+      {"H^x", "expected an exponent (at most 64) but found 'x' at column 3"},
       {"H W", "expected end of size but found 'W' at column 3"},
       {"H^99", "exponent"},
+      {"H^65", "an exponent (at most 64)"},
       {"", "expected a variable name but found end of input at column 1"},
       {"H\x01", "byte 0x01"},
   };

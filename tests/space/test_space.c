@@ -65,6 +65,12 @@ static void test_specs(void **state) {
                     "'merge' is not a primitive with an integer count");
   expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": {\"shift\": -2}}", "max_count of shift is -2");
   expect_spec_error("{\"preset\": \"conv2d-wide\", \"max_count\": 3}", "field 'max_count' must be an object");
+  /* Found by fuzzing (tests/fuzz/regress/spec): arrays crashed, a string was silently ignored, a
+   * huge integer field converted out of range. */
+  expect_spec_error("{\"preset\": \"conv2d\", \"primitives\": [true]}", "field 'primitives' must be an object");
+  expect_spec_error("{\"preset\": \"conv2d\", \"primitives\": \"stride\"}", "field 'primitives' must be an object");
+  expect_spec_error("{\"preset\": \"conv2d\", \"rules\": [{\"R1\": false}]}", "field 'rules' must be an object");
+  expect_spec_error("{\"preset\": \"conv2d\", \"depth\": 6e123}", "field 'depth' must be an integer");
   assert_int_equal(syno_space_spec_from_json(
                        "{\"preset\": \"conv2d-wide\", \"max_count\": {\"merge\": 1, \"shift\": 2}}", &spec, &err),
                    0);
@@ -108,7 +114,8 @@ static void test_preset_search_settings(void **state) {
   syno_space_free(s);
   /* An absolute limit wins over the ratio; a ratio of 0 lifts the limit. */
   assert_int_equal(
-      syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_flops\": 1e9, \"min_flops_ratio\": 0}", &spec, &err), 0);
+      syno_space_spec_from_json("{\"preset\": \"conv2d\", \"max_flops\": 1e9, \"min_flops_ratio\": 0}", &spec, &err),
+      0);
   assert_int_equal(syno_space_new(&spec, &s, &err), 0);
   assert_float_equal(syno_space_spec(s)->opts.max_flops, 1e9, 1);
   assert_float_equal(syno_space_spec(s)->opts.min_flops, 0, 0);
