@@ -382,6 +382,10 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   if (o->max_powers_in_size < 0) o->max_powers_in_size = INT_MAX;
   /* "primitives": {"stride": true, "expand": false, ...}; "rules": {"R1": false, ...} */
   const cJSON *prims = cJSON_GetObjectItemCaseSensitive(root, "primitives");
+  if (prims && !cJSON_IsObject(prims)) {
+    rc = syno_error_set(err, "field 'primitives' must be an object of primitive names and true/false");
+    goto done;
+  }
   for (const cJSON *p = prims ? prims->child : NULL; p; p = p->next) {
     int k = prim_find(p->string);
     if (k == SYNO_PRIM_KINDS || !cJSON_IsBool(p)) {
@@ -406,6 +410,10 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     o->max_count[k] = p->valueint;
   }
   const cJSON *rl = cJSON_GetObjectItemCaseSensitive(root, "rules");
+  if (rl && !cJSON_IsObject(rl)) {
+    rc = syno_error_set(err, "field 'rules' must be an object of rule names and true/false");
+    goto done;
+  }
   for (const cJSON *r = rl ? rl->child : NULL; r; r = r->next) {
     syno_rule_t id = syno_rule_find(r->string);
     if (id == SYNO_RULE_COUNT || !cJSON_IsBool(r)) {
