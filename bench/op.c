@@ -52,16 +52,21 @@ int main(int argc, char **argv) {
   bench_signals(0);
   int side = !strcmp(dataset, "digits") ? 8 : 28;
   if (!nops) ops[nops++] = default_op;
+  /* Every operator parses before anything is printed or timed: a bad one is a usage error. */
+  syno_slotop_t *parsed[MAX_OPS] = {0};
+  for (int k = 0; k < nops; k++) {
+    syno_error_t err = {0};
+    if (syno_slotop_parse_preset(preset, ops[k], &parsed[k], &err)) {
+      fprintf(stderr, "op: --op %d: %s\n", k + 1, err.msg);
+      return 2;
+    }
+  }
   syno_nn_threads_set(threads);
   bench_print_setup(reps);
   printf("ResNet on %s (1x%dx%d), batch %ld, inference; times in ms\n", dataset, side + 2 * pad, side + 2 * pad, batch);
   for (int k = 0; k < nops; k++) {
     syno_error_t err = {0};
-    syno_slotop_t *op = NULL;
-    if (syno_slotop_parse_preset(preset, ops[k], &op, &err)) {
-      fprintf(stderr, "op: %s\n", err.msg);
-      return 2;
-    }
+    syno_slotop_t *op = parsed[k];
     syno_backbone_cfg_t bc = {
         .name = "resnet", .in_c = 1, .in_h = side + 2 * pad, .in_w = side + 2 * pad, .nclasses = 10, .op = op};
     syno_rng_t rng;
