@@ -1,15 +1,23 @@
 /* bench/bench.h - what every benchmark program shares: the clock, medians, the report of the
- * BLAS and thread counts in effect, the --reps option, and running a PyTorch side script.
+ * BLAS and thread counts in effect, reading the command line (the syno option parser) and the
+ * --reps option, stopping on SIGINT and SIGTERM, and running a PyTorch side script.
  * Header-only (static functions): each bench/<name>.c is its own program. */
 #ifndef SYNO_BENCH_H
 #define SYNO_BENCH_H
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "syno/nn.h"
+#include "syno/opt.h"
 
 #ifndef SYNO_SOURCE_DIR
 #define SYNO_SOURCE_DIR "."
@@ -35,32 +43,55 @@ static inline double bench_median(double *t, int n) {
   return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-/* Parses the options every benchmark takes: --reps R (1..max_reps) and --help (prints usage
- * and exits 0). Other options are left to the caller: *i is the index of an option this did
- * not take, and the return value 1 means "yours"; 0 means consumed; it exits 2 on a bad
- * value. */
-static inline int bench_common_opt(const char *prog, const char *usage, int argc, char **argv, int *i, int *reps,
-                                   int max_reps) {
-  if (!strcmp(argv[*i], "--help") || !strcmp(argv[*i], "-h")) {
+/* Reads the command line by the benchmark's option table (syno/opt.h, the parser of every
+ * syno command): -h or --help prints `usage`, the options and exits 0; a bad command line
+ * (an unknown option, a missing, malformed or out-of-range value) prints one line "PROG:
+ * MESSAGE" and exits 2. */
+static inline void bench_options(const char *prog, const char *usage, syno_opt_t *table, int argc, char **argv) {
+  syno_error_t err;
+  int rc = syno_opt_parse(table, argc, argv, &err);
+  if (rc == 1) {
     fputs(usage, stdout);
+    fputs("\noptions:\n", stdout);
+    syno_opt_help(stdout, table);
     exit(0);
   }
-  if (!strcmp(argv[*i], "--reps") && *i + 1 < argc) {
-    char *end = NULL;
-    long r = strtol(argv[++*i], &end, 10);
-    if (*end || r < 1 || r > max_reps) {
-      fprintf(stderr, "%s: --reps '%s' is not 1..%d\n", prog, argv[*i], max_reps);
-      exit(2);
-    }
-    *reps = (int)r;
-    return 0;
+  if (rc < 0) {
+    fprintf(stderr, "%s: %s (see %s --help)\n", prog, err.msg, prog);
+    exit(2);
   }
-  return 1;
 }
 
-static inline void bench_unknown_opt(const char *prog, const char *opt) {
-  fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, opt);
-  exit(2);
+/* The --reps option every benchmark takes. */
+#define BENCH_OPT_REPS(reps, max) SYNO_OPT_INT("reps", "R", reps, 1, max, "repeats; the median is taken")
+
+/* SIGINT and SIGTERM stop a benchmark promptly, its child processes with it: a child the
+ * benchmark waits for is registered in bench_child and killed first. Then the benchmark dies
+ * of the signal, unless it installed the handlers as graceful: then the first signal only
+ * sets bench_stop (the signal's number), which the benchmark polls to stop cleanly (bench/search:
+ * the search driver kills its workers), and a second one ends it at once. */
+static volatile sig_atomic_t bench_stop __attribute__((unused));
+static volatile sig_atomic_t bench_child __attribute__((unused)); /* a pid, or 0 */
+static int bench_graceful __attribute__((unused));
+
+static inline void bench_on_signal(int sig) {
+  if (bench_child > 0) kill((pid_t)bench_child, SIGKILL);
+  if (bench_graceful && !bench_stop) {
+    bench_stop = sig;
+    return;
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static inline void bench_signals(int graceful) {
+  bench_graceful = graceful;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = bench_on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
 }
 
 /* "BLAS: OpenBLAS (...), 2 threads; oneDNN: 2 OpenMP threads; 7 repeats, medians" */
@@ -70,18 +101,48 @@ static inline void bench_print_setup(int reps) {
   printf("%s; %d repeats, medians\n", buf, reps);
 }
 
-/* Runs `BENCH_PYTHON SYNO_SOURCE_DIR/bench/<script> <args>` and returns its stdout (malloc'd,
- * NUL-terminated), or NULL when python or torch is missing or the script failed. */
+/* Runs `BENCH_PYTHON SYNO_SOURCE_DIR/bench/<script> <args>` (args split at spaces) as a child
+ * the signal handlers know, and returns its stdout (malloc'd, NUL-terminated), or NULL when
+ * python or torch is missing or the script failed. */
 static inline char *bench_run_torch(const char *script, const char *args) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s %s/bench/%s %s 2>/dev/null", BENCH_PYTHON, SYNO_SOURCE_DIR, script, args);
-  FILE *p = popen(cmd, "r");
-  if (!p) return NULL;
-  size_t n = 0, cap = 4096;
+  char path[1024], words[1024];
+  snprintf(path, sizeof path, "%s/bench/%s", SYNO_SOURCE_DIR, script);
+  snprintf(words, sizeof words, "%s", args);
+  char *argv[64];
+  int n = 0;
+  argv[n++] = (char *)BENCH_PYTHON;
+  argv[n++] = path;
+  for (char *w = strtok(words, " "); w && n < 63; w = strtok(NULL, " ")) argv[n++] = w;
+  argv[n] = NULL;
+  int fd[2];
+  if (pipe(fd)) return NULL;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return NULL;
+  }
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(fd[1], STDOUT_FILENO);
+    if (null >= 0) dup2(null, STDERR_FILENO);
+    close(fd[0]);
+    close(fd[1]);
+    execv(BENCH_PYTHON, argv);
+    _exit(127);
+  }
+  bench_child = pid;
+  close(fd[1]);
+  size_t len = 0, cap = 4096;
   char *out = malloc(cap);
-  for (size_t k; out && (k = fread(out + n, 1, cap - n - 1, p)) > 0;) {
-    n += k;
-    if (n + 1 == cap) {
+  for (ssize_t k; out && (k = read(fd[0], out + len, cap - len - 1)) != 0;) {
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    len += (size_t)k;
+    if (len + 1 == cap) {
       char *bigger = realloc(out, cap *= 2);
       if (!bigger) {
         free(out);
@@ -90,12 +151,15 @@ static inline char *bench_run_torch(const char *script, const char *args) {
         out = bigger;
     }
   }
-  int status = pclose(p);
-  if (!out || status != 0) {
+  close(fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  bench_child = 0;
+  if (!out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     free(out);
     return NULL;
   }
-  out[n] = '\0';
+  out[len] = '\0';
   return out;
 }
 

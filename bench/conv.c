@@ -36,12 +36,12 @@ static double time_layer(syno_layer_t *l, const syno_tensor_t *x, const syno_ten
 
 int main(int argc, char **argv) {
   int reps = 7;
-  for (int i = 1; i < argc; i++)
-    if (bench_common_opt("conv",
-                         "usage: conv [--reps R]   (default 7)\n"
-                         "Times conv2d im2col vs oneDNN (and PyTorch F.conv2d) on N=128 ResNet shapes.\n",
-                         argc, argv, &i, &reps, 1000))
-      bench_unknown_opt("conv", argv[i]);
+  syno_opt_t opts[] = {BENCH_OPT_REPS(&reps, 1000), SYNO_OPT_END};
+  bench_options("conv",
+                "usage: conv [--reps R]   (default 7)\n"
+                "Times conv2d im2col vs oneDNN (and PyTorch F.conv2d) on N=128 ResNet shapes.\n",
+                opts, argc, argv);
+  bench_signals(0);
   bench_print_setup(reps);
 
   double tsec[NSHAPES][2][2]; /* [shape][im2col, onednn][fwd, f+b] */

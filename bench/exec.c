@@ -204,17 +204,15 @@ int main(int argc, char **argv) {
       "Times the builtin conv2d through syno_exec (gemm strategy) against syno_nn_conv2d, then\n"
       "two-weight operators of the conv2d space through syno_exec (chain strategy) against the\n"
       "reference interpreter.\n";
-  for (int i = 1; i < argc; i++) {
-    if (!bench_common_opt("exec", usage, argc, argv, &i, &reps, 1000)) continue;
-    if (!strcmp(argv[i], "--sample-reps") && i + 1 < argc) {
-      sample_reps = atoi(argv[++i]);
-      if (sample_reps < 0 || sample_reps > 1000) {
-        fprintf(stderr, "exec: --sample-reps '%s' is not 0..1000\n", argv[i]);
-        return 2;
-      }
-    } else
-      bench_unknown_opt("exec", argv[i]);
-  }
+  syno_opt_t opts[] = {
+      BENCH_OPT_REPS(&reps, 1000),
+      SYNO_OPT_INT("sample-reps", "S", &sample_reps, 0, 1000,
+                   "repeats of the second part, two-weight operators (default 3;\n"
+                   "0 skips it)"),
+      SYNO_OPT_END,
+  };
+  bench_options("exec", usage, opts, argc, argv);
+  bench_signals(0);
   bench_print_setup(reps);
   printf("times in ms\n%-22s %9s %9s %6s | %9s %9s %6s | %s\n", "shape (N, C, HxW, k)", "exec fwd", "native", "ratio",
          "exec f+b", "native", "ratio", "rel err");

@@ -32,45 +32,41 @@ static const char usage[] =
     "the Fashion-MNIST search found (a 1x3 convolution, see README).\n";
 
 int main(int argc, char **argv) {
+  static const char *const datasets[] = {"digits", "fashion-mnist", NULL}, *const presets[] = {"conv2d", "conv2d-wide",
+                                                                                               NULL};
   const char *ops[MAX_OPS];
   int nops = 0, reps = 101, threads = 1, pad = 2;
   long batch = 1;
   const char *dataset = "fashion-mnist", *preset = "conv2d";
-  for (int i = 1; i < argc; i++) {
-    if (!bench_common_opt("op", usage, argc, argv, &i, &reps, 1000)) continue;
-    if (i + 1 < argc && !strcmp(argv[i], "--op") && nops < MAX_OPS)
-      ops[nops++] = argv[++i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--preset"))
-      preset = argv[++i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--dataset"))
-      dataset = argv[++i];
-    else if (i + 1 < argc && !strcmp(argv[i], "--pad"))
-      pad = atoi(argv[++i]);
-    else if (i + 1 < argc && !strcmp(argv[i], "--batch"))
-      batch = atol(argv[++i]);
-    else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
-      threads = atoi(argv[++i]);
-    else
-      bench_unknown_opt("op", argv[i]);
-  }
-  int side = !strcmp(dataset, "digits") ? 8 : !strcmp(dataset, "fashion-mnist") ? 28 : 0;
+  syno_opt_t opts[] = {
+      SYNO_OPT_LIST("op", "TEXT", ops, MAX_OPS, &nops, "an operator to time (default: the 1x3 convolution)"),
+      SYNO_OPT_ENUM("preset", "NAME", &preset, presets, "the operators' variables (default conv2d)"),
+      SYNO_OPT_ENUM("dataset", "NAME", &dataset, datasets, "the image size (default fashion-mnist)"),
+      SYNO_OPT_INT("pad", "P", &pad, 0, 64, "zero-padding per side (default 2)"),
+      SYNO_OPT_INT("batch", "B", &batch, 1, 65536, "inference batch (default 1)"),
+      SYNO_OPT_INT("threads", "T", &threads, 1, 256, "threads (default 1)"),
+      BENCH_OPT_REPS(&reps, 1000),
+      SYNO_OPT_END,
+  };
+  bench_options("op", usage, opts, argc, argv);
+  bench_signals(0);
+  int side = !strcmp(dataset, "digits") ? 8 : 28;
   if (!nops) ops[nops++] = default_op;
-  if (!side || pad < 0 || pad > 64 || batch < 1 || threads < 1) {
-    fprintf(stderr,
-            "op: the dataset is digits or fashion-mnist, pad 0..64, batch and threads positive "
-            "(see --help)\n");
-    return 2;
+  /* Every operator parses before anything is printed or timed: a bad one is a usage error. */
+  syno_slotop_t *parsed[MAX_OPS] = {0};
+  for (int k = 0; k < nops; k++) {
+    syno_error_t err = {0};
+    if (syno_slotop_parse_preset(preset, ops[k], &parsed[k], &err)) {
+      fprintf(stderr, "op: --op %d: %s\n", k + 1, err.msg);
+      return 2;
+    }
   }
   syno_nn_threads_set(threads);
   bench_print_setup(reps);
   printf("ResNet on %s (1x%dx%d), batch %ld, inference; times in ms\n", dataset, side + 2 * pad, side + 2 * pad, batch);
   for (int k = 0; k < nops; k++) {
     syno_error_t err = {0};
-    syno_slotop_t *op = NULL;
-    if (syno_slotop_parse_preset(preset, ops[k], &op, &err)) {
-      fprintf(stderr, "op: %s\n", err.msg);
-      return 2;
-    }
+    syno_slotop_t *op = parsed[k];
     syno_backbone_cfg_t bc = {
         .name = "resnet", .in_c = 1, .in_h = side + 2 * pad, .in_w = side + 2 * pad, .nclasses = 10, .op = op};
     syno_rng_t rng;

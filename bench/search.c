@@ -3,7 +3,11 @@
  * best reward of each and how many evaluations MCTS needed to reach the
  * best reward random search found.
  *
- * usage: search [BUDGET] [DATASET] [EPOCHS]   (defaults: 30 digits 3) */
+ * usage: search [--budget N] [--dataset NAME] [--epochs E]   (defaults: 30 digits 3; the three
+ *        may also be given as operands, BUDGET DATASET EPOCHS, in this order)
+ *
+ * SIGINT and SIGTERM stop it promptly: the search driver polls the flag, kills its running
+ * evaluations and returns, and the benchmark ends without starting the other search. */
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +35,13 @@ static int run(const char *exe, const char *db, int random, int budget, const ch
   c.random = random;
   c.seed = 1;
   c.quiet = 1;
+  c.stop = &bench_stop;
   unlink(db);
   syno_error_t err;
   double t0 = bench_now();
-  if (syno_driver_run(&c, &err)) {
+  int rc = syno_driver_run(&c, &err);
+  if (bench_stop) return -1;
+  if (rc) {
     fprintf(stderr, "search: %s\n", err.msg);
     return -1;
   }
@@ -42,7 +49,7 @@ static int run(const char *exe, const char *db, int random, int budget, const ch
   syno_db_t *h;
   syno_db_cand_t *rows;
   int n;
-  if (syno_db_open(db, 0, &h, &err) || syno_db_list(h, &rows, &n, &err)) {
+  if (syno_db_open(db, SYNO_DB_READONLY, &h, &err) || syno_db_list(h, &rows, &n, &err)) {
     fprintf(stderr, "search: %s\n", err.msg);
     return -1;
   }
@@ -59,9 +66,53 @@ static int run(const char *exe, const char *db, int random, int budget, const ch
 }
 
 int main(int argc, char **argv) {
-  int budget = argc > 1 ? atoi(argv[1]) : 30;
-  const char *dataset = argc > 2 ? argv[2] : "digits";
-  int epochs = argc > 3 ? atoi(argv[3]) : 3;
+  static const char *const datasets[] = {"digits", "fashion-mnist", NULL};
+  int budget = 30, epochs = 3;
+  const char *dataset = "digits";
+  int budget_pos = 0, epochs_pos = 0;
+  const char *dataset_pos = NULL;
+  syno_opt_t opts[] = {
+      {.name = "BUDGET",
+       .kind = SYNO_OPT_KIND_INT,
+       .flags = SYNO_OPT_OPERAND,
+       .dest = &budget_pos,
+       .size = sizeof budget_pos,
+       .min = 1,
+       .max = 1024,
+       .help = "the same as --budget"},
+      {.name = "DATASET",
+       .kind = SYNO_OPT_KIND_ENUM,
+       .flags = SYNO_OPT_OPERAND,
+       .dest = &dataset_pos,
+       .choices = datasets,
+       .help = "the same as --dataset"},
+      {.name = "EPOCHS",
+       .kind = SYNO_OPT_KIND_INT,
+       .flags = SYNO_OPT_OPERAND,
+       .dest = &epochs_pos,
+       .size = sizeof epochs_pos,
+       .min = 1,
+       .max = 10000,
+       .help = "the same as --epochs"},
+      SYNO_OPT_INT("budget", "N", &budget, 1, 1024, "candidates per search (default 30)"),
+      SYNO_OPT_ENUM("dataset", "NAME", &dataset, datasets, "the data (default digits)"),
+      SYNO_OPT_INT("epochs", "E", &epochs, 1, 10000, "training epochs per candidate (default 3)"),
+      SYNO_OPT_END,
+  };
+  bench_options("search",
+                "usage: search [--budget N] [--dataset NAME] [--epochs E]\n"
+                "       search [BUDGET [DATASET [EPOCHS]]]\n"
+                "MCTS against random search on the ResNet, same seed and budget, one worker.\n",
+                opts, argc, argv);
+  for (int i = 0; i < 3; i++)
+    if (opts[i].seen && opts[i + 3].seen) {
+      fprintf(stderr, "search: give %s either as an operand or as --%s, not both\n", opts[i].name, opts[i + 3].name);
+      return 2;
+    }
+  if (opts[0].seen) budget = budget_pos;
+  if (opts[1].seen) dataset = dataset_pos;
+  if (opts[2].seen) epochs = epochs_pos;
+  bench_signals(1);
   char self[4096], exe[4200], dir[] = "/tmp/syno-bench-search-XXXXXX";
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0 || !mkdtemp(dir)) return 1;
@@ -80,7 +131,13 @@ int main(int argc, char **argv) {
   char db_m[128], db_r[128];
   snprintf(db_m, sizeof db_m, "%s/mcts.db", dir);
   snprintf(db_r, sizeof db_r, "%s/random.db", dir);
-  if (run(exe, db_r, 1, budget, dataset, epochs, &r) || run(exe, db_m, 0, budget, dataset, epochs, &m)) return 1;
+  if (run(exe, db_r, 1, budget, dataset, epochs, &r) || run(exe, db_m, 0, budget, dataset, epochs, &m)) {
+    if (!bench_stop) return 1;
+    fprintf(stderr, "search: stopped by signal %d; databases in %s\n", (int)bench_stop, dir);
+    signal((int)bench_stop, SIG_DFL);
+    raise((int)bench_stop);
+    return 128 + (int)bench_stop;
+  }
   int reach = -1;
   for (int i = 0; i < m.n && reach < 0; i++)
     if (m.curve[i] >= r.best) reach = i + 1;

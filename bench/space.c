@@ -220,8 +220,11 @@ static int exhaust_child(const char *name, const char *path, const variant_t *va
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) _exit(exhaust_capped(name, path, var, cap, orig) ? 1 : 0);
-  int status;
-  if (waitpid(pid, &status, 0) < 0) return -1;
+  bench_child = pid; /* a signal kills the enumeration too */
+  int status, w;
+  while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+  bench_child = 0;
+  if (w < 0) return -1;
   if (WIFSIGNALED(status)) printf("(%s) the enumeration was killed by signal %d\n", name, WTERMSIG(status));
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
@@ -257,36 +260,43 @@ int main(int argc, char **argv) {
       "usage: space [--quick] [--cap SECONDS] [--off RULES] [--max-flops X] [--samples N] [--reps R]\n"
       "             [--only a|b|c|d]\n"
       "  (a), (b): specs/a.json and specs/b.json enumerated exhaustively, per number of primitives\n"
-      "  beside the original Syno's counts, time and memory; (c) sampling (b); (d) (a) under caps.\n"
-      "  --off U4,C4     switch rules off in (a), (b), (d) (these two remove duplicates the original keeps)\n"
-      "  --max-flops X   (b)'s limit (1e7 = the original's 5e6, which counts a multiply-add as 1)\n"
-      "  --quick         (b) at depth 8, 200 samples, 1 repeat\n";
-  double cap = 3600;
+      "  beside the original Syno's counts, time and memory; (c) sampling (b); (d) (a) under caps.\n";
+  static const char *const parts[] = {"a", "b", "c", "d", NULL};
+  double cap = 3600, max_flops = 0;
   long samples = 500;
-  int reps = 3;
-  const char *only = "abcd";
-  variant_t var = {0};
-  bool quick = false;
-  for (int i = 1; i < argc; i++) {
-    if (!bench_common_opt("space", usage, argc, argv, &i, &reps, 16)) continue;
-    if (!strcmp(argv[i], "--quick")) {
-      quick = true;
-      samples = 200;
-      reps = 1;
-    } else if (!strcmp(argv[i], "--cap") && i + 1 < argc) {
-      cap = atof(argv[++i]);
-    } else if (!strcmp(argv[i], "--off") && i + 1 < argc) {
-      var.off = argv[++i];
-    } else if (!strcmp(argv[i], "--max-flops") && i + 1 < argc) {
-      var.max_flops = atof(argv[++i]);
-    } else if (!strcmp(argv[i], "--samples") && i + 1 < argc) {
-      samples = atol(argv[++i]);
-    } else if (!strcmp(argv[i], "--only") && i + 1 < argc && strlen(argv[i + 1]) == 1 &&
-               strchr("abcd", argv[i + 1][0])) {
-      only = argv[++i];
-    } else {
-      bench_unknown_opt("space", argv[i]);
-    }
+  int reps = 3, quick = 0;
+  const char *only = NULL, *off = NULL;
+  syno_opt_t opts[] = {
+      SYNO_OPT_FLAG("quick", &quick, "(b) at depth 8, 200 samples, 1 repeat"),
+      SYNO_OPT_REAL("cap", "SECONDS", &cap, 0, 1e7, SYNO_OPT_OPEN_MIN,
+                    "time cap of each exhaustive run (default 3600)"),
+      SYNO_OPT_STR("off", "RULES", &off,
+                   "switch rules off in (a), (b), (d), e.g. U4,C4 (these two remove\n"
+                   "duplicates the original keeps)"),
+      SYNO_OPT_REAL("max-flops", "X", &max_flops, 0, 1e18, SYNO_OPT_OPEN_MIN,
+                    "(b)'s limit (1e7 = the original's 5e6, which counts a\n"
+                    "multiply-add as 1)"),
+      SYNO_OPT_INT("samples", "N", &samples, 1, 10000000, "walks of (c) (default 500)"),
+      BENCH_OPT_REPS(&reps, 16),
+      SYNO_OPT_ENUM("only", "PART", &only, parts, "run one part only"),
+      SYNO_OPT_END,
+  };
+  bench_options("space", usage, opts, argc, argv);
+  bench_signals(0);
+  if (quick) {
+    if (!syno_opt_given(opts, "samples")) samples = 200;
+    if (!syno_opt_given(opts, "reps")) reps = 1;
+  }
+  if (!only) only = "abcd";
+  variant_t var = {.off = off, .max_flops = max_flops};
+  if (off) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", off);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+      if (syno_rule_find(tok) == SYNO_RULE_COUNT) {
+        fprintf(stderr, "space: --off %s: '%s' is not a rule (see docs/space.md)\n", off, tok);
+        return 2;
+      }
   }
   printf("search space benchmark: exhaustive runs capped at %.0f s or %u nodes, one core; %ld samples, %d repeat%s\n",
          cap, NODE_CAP, samples, reps, reps > 1 ? "s" : "");

@@ -13,22 +13,18 @@ int main(int argc, char **argv) {
   int reps = 5, depth = 2;
   double width = 1.0;
   int64_t batch = 128;
-  static const char usage[] = "usage: train [--reps R] [--width W] [--depth D] [--batch B]\n";
-  for (int i = 1; i < argc; i++) {
-    if (!bench_common_opt("train", usage, argc, argv, &i, &reps, 100)) continue;
-    if (i + 1 < argc && !strcmp(argv[i], "--width"))
-      width = atof(argv[++i]);
-    else if (i + 1 < argc && !strcmp(argv[i], "--depth"))
-      depth = atoi(argv[++i]);
-    else if (i + 1 < argc && !strcmp(argv[i], "--batch"))
-      batch = atoll(argv[++i]);
-    else
-      bench_unknown_opt("train", argv[i]);
-  }
-  if (reps < 1 || reps > 100 || batch < 1 || depth < 1 || !(width > 0)) {
-    fprintf(stderr, "train: bad --reps/--batch/--depth/--width\n");
-    return 2;
-  }
+  static const char usage[] =
+      "usage: train [--reps R] [--width W] [--depth D] [--batch B]\n"
+      "Training and inference throughput of the ResNet backbone, ours against PyTorch.\n";
+  syno_opt_t opts[] = {
+      BENCH_OPT_REPS(&reps, 100),
+      SYNO_OPT_REAL("width", "W", &width, 0, 16, SYNO_OPT_OPEN_MIN, "channel multiplier (default 1)"),
+      SYNO_OPT_INT("depth", "D", &depth, 1, 8, "blocks per stage (default 2)"),
+      SYNO_OPT_INT("batch", "B", &batch, 1, 65536, "batch size (default 128)"),
+      SYNO_OPT_END,
+  };
+  bench_options("train", usage, opts, argc, argv);
+  bench_signals(0);
   bench_print_setup(reps);
   printf("ResNet backbone width %g depth %d, batch %lld, 1x28x28, %d repeats\n", width, depth, (long long)batch, reps);
   syno_backbone_cfg_t bc = {

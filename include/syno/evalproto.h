@@ -19,8 +19,11 @@
  *   read only: --json (accepted; the reply is always JSON)
  *
  * Numbers are decimal (reals with 17 significant digits, so they read back
- * exactly); a value that is not a whole number is a usage error naming the
- * option.
+ * exactly); a value that does not parse whole, or lies outside what a worker
+ * accepts (the search's own ranges, doubled where a confirmation doubles the
+ * value: epochs 1..20000, subset 0..2e8), is a usage error naming the option
+ * and its range. backbone (resnet, vgg), dataset (digits, fashion-mnist) and
+ * preset (conv2d, conv2d-wide) are names from fixed lists.
  *
  * Reply: one JSON object on one line of the worker's standard output; other
  * lines (none today) are ignored, the last line starting with '{' is the
@@ -67,6 +70,7 @@
 #include <stdint.h>
 
 #include "syno/error.h"
+#include "syno/opt.h"
 #include "syno/pool.h"
 #include "syno/size.h"
 #include "syno/store.h"
@@ -117,12 +121,18 @@ typedef struct {
  * "eval"). Fails (err set) without an exe, a backbone or a dataset. */
 int syno_evalreq_argv(const syno_evalreq_t *r, syno_evalargv_t *a, syno_error_t *err);
 
+/* The request's options as a table of the project's option parser (syno/opt.h), bound to *r,
+ * with their help and the values a worker accepts; `syno eval` parses and prints its help with
+ * it. Fills at most cap - 1 entries and the end; returns the number of options. */
+#define SYNO_EVALREQ_MAX_OPTS 32
+int syno_evalreq_options(syno_evalreq_t *r, syno_opt_t *table, int cap);
+
 /* Reads a request from a command line as a command gets it: argv[0] is the
  * command's name ("eval"), the options follow. Fields not given keep their
  * values in *r (start from syno_evalreq_default). Returns 0, 1 when -h or
- * --help was given (nothing else is checked), or -1 with err set: an unknown
- * option, a missing or non-numeric value, or an argument that is not an
- * option. Uses getopt_long (resets optind). */
+ * --help was given (nothing else is checked), or -1 with err set (one line
+ * naming the option and the values it allows): an unknown option, a missing,
+ * malformed or out-of-range value, or an argument that is not an option. */
 int syno_evalreq_from_argv(int argc, char **argv, syno_evalreq_t *r, syno_error_t *err);
 
 /* ---- the reply */

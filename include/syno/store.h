@@ -11,9 +11,12 @@
  *
  * Safety: syno_db_open never writes to a file it does not recognise. Before
  * SQLite touches an existing file it checks the SQLite header, then (read
- * only) the application id and schema version; a file that is not SQLite,
- * belongs to another application, or has a newer schema is refused with a
- * message naming the path and the reason.
+ * only) the application id and schema version, then runs SQLite's PRAGMA
+ * quick_check through a read-only, immutable connection (no locks, no
+ * -wal or -shm file made); a file that is not SQLite, belongs to another
+ * application, has a newer schema or is damaged is refused with a message
+ * naming the path and the reason, and left byte for byte as it was. A file
+ * that a failed open had just created is removed again.
  *
  * Schema versions: 1 had the candidate columns up to finished_at; 2 added
  * epochs_done and the confirmation columns (confirmed, confirmed_accuracy,
@@ -70,8 +73,13 @@ typedef struct {
   double confirm_seconds;    /* wall time of the re-training's worker */
 } syno_db_cand_t;
 
-/* create = 1 makes the file if it does not exist. */
-int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *err);
+/* flags: 0 opens an existing file for reading and writing; SYNO_DB_CREATE makes the file if
+ * it does not exist (or is empty); SYNO_DB_READONLY opens an existing file only to read it
+ * (no schema upgrade: an older file reads with the newer columns at their old values, and
+ * without a -wal file beside it, nothing is made beside it either). */
+#define SYNO_DB_CREATE 1
+#define SYNO_DB_READONLY 2
+int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err);
 void syno_db_close(syno_db_t *db);
 
 /* syno_db_meta_get: 1 found (*value malloc'd), 0 missing, -1 error. */

@@ -1,19 +1,34 @@
-/* The syno command's shared pieces: selecting an operator from the command
- * line (a builtin, or a text form with shapes) and reporting usage errors.
+/* The syno command's shared pieces: reading a command line (every sub-command through the one
+ * table-driven parser, syno/opt.h), selecting an operator from the command line (a builtin, or a
+ * text form with shapes) and reporting usage errors.
  *
- * Exit statuses: 0 success, 1 a failure while working, 2 a bad argument or a
- * malformed spec (a one-line message on stderr, nothing on stdout). */
+ * Exit statuses: 0 success, 1 a failure while working, 2 a bad argument, a malformed spec or
+ * a file that is not what it should be (a one-line message on stderr, nothing on stdout). */
 #ifndef SYNO_CLI_H
 #define SYNO_CLI_H
 
-#include <getopt.h>
 #include <stdbool.h>
 
 #include "syno/graph.h"
+#include "syno/opt.h"
 #include "syno/space.h"
 
 #define SYNO_EXIT_FAIL 1
 #define SYNO_EXIT_USAGE 2
+
+/* Reads argv by the table. -h or --help: prints `usage`, the options (syno_opt_help) and
+ * `epilog` (may be NULL) to stdout and returns 0. A bad command line: prints "syno CMD:
+ * MESSAGE" to stderr and returns SYNO_EXIT_USAGE. Otherwise -1: go on. */
+int cli_parse(const char *cmd, const char *usage, const char *epilog, syno_opt_t *table, int argc, char **argv);
+
+/* Prints "syno CMD: <message>" to stderr and returns SYNO_EXIT_USAGE. */
+int cli_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The choices of --builtin and of --preset (all presets, and those whose slots are
+ * convolutions), NULL-terminated, from the library's own lists. */
+const char *const *cli_builtin_names(void);
+const char *const *cli_preset_names(void);
+const char *const *cli_conv_preset_names(void);
 
 /* Options naming an operator, shared by show and run. */
 typedef struct {
@@ -35,33 +50,28 @@ typedef struct {
   const syno_builtin_t *builtin;
 } syno_cliop_t;
 
-/* Handles --builtin/--input/--output/--vars/--bind; returns 1 if the option
- * was one of them, 0 if not, -1 on a bad value (message printed). */
-int cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg);
-/* Writes the selection's getopt_long entries followed by a command's own
- * `extra` ones (zero-terminated) into out, which holds 16 entries. */
-#define SYNO_CLI_MAX_OPTS 16
-void cli_opsel_longopts(struct option *out, const struct option *extra);
-#define SYNO_OPSEL_HELP                                                                    \
-  "  --builtin NAME      a standard operator: conv2d, grouped-conv2d, depthwise-conv2d,\n" \
-  "                      strided-conv2d, linear, avgpool2d\n"                              \
-  "  TEXT                an operator in its text form (see README), with:\n"               \
-  "  --input SHAPE       its input shape, e.g. '[N, C_in: unordered, H, W]'\n"             \
-  "  --output SHAPE      its output shape\n"                                               \
-  "  --vars DECL         variable declarations, e.g. 'N, C_in, H; k=3' (primary;\n"        \
-  "                      coefficient); undeclared names are primary when they start\n"     \
-  "                      with an uppercase letter, coefficients otherwise\n"               \
-  "  --preset NAME       take --input, --output and the variables from a search\n"         \
-  "                      preset (conv2d, conv2d-wide, linear, linear-wide)\n"              \
-  "  --bind V=X,...      a concrete binding; repeat for several (one per slot)\n"
+/* The option table entries of an operator selection (sel: a syno_opsel_t *). */
+#define CLI_OPSEL_OPTIONS(sel)                                                                                         \
+  SYNO_OPT_TEXT_OPERAND("TEXT", &(sel)->text, "an operator in its text form (see README), with --input and --output"), \
+      SYNO_OPT_ENUM("builtin", "NAME", &(sel)->builtin, cli_builtin_names(), "a standard operator"),                   \
+      SYNO_OPT_STR("input", "SHAPE", &(sel)->input,                                                                    \
+                   "the operator text's input shape, e.g. '[N, C_in: unordered, H, W]'"),                              \
+      SYNO_OPT_STR("output", "SHAPE", &(sel)->output, "its output shape"),                                             \
+      SYNO_OPT_STR("vars", "DECL", &(sel)->vars,                                                                       \
+                   "variable declarations, e.g. 'N, C_in, H; k=3' (primary;\n"                                         \
+                   "coefficient); undeclared names are primary when they start\n"                                      \
+                   "with an uppercase letter, coefficients otherwise"),                                                \
+      SYNO_OPT_ENUM("preset", "NAME", &(sel)->preset, cli_preset_names(),                                              \
+                    "take --input, --output and the variables from a search preset"),                                  \
+      SYNO_OPT_LIST("bind", "V=X,...", (sel)->bind, SYNO_MAX_BINDINGS, &(sel)->n_bind,                                 \
+                    "a concrete binding; repeat for several (one per slot)")
 
 /* Builds vars, shapes and the operator; prints the error and returns 2 on
  * bad input. */
 int cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *out);
-/* After getopt: takes the operator text from argv[optind] (when given),
- * refuses further arguments, resolves the selection and checks that
- * `binding` exists. `cmd` names the command in messages. 0 or a status. */
-int cli_opsel_finish(const char *cmd, syno_opsel_t *sel, int argc, char **argv, long binding, syno_cliop_t *out);
+/* After parsing: resolves the selection and checks that `binding` exists. `cmd` names the
+ * command in messages. 0 or a status. */
+int cli_opsel_finish(const char *cmd, const syno_opsel_t *sel, long binding, syno_cliop_t *out);
 void cli_op_free(syno_cliop_t *c);
 
 /* Prints "syno: <message>" to stderr and returns SYNO_EXIT_USAGE. */
@@ -76,12 +86,16 @@ typedef struct {
   const char *caps; /* --max-count KIND=N,...; NULL: the spec's own */
 } cli_spec_t;
 
-/* --preset, --spec, --bind, --depth, --max-count, then a command's own `extra` entries
- * (zero-terminated), into out (SYNO_CLI_MAX_OPTS entries). */
-void cli_spec_longopts(struct option *out, const struct option *extra);
-/* Handles one of those options: 1 if it was one, 0 if not, -1 on a bad
- * value (message printed). */
-int cli_spec_option(cli_spec_t *cs, int opt, const char *arg);
+/* The option table entries of a spec selection (cs: a cli_spec_t *). */
+#define CLI_SPEC_OPTIONS(cs)                                                                           \
+  SYNO_OPT_ENUM("preset", "NAME", &(cs)->preset, cli_preset_names(), "a search preset"),               \
+      SYNO_OPT_PATH("spec", "FILE", &(cs)->file, SYNO_OPT_FILE, "a search spec in JSON (see README)"), \
+      SYNO_OPT_LIST("bind", "V=X,...", (cs)->bind, SYNO_MAX_BINDINGS, &(cs)->n_bind,                   \
+                    "a binding for the preset (repeat for several)"),                                  \
+      SYNO_OPT_INT("depth", "D", &(cs)->depth, 1, 40, "override the spec's depth"),                    \
+      SYNO_OPT_STR("max-count", "CAPS", &(cs)->caps,                                                   \
+                   "primitives of each kind in one operator, e.g.\n"                                   \
+                   "merge=1,split=3,shift=2 (the published vision caps)")
 
 /* Builds the spec from a preset (with its bindings) or a JSON file, and
  * applies --depth and --max-count; prints the error and returns 2 on bad
@@ -90,10 +104,6 @@ int cli_spec_resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
 
 /* Monotonic seconds, for timing summaries. */
 double cli_now(void);
-
-/* Strict number parsing for options: 0 on success. */
-int cli_parse_long(const char *s, long lo, long hi, long *out);
-int cli_parse_seed(const char *s, unsigned long long *out);
 
 int cli_cmd_show(int argc, char **argv);
 int cli_cmd_sample(int argc, char **argv);

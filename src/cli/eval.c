@@ -9,7 +9,7 @@
 #include "syno/evalproto.h"
 #include "syno/store.h"
 
-static const char *help =
+static const char *usage =
     "usage: syno eval --backbone NAME --dataset NAME [--op TEXT] [OPTIONS]\n"
     "\n"
     "Evaluates one operator the way the search does: puts it into every slot of the\n"
@@ -20,34 +20,7 @@ static const char *help =
     "then, unless the operator is less than --min-speedup times faster than the\n"
     "baseline (a failure, not trained), trains it on the proxy setting. Prints the\n"
     "result as one JSON line (the results database's record, see docs/search.md).\n"
-    "`syno search` runs one of these per candidate, in its own process.\n"
-    "\n"
-    "options:\n"
-    "  --backbone NAME       resnet or vgg (default resnet)\n"
-    "  --dataset NAME        digits or fashion-mnist (default digits)\n"
-    "  --op TEXT             the operator's text form, in the variables of --preset\n"
-    "  --preset NAME         the operator's preset: conv2d (default) or conv2d-wide\n"
-    "  --epochs E            training epochs (default 2)\n"
-    "  --subset N            train on N images (default all)\n"
-    "  --pad P               zero-pad the images by P pixels per side\n"
-    "  --batch B             batch size (default 64)\n"
-    "  --lr X                learning rate (default 0.1)\n"
-    "  --width W, --depth D  backbone knobs\n"
-    "  --seed S              seed (default 1)\n"
-    "  --time-limit T        stop training after T seconds, or as soon as the first\n"
-    "                        steps predict it would take longer (a failure)\n"
-    "  --min-speedup X       do not train an operator less than X times faster than\n"
-    "                        the baseline: a failure \"slower than the baseline (0.62x)\"\n"
-    "                        (default 1; 0 = train whatever its speed; never applied\n"
-    "                        to the standard operator)\n"
-    "  --confirm             only train (no latency, no speed-up check): the search's\n"
-    "                        re-training of a top candidate at a larger proxy\n"
-    "  --latency-batch B     batch size for the latency measurements (default 1)\n"
-    "  --repeats R           timing repeats, the median is taken (default 30)\n"
-    "  --threads T           threads for training (default 0: one per CPU)\n"
-    "  --latency-threads T   threads for the latency measurements (default 1)\n"
-    "  --plan                only print the backbone's slots as JSON\n"
-    "  -h, --help            this help\n";
+    "`syno search` runs one of these per candidate, in its own process.\n";
 
 /* Times the candidate network against the standard one, in this process, with the standard
  * convolutions on oneDNN and on syno's im2col + BLAS path; the baseline is the faster. Fills
@@ -97,12 +70,11 @@ int cli_cmd_eval(int argc, char **argv) {
   syno_evalreq_t req;
   syno_evalreq_default(&req);
   syno_error_t err;
-  int got = syno_evalreq_from_argv(argc, argv, &req, &err);
-  if (got == 1) {
-    fputs(help, stdout);
-    return 0;
-  }
-  if (got < 0) return cli_usage_error("%s", err.msg);
+  syno_opt_t opts[SYNO_EVALREQ_MAX_OPTS];
+  syno_evalreq_options(&req, opts, SYNO_EVALREQ_MAX_OPTS);
+  int rc = cli_parse("eval", usage, NULL, opts, argc, argv);
+  if (rc >= 0) return rc;
+  if (syno_opt_conflict(opts, "plan", "confirm", &err)) return cli_cmd_error("eval", "%s", err.msg);
   syno_train_cfg_t tc;
   memset(&tc, 0, sizeof tc);
   tc.backbone = req.backbone;
@@ -121,11 +93,6 @@ int cli_cmd_eval(int argc, char **argv) {
   tc.quiet = 1;
   int plan = req.plan, repeats = req.repeats, threads = req.threads, lat_threads = req.latency_threads;
   long lat_batch = req.latency_batch;
-  if (tc.epochs < 1 || tc.batch < 1 || repeats < 1 || lat_batch < 1 || threads < 0 || lat_threads < 1)
-    return cli_usage_error(
-        "--epochs, --batch, --repeats, --latency-batch and --latency-threads must be "
-        "positive, --threads at least 0");
-  if (!(req.min_speedup >= 0)) return cli_usage_error("--min-speedup must not be negative");
   syno_nn_threads_set(req.confirm ? threads : lat_threads);
   int64_t in_c, in_h, in_w;
   int classes;
@@ -172,7 +139,7 @@ int cli_cmd_eval(int argc, char **argv) {
 
   syno_db_cand_t rec;
   memset(&rec, 0, sizeof rec);
-  int rc = 0;
+  rc = 0;
   /* Latency first, before anything has trained in this process: no training, nor the threads
    * it leaves spinning, shares the CPU with the measurement. A candidate that is not fast
    * enough is then not trained at all; the standard operator always is. */

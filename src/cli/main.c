@@ -34,10 +34,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return SYNO_EXIT_USAGE;
-  }
+  if (argc < 2)
+    return cli_usage_error("give a command (show, run, sample, space, eval, search, report, train); see syno --help");
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
     return 0;

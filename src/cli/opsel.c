@@ -1,29 +1,10 @@
 /* Selecting an operator from the command line. */
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-
-enum { OPT_BUILTIN = 1000, OPT_INPUT, OPT_OUTPUT, OPT_VARS, OPT_BIND, OPT_PRESET };
-
-static const struct option opsel_longopts[] = {
-    {"builtin", required_argument, NULL, OPT_BUILTIN},
-    {"input", required_argument, NULL, OPT_INPUT},
-    {"output", required_argument, NULL, OPT_OUTPUT},
-    {"vars", required_argument, NULL, OPT_VARS},
-    {"bind", required_argument, NULL, OPT_BIND},
-    {"preset", required_argument, NULL, OPT_PRESET},
-    {NULL, 0, NULL, 0},
-};
-
-void cli_opsel_longopts(struct option *out, const struct option *extra) {
-  int n = 0;
-  for (const struct option *o = opsel_longopts; o->name; o++) out[n++] = *o;
-  for (const struct option *o = extra; o->name && n < SYNO_CLI_MAX_OPTS - 1; o++) out[n++] = *o;
-  out[n] = (struct option){NULL, 0, NULL, 0};
-}
+#include "syno/signature.h"
 
 int cli_usage_error(const char *fmt, ...) {
   va_list ap;
@@ -35,22 +16,72 @@ int cli_usage_error(const char *fmt, ...) {
   return SYNO_EXIT_USAGE;
 }
 
-int cli_opsel_option(syno_opsel_t *sel, int opt, const char *arg) {
-  switch (opt) {
-    case OPT_BUILTIN: sel->builtin = arg; return 1;
-    case OPT_INPUT: sel->input = arg; return 1;
-    case OPT_OUTPUT: sel->output = arg; return 1;
-    case OPT_VARS: sel->vars = arg; return 1;
-    case OPT_PRESET: sel->preset = arg; return 1;
-    case OPT_BIND:
-      if (sel->n_bind >= SYNO_MAX_BINDINGS) {
-        cli_usage_error("at most %d --bind options", SYNO_MAX_BINDINGS);
-        return -1;
-      }
-      sel->bind[sel->n_bind++] = arg;
-      return 1;
-    default: return 0;
+int cli_cmd_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "syno %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return SYNO_EXIT_USAGE;
+}
+
+int cli_parse(const char *cmd, const char *usage, const char *epilog, syno_opt_t *table, int argc, char **argv) {
+  syno_error_t err;
+  int rc = syno_opt_parse(table, argc, argv, &err);
+  if (rc == 1) {
+    fputs(usage, stdout);
+    fputs("\noptions:\n", stdout);
+    syno_opt_help(stdout, table);
+    if (epilog) fputs(epilog, stdout);
+    return 0;
   }
+  if (rc < 0) {
+    int lost = !strncmp(err.msg, "unknown option", 14) || !strncmp(err.msg, "unexpected argument", 19);
+    return cli_cmd_error(cmd, "%s%s%s%s", err.msg, lost ? " (see syno " : "", lost ? cmd : "", lost ? " --help)" : "");
+  }
+  return -1;
+}
+
+/* Splits a comma-separated list of names ("a, b, c") into a NULL-terminated array, once. */
+#define MAX_NAMES 32
+static void split_names(const char *list, char *buf, size_t n, const char **out) {
+  snprintf(buf, n, "%s", list);
+  int k = 0;
+  for (char *tok = strtok(buf, ", "); tok && k < MAX_NAMES - 1; tok = strtok(NULL, ", ")) out[k++] = tok;
+  out[k] = NULL;
+}
+
+const char *const *cli_builtin_names(void) {
+  static const char *names[MAX_NAMES];
+  if (!names[0]) {
+    int k = 0;
+    for (int i = 0; syno_builtin_at(i) && k < MAX_NAMES - 1; i++) names[k++] = syno_builtin_at(i)->name;
+    names[k] = NULL;
+  }
+  return names;
+}
+
+const char *const *cli_preset_names(void) {
+  static char buf[512];
+  static const char *names[MAX_NAMES];
+  if (!names[0]) split_names(syno_signature_names(), buf, sizeof buf, names);
+  return names;
+}
+
+const char *const *cli_conv_preset_names(void) {
+  static const char *names[MAX_NAMES];
+  if (!names[0]) {
+    const char *const *all = cli_preset_names();
+    int k = 0;
+    for (int i = 0; all[i]; i++) {
+      syno_signature_t sig;
+      syno_error_t err;
+      if (!syno_signature_preset(all[i], "", &sig, &err) && sig.kind == SYNO_SIG_CONV) names[k++] = all[i];
+    }
+    names[k] = NULL;
+  }
+  return names;
 }
 
 /* The last step of every selection: the operator itself. */
@@ -127,9 +158,7 @@ void cli_op_free(syno_cliop_t *c) {
   c->graph = NULL;
 }
 
-int cli_opsel_finish(const char *cmd, syno_opsel_t *sel, int argc, char **argv, long binding, syno_cliop_t *out) {
-  if (optind < argc) sel->text = argv[optind++];
-  if (optind < argc) return cli_usage_error("%s: unexpected argument '%s'", cmd, argv[optind]);
+int cli_opsel_finish(const char *cmd, const syno_opsel_t *sel, long binding, syno_cliop_t *out) {
   int rc = cli_opsel_resolve(sel, out);
   if (rc) return rc;
   if (binding >= out->vars.nbind) {

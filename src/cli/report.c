@@ -1,6 +1,5 @@
 /* syno report: what a search found, from its results database. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,7 @@
 #include "syno/space.h"
 #include "syno/store.h"
 
-static const char *help =
+static const char *usage =
     "usage: syno report --db FILE [--top K] [--json | --csv] [--out DIR]\n"
     "\n"
     "Shows what a search recorded: its settings, the baseline (the backbone with\n"
@@ -25,14 +24,8 @@ static const char *help =
     "network in the same run. Writes DIR/NAME-pareto.png (gnuplot) and\n"
     "DIR/NAME-best.dot and -best.png (graphviz) of the best operator, NAME being the\n"
     "database's name without .db and DIR its directory unless --out is given.\n"
-    "\n"
-    "options:\n"
-    "  --db FILE     the results database of `syno search`\n"
-    "  --top K       how many operators to list (default 10)\n"
-    "  --json        one JSON object per record, then a summary object\n"
-    "  --csv         a header and one row per record\n"
-    "  --out DIR     where to write the pictures\n"
-    "  -h, --help    this help\n";
+    "The database is only read (a file that is not a syno results database, or is\n"
+    "damaged, is refused with status 2 and left as it is).\n";
 
 static int by_reward(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
@@ -163,33 +156,25 @@ static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_
 
 int cli_cmd_report(int argc, char **argv) {
   const char *db_path = NULL, *out_dir = NULL;
-  int top = 10, json = 0, csv = 0;
-  static const struct option opts[] = {{"db", required_argument, 0, 'f'},
-                                       {"top", required_argument, 0, 'k'},
-                                       {"json", no_argument, 0, 'j'},
-                                       {"csv", no_argument, 0, 'c'},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
-  optind = 1;
-  for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
-    switch (o) {
-      case 'f': db_path = optarg; break;
-      case 'k': top = atoi(optarg); break;
-      case 'j': json = 1; break;
-      case 'c': csv = 1; break;
-      case 'o': out_dir = optarg; break;
-      case 'h': fputs(help, stdout); return 0;
-      default: return SYNO_EXIT_USAGE;
-    }
-  }
-  if (optind < argc) return cli_usage_error("unexpected argument '%s'", argv[optind]);
-  if (!db_path) return cli_usage_error("give the results database with --db FILE");
-  if (json && csv) return cli_usage_error("--json and --csv exclude each other");
-  if (top < 1) return cli_usage_error("--top must be at least 1");
+  long top = 10;
+  int json = 0, csv = 0;
+  syno_opt_t opts[] = {
+      SYNO_OPT_PATH("db", "FILE", &db_path, SYNO_OPT_FILE, "the results database of `syno search`"),
+      SYNO_OPT_INT("top", "K", &top, 1, 1000000, "how many operators to list (default 10)"),
+      SYNO_OPT_FLAG("json", &json, "one JSON object per record, then a summary object"),
+      SYNO_OPT_FLAG("csv", &csv, "a header and one row per record"),
+      SYNO_OPT_PATH("out", "DIR", &out_dir, SYNO_OPT_DIR,
+                    "where to write the pictures (an existing, writable directory;\n"
+                    "default: the database's)"),
+      SYNO_OPT_END,
+  };
+  int rc = cli_parse("report", usage, NULL, opts, argc, argv);
+  if (rc >= 0) return rc;
   syno_error_t err;
+  if (!db_path) return cli_cmd_error("report", "give the results database with --db FILE");
+  if (syno_opt_conflict(opts, "json", "csv", &err)) return cli_cmd_error("report", "%s", err.msg);
   syno_db_t *db;
-  if (syno_db_open(db_path, 0, &db, &err)) return cli_usage_error("%s", err.msg);
+  if (syno_db_open(db_path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("report", "%s", err.msg);
   syno_db_cand_t *rows;
   int n;
   if (syno_db_list(db, &rows, &n, &err)) {

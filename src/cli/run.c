@@ -1,7 +1,6 @@
 /* syno run: the reference interpreter on seeded random data, so a user can
  * check an operator's semantics from the shell. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,20 +10,14 @@
 #include "syno/lower.h"
 #include "syno/train.h"
 
-static const char *help =
+static const char *usage =
     "usage: syno run (--builtin NAME | TEXT --input SHAPE --output SHAPE) [OPTIONS]\n"
     "\n"
     "Runs the operator through the reference interpreter on seeded standard-normal\n"
     "input and weights, and prints checksums (sum and L2 norm) of the output and,\n"
     "for a seeded random output gradient, of every gradient. Each gradient is\n"
     "computed twice, by its backward loop nest and by scattering through the\n"
-    "forward nest, and the largest difference between the two is printed.\n"
-    "\n"
-    "options:\n" SYNO_OPSEL_HELP
-    "  --seed S            random seed (default 1)\n"
-    "  --binding B         which --bind to run, counting from 0 (default 0)\n"
-    "  --json              print one JSON object\n"
-    "  -h, --help          this help\n";
+    "forward nest, and the largest difference between the two is printed.\n";
 
 typedef struct {
   double sum, l2;
@@ -48,42 +41,22 @@ static float *random_tensor(syno_rng_t *rng, int64_t n) {
 }
 
 int cli_cmd_run(int argc, char **argv) {
-  enum { OPT_JSON = 1, OPT_SEED, OPT_BINDING, OPT_HELP = 'h' };
-  static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
-                                      {"seed", required_argument, NULL, OPT_SEED},
-                                      {"binding", required_argument, NULL, OPT_BINDING},
-                                      {"help", no_argument, NULL, OPT_HELP},
-                                      {NULL, 0, NULL, 0}};
-  struct option opts[SYNO_CLI_MAX_OPTS];
-  cli_opsel_longopts(opts, own);
   syno_opsel_t sel = {0};
-  bool json = false;
-  unsigned long long seed = 1;
+  int json = 0;
+  uint64_t seed = 1;
   long binding = 0;
-  int opt;
-  optind = 1;
-  opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    int r = cli_opsel_option(&sel, opt, optarg);
-    if (r < 0) return SYNO_EXIT_USAGE;
-    if (r) continue;
-    switch (opt) {
-      case OPT_JSON: json = true; break;
-      case OPT_SEED:
-        if (cli_parse_seed(optarg, &seed))
-          return cli_usage_error("run: --seed '%s' is not a non-negative integer", optarg);
-        break;
-      case OPT_BINDING:
-        if (cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
-          return cli_usage_error("run: --binding '%s' is not a binding number", optarg);
-        break;
-      case OPT_HELP: fputs(help, stdout); return 0;
-      case ':': return cli_usage_error("run: option '%s' needs a value", argv[optind - 1]);
-      default: return cli_usage_error("run: unknown option '%s' (see syno run --help)", argv[optind - 1]);
-    }
-  }
+  syno_opt_t opts[] = {
+      CLI_OPSEL_OPTIONS(&sel),
+      SYNO_OPT_UINT("seed", "S", &seed, UINT64_MAX, "random seed (default 1)"),
+      SYNO_OPT_INT("binding", "B", &binding, 0, SYNO_MAX_BINDINGS - 1,
+                   "which --bind to run, counting from 0 (default 0)"),
+      SYNO_OPT_FLAG("json", &json, "print one JSON object"),
+      SYNO_OPT_END,
+  };
+  int rc = cli_parse("run", usage, NULL, opts, argc, argv);
+  if (rc >= 0) return rc;
   syno_cliop_t c;
-  int rc = cli_opsel_finish("run", &sel, argc, argv, binding, &c);
+  rc = cli_opsel_finish("run", &sel, binding, &c);
   if (rc) return rc;
   int b = (int)binding;
   const syno_operator_t *op = &c.op;
@@ -116,7 +89,7 @@ int cli_cmd_run(int argc, char **argv) {
     cJSON_AddNumberToObject(root, "output_sum", co.sum);
     cJSON_AddNumberToObject(root, "output_l2", co.l2);
   } else {
-    printf("operator  %s\nbinding   %s\nseed      %llu\n", text, buf, seed);
+    printf("operator  %s\nbinding   %s\nseed      %llu\n", text, buf, (unsigned long long)seed);
     printf("output    %lld elements  sum %.6g  l2 %.6g\n", (long long)out_n, co.sum, co.l2);
   }
   cJSON *grad_json = json ? cJSON_AddArrayToObject(root, "gradients") : NULL;

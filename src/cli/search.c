@@ -1,5 +1,4 @@
 /* syno search: the operator search end to end (see syno/driver.h). */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +7,9 @@
 
 #include "cli.h"
 #include "syno/driver.h"
+#include "syno/store.h"
 
-static const char *help =
+static const char *usage =
     "usage: syno search --db FILE [--backbone NAME] [--dataset NAME] [OPTIONS]\n"
     "       syno search --resume FILE [--budget N] [--time T] [--workers W]\n"
     "\n"
@@ -20,54 +20,12 @@ static const char *help =
     "process; every result goes into the results database before the search acts on\n"
     "it. At the end the top candidates by reward are re-trained at a larger proxy\n"
     "(--confirm). Stop it at any moment; resume continues without evaluating\n"
-    "anything recorded again. `syno report --db FILE` shows the results.\n"
+    "anything recorded again. `syno report --db FILE` shows the results.\n";
+
+static const char *epilog =
     "\n"
-    "options:\n"
-    "  --db FILE             a new results database\n"
-    "  --resume FILE         continue the search recorded in FILE (its settings are\n"
-    "                        used; only --budget, --time, --workers, --timeout and\n"
-    "                        --confirm apply)\n"
-    "  --backbone NAME       resnet or vgg (default resnet)\n"
-    "  --preset NAME         the space: conv2d (default; the space the original Syno\n"
-    "                        searches: square H, no weight over H) or conv2d-wide\n"
-    "                        (weights and reductions may range over H and W)\n"
-    "  --dataset NAME        digits or fashion-mnist (default digits)\n"
-    "  --budget N            candidates to record in all, failures included (default 20;\n"
-    "                        0 = until --time or the space runs out)\n"
-    "  --time T              stop starting evaluations after T seconds (default none;\n"
-    "                        the confirmations follow)\n"
-    "  --workers W           evaluations at once, one process each (default 1)\n"
-    "  --timeout T           seconds one evaluation may take (default 600)\n"
-    "  --random              random search instead of MCTS\n"
-    "  --seed S              seed of the search and of training (default 1)\n"
-    "  --epochs E            proxy training epochs (default 2)\n"
-    "  --subset N            proxy training images (default all)\n"
-    "  --batch B, --lr X     proxy training batch size (64) and learning rate (0.1)\n"
-    "  --width W, --depth D  backbone knobs\n"
-    "  --pad P               zero-pad the images by P pixels per side (2 puts Fashion-MNIST\n"
-    "                        at 32x32: every ResNet stage then has an even side, so the\n"
-    "                        operators may split H and W by s=2)\n"
-    "  --space-depth D       max primitives per operator (default: the preset's)\n"
-    "  --max-flops R         max FLOPs vs the standard operator in the slots (default 0.9,\n"
-    "                        as the original's vision searches; 0 = no limit)\n"
-    "  --min-flops R         min FLOPs ratio (default 0.15)\n"
-    "  --max-params R        max parameters vs the standard operator in the first slot\n"
-    "                        (default: no limit)\n"
-    "  --max-tensors T       input + weights of an operator (default 2: one weight)\n"
-    "  --max-count CAPS      primitives of each kind in one operator, e.g. split=2 (the\n"
-    "                        kinds named replace the preset's caps; conv2d has the\n"
-    "                        published merge=1,split=3,shift=2,stride=0)\n"
-    "  --reward-lb A, --reward-ub A   accuracy bounds of the reward (default:\n"
-    "                        baseline accuracy - 0.3 and the baseline accuracy)\n"
-    "  --min-speedup X       do not train a candidate less than X times faster than the\n"
-    "                        standard network (timed first): a failure \"slower than the\n"
-    "                        baseline\" with reward 0 (default 1; 0 = train all)\n"
-    "  --confirm K           at the end, re-train the top K candidates by reward that\n"
-    "                        have no confirmed accuracy yet at twice the epochs, twice\n"
-    "                        the subset and seed + 1 (default 3; 0 = none)\n"
-    "  --log FILE            append one line per evaluation started\n"
-    "  --quiet               no progress line\n"
-    "  -h, --help            this help\n";
+    "On --resume the search takes its settings from its database: only --budget, --time,\n"
+    "--workers, --timeout, --confirm, --log and --quiet apply, and the others are refused.\n";
 
 /* Set by SIGINT and SIGTERM; the driver polls it. */
 static volatile sig_atomic_t stop_requested;
@@ -176,117 +134,145 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
   }
 }
 
+/* The options a resumed search takes from the command line; it reads the others from its
+ * database. */
+static const char *const resume_options[] = {"resume",  "budget", "time",  "workers", "timeout",
+                                             "confirm", "log",    "quiet", NULL};
+
+static int applies_on_resume(const char *name) {
+  for (int i = 0; resume_options[i]; i++)
+    if (!strcmp(resume_options[i], name)) return 1;
+  return 0;
+}
+
+/* Contradictions and values that do not fit together; 0 or the exit status. */
+static int check_settings(const syno_driver_cfg_t *c, const syno_opt_t *opts) {
+  syno_error_t err;
+  if (syno_opt_conflict(opts, "db", "resume", &err)) return cli_cmd_error("search", "%s", err.msg);
+  if (!c->db_path) return cli_cmd_error("search", "give --db FILE for a new search or --resume FILE");
+  if (c->resume) {
+    for (const syno_opt_t *o = opts; o->name; o++)
+      if (o->seen && !applies_on_resume(o->name))
+        return cli_cmd_error("search",
+                             "--%s does not apply on --resume: the resumed search takes it from its database "
+                             "(only --budget, --time, --workers, --timeout, --confirm, --log and --quiet apply)",
+                             o->name);
+    return 0;
+  }
+  if (access(c->db_path, F_OK) == 0)
+    return cli_cmd_error("search", "--db %s: already exists; continue it with --resume, or choose another --db",
+                         c->db_path);
+  if (c->max_flops_ratio > 0 && c->min_flops_ratio > c->max_flops_ratio)
+    return cli_cmd_error("search", "--min-flops %g is above --max-flops %g%s", c->min_flops_ratio, c->max_flops_ratio,
+                         syno_opt_given(opts, "max-flops") ? "" : " (the default)");
+  if (syno_opt_given(opts, "reward-lb") && syno_opt_given(opts, "reward-ub") && !(c->reward_lb < c->reward_ub))
+    return cli_cmd_error("search", "--reward-lb %g must be below --reward-ub %g", c->reward_lb, c->reward_ub);
+  int caps[SYNO_PRIM_KINDS];
+  if (c->max_count && syno_space_caps_parse(c->max_count, caps, &err))
+    return cli_cmd_error("search", "--max-count '%s': %s", c->max_count, err.msg);
+  return 0;
+}
+
 int cli_cmd_search(int argc, char **argv) {
+  static const char *const backbones[] = {"resnet", "vgg", NULL}, *const datasets[] = {"digits", "fashion-mnist", NULL};
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
-  static const struct option opts[] = {{"db", required_argument, 0, 'f'},
-                                       {"resume", required_argument, 0, 'R'},
-                                       {"backbone", required_argument, 0, 'b'},
-                                       {"dataset", required_argument, 0, 'd'},
-                                       {"preset", required_argument, 0, 'Y'},
-                                       {"budget", required_argument, 0, 'n'},
-                                       {"time", required_argument, 0, 'T'},
-                                       {"workers", required_argument, 0, 'W'},
-                                       {"timeout", required_argument, 0, 'O'},
-                                       {"random", no_argument, 0, 'r'},
-                                       {"seed", required_argument, 0, 's'},
-                                       {"epochs", required_argument, 0, 'e'},
-                                       {"subset", required_argument, 0, 'S'},
-                                       {"batch", required_argument, 0, 'B'},
-                                       {"lr", required_argument, 0, 'l'},
-                                       {"width", required_argument, 0, 'w'},
-                                       {"depth", required_argument, 0, 'D'},
-                                       {"space-depth", required_argument, 0, 'p'},
-                                       {"max-flops", required_argument, 0, 'M'},
-                                       {"min-flops", required_argument, 0, 'm'},
-                                       {"max-params", required_argument, 0, 'x'},
-                                       {"max-tensors", required_argument, 0, 't'},
-                                       {"reward-lb", required_argument, 0, 'a'},
-                                       {"reward-ub", required_argument, 0, 'A'},
-                                       {"log", required_argument, 0, 'L'},
-                                       {"pad", required_argument, 0, 'P'},
-                                       {"max-count", required_argument, 0, 'C'},
-                                       {"quiet", no_argument, 0, 'q'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {"min-speedup", required_argument, 0, 'X'},
-                                       {"confirm", required_argument, 0, 'K'},
-                                       {0, 0, 0, 0}};
-  optind = 1;
-  for (int o, idx = 0; (o = getopt_long(argc, argv, "h", opts, &idx)) != -1;) {
-    char *end = NULL;
-    switch (o) {
-      case 'f': c.db_path = optarg; break;
-      case 'R': c.db_path = optarg, c.resume = 1; break;
-      case 'b': c.backbone = optarg; break;
-      case 'd': c.dataset = optarg; break;
-      case 'Y': c.preset = optarg; break;
-      case 'n': c.budget = (int)strtol(optarg, &end, 10); break;
-      case 'T': c.time_limit = strtod(optarg, &end); break;
-      case 'W': c.workers = (int)strtol(optarg, &end, 10); break;
-      case 'O': c.cand_timeout = strtod(optarg, &end); break;
-      case 'r': c.random = 1; break;
-      case 's': c.seed = strtoull(optarg, &end, 10); break;
-      case 'e': c.epochs = (int)strtol(optarg, &end, 10); break;
-      case 'S': c.subset = strtol(optarg, &end, 10); break;
-      case 'P': c.pad = (int)strtol(optarg, &end, 10); break;
-      case 'B': c.batch = (int)strtol(optarg, &end, 10); break;
-      case 'l': c.lr = strtod(optarg, &end); break;
-      case 'w': c.width = strtod(optarg, &end); break;
-      case 'D': c.depth = (int)strtol(optarg, &end, 10); break;
-      case 'p': c.space_depth = (int)strtol(optarg, &end, 10); break;
-      case 'M': c.max_flops_ratio = strtod(optarg, &end); break;
-      case 'm': c.min_flops_ratio = strtod(optarg, &end); break;
-      case 'x': c.max_params_ratio = strtod(optarg, &end); break;
-      case 't': c.max_tensors = (int)strtol(optarg, &end, 10); break;
-      case 'a': c.reward_lb = strtod(optarg, &end); break;
-      case 'A': c.reward_ub = strtod(optarg, &end); break;
-      case 'L': c.log_path = optarg; break;
-      case 'C': c.max_count = optarg; break;
-      case 'X': c.min_speedup = strtod(optarg, &end); break;
-      case 'K': c.confirm = (int)strtol(optarg, &end, 10); break;
-      case 'q': c.quiet = 1; break;
-      case 'h': fputs(help, stdout); return 0;
-      default: return SYNO_EXIT_USAGE;
-    }
-    if (end && (*end || end == optarg)) return cli_usage_error("--%s: '%s' is not a number", opts[idx].name, optarg);
-    if (o == 'K' && c.confirm < 0) return cli_usage_error("--confirm must not be negative");
+  const char *resume = NULL;
+  syno_opt_t opts[] = {
+      SYNO_OPT_PATH("db", "FILE", &c.db_path, SYNO_OPT_NEW, "a new results database"),
+      SYNO_OPT_PATH("resume", "FILE", &resume, SYNO_OPT_FILE,
+                    "continue the search recorded in FILE (its settings are\n"
+                    "used; only --budget, --time, --workers, --timeout, --confirm,\n"
+                    "--log and --quiet apply)"),
+      SYNO_OPT_ENUM("backbone", "NAME", &c.backbone, backbones, "the network (default resnet)"),
+      SYNO_OPT_ENUM("preset", "NAME", &c.preset, cli_conv_preset_names(),
+                    "the space: conv2d (default; the space the original Syno\n"
+                    "searches: square H, no weight over H) or conv2d-wide\n"
+                    "(weights and reductions may range over H and W)"),
+      SYNO_OPT_ENUM("dataset", "NAME", &c.dataset, datasets, "the data (default digits)"),
+      SYNO_OPT_INT("budget", "N", &c.budget, 0, 1000000000,
+                   "candidates to record in all, failures included (default 20;\n"
+                   "0 = until --time or the space runs out)"),
+      SYNO_OPT_REAL("time", "T", &c.time_limit, 0, 1e9, 0,
+                    "stop starting evaluations after T seconds (default 0: none;\n"
+                    "the confirmations follow)"),
+      SYNO_OPT_INT("workers", "W", &c.workers, 1, 256, "evaluations at once, one process each (default 1)"),
+      SYNO_OPT_REAL("timeout", "T", &c.cand_timeout, 0, 1e7, SYNO_OPT_OPEN_MIN,
+                    "seconds one evaluation may take (default 600)"),
+      SYNO_OPT_FLAG("random", &c.random, "random search instead of MCTS"),
+      SYNO_OPT_UINT("seed", "S", &c.seed, SYNO_OPT_SEED_EXACT,
+                    "seed of the search and of training (default 1; stored\n"
+                    "with the search, so at most 2^53)"),
+      SYNO_OPT_INT("epochs", "E", &c.epochs, 1, 10000, "proxy training epochs (default 2)"),
+      SYNO_OPT_INT("subset", "N", &c.subset, 0, 100000000, "proxy training images (default 0: all)"),
+      SYNO_OPT_INT("batch", "B", &c.batch, 1, 65536, "proxy training batch size (default 64)"),
+      SYNO_OPT_REAL("lr", "X", &c.lr, 0, 100, SYNO_OPT_OPEN_MIN, "proxy learning rate (default 0.1)"),
+      SYNO_OPT_REAL("width", "W", &c.width, 0, 16, SYNO_OPT_OPEN_MIN, "the backbone's channel multiplier (default 1)"),
+      SYNO_OPT_INT("depth", "D", &c.depth, 1, 8, "the backbone's blocks per stage (default 2)"),
+      SYNO_OPT_INT("pad", "P", &c.pad, 0, 64,
+                   "zero-pad the images by P pixels per side (2 puts Fashion-MNIST\n"
+                   "at 32x32: every ResNet stage then has an even side, so the\n"
+                   "operators may split H and W by s=2)"),
+      SYNO_OPT_INT("space-depth", "D", &c.space_depth, 1, 40, "max primitives per operator (default: the preset's)"),
+      SYNO_OPT_REAL("max-flops", "R", &c.max_flops_ratio, 0, 1000, 0,
+                    "max FLOPs vs the standard operator in the slots (default 0.9,\n"
+                    "as the original's vision searches; 0 = no limit)"),
+      SYNO_OPT_REAL("min-flops", "R", &c.min_flops_ratio, 0, 1000, 0, "min FLOPs ratio (default 0.15)"),
+      SYNO_OPT_REAL("max-params", "R", &c.max_params_ratio, 0, 1e6, 0,
+                    "max parameters vs the standard operator in the first slot\n"
+                    "(default 0: no limit)"),
+      SYNO_OPT_INT("max-tensors", "T", &c.max_tensors, 2, SYNO_MAX_TENSORS,
+                   "input + weights of an operator (default 2: one weight)"),
+      SYNO_OPT_STR("max-count", "CAPS", &c.max_count,
+                   "primitives of each kind in one operator, e.g. split=2 (the\n"
+                   "kinds named replace the preset's caps; conv2d has the\n"
+                   "published merge=1,split=3,shift=2,stride=0)"),
+      SYNO_OPT_REAL("reward-lb", "A", &c.reward_lb, 0, 1, 0,
+                    "the accuracy at which the reward is 0 (default: the\n"
+                    "baseline accuracy - 0.3)"),
+      SYNO_OPT_REAL("reward-ub", "A", &c.reward_ub, 0, 1, 0,
+                    "the accuracy at which the reward is 1 (default: the\n"
+                    "baseline accuracy)"),
+      SYNO_OPT_REAL("min-speedup", "X", &c.min_speedup, 0, 1000, 0,
+                    "do not train a candidate less than X times faster than the\n"
+                    "standard network (timed first): a failure \"slower than the\n"
+                    "baseline\" with reward 0 (default 1; 0 = train all)"),
+      SYNO_OPT_INT("confirm", "K", &c.confirm, 0, 1000,
+                   "at the end, re-train the top K candidates by reward that\n"
+                   "have no confirmed accuracy yet at twice the epochs, twice\n"
+                   "the subset and seed + 1 (default 3; 0 = none)"),
+      SYNO_OPT_PATH("log", "FILE", &c.log_path, SYNO_OPT_NEW, "append one line per evaluation started"),
+      SYNO_OPT_FLAG("quiet", &c.quiet, "no progress line"),
+      SYNO_OPT_END,
+  };
+  int rc = cli_parse("search", usage, epilog, opts, argc, argv);
+  if (rc >= 0) return rc;
+  if (resume) c.db_path = resume, c.resume = 1;
+  if ((rc = check_settings(&c, opts))) return rc;
+  syno_error_t err;
+  if (c.resume) {
+    /* A file that is not a search database, or is damaged, is a bad argument: refused here,
+     * read only, before the driver opens it for writing. */
+    syno_db_t *db;
+    if (syno_db_open(c.db_path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("search", "%s", err.msg);
+    syno_db_close(db);
   }
-  if (optind < argc) return cli_usage_error("unexpected argument '%s'", argv[optind]);
-  if (!c.db_path) return cli_usage_error("give --db FILE for a new search or --resume FILE");
-  if (c.workers < 1 || c.workers > 64) return cli_usage_error("--workers must be in 1..64");
-  if (c.budget < -1) return cli_usage_error("--budget must not be negative");
-  if (c.epochs < 1) return cli_usage_error("--epochs must be at least 1");
-  if (c.max_params_ratio < 0) return cli_usage_error("--max-params must not be negative");
-  if (!(c.min_speedup >= 0)) return cli_usage_error("--min-speedup must not be negative");
-  if (c.max_tensors < 0 || c.max_tensors == 1) return cli_usage_error("--max-tensors must be at least 2");
-  int caps[SYNO_PRIM_KINDS];
-  syno_error_t cerr;
-  if (c.max_count && syno_space_caps_parse(c.max_count, caps, &cerr))
-    return cli_usage_error("--max-count '%s': %s", c.max_count, cerr.msg);
   static char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return cli_usage_error("cannot find the syno binary for the workers");
   exe[n] = 0;
   c.worker_exe = exe;
-  syno_error_t err;
-  /* The driver's own checks, with the flags named (status 1, as from the driver). */
-  if (c.pad < 0 || c.pad > 64)
-    syno_error_set(&err, "--pad must be in 0..64 (got %d)", c.pad);
-  else if (!c.resume && access(c.db_path, F_OK) == 0)
-    syno_error_set(&err, "%s already exists; continue it with --resume, or choose another --db", c.db_path);
-  else {
-    printer_t pr = {.tty = isatty(STDERR_FILENO), .last_count = -1, .last_running = -1};
-    c.progress = on_progress;
-    c.user = &pr;
-    c.stop = &stop_requested;
-    stop_requested = 0;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    int rc = syno_driver_run(&c, &err);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    if (rc == 0) return 0;
-  }
+  printer_t pr = {.tty = isatty(STDERR_FILENO), .last_count = -1, .last_running = -1};
+  c.progress = on_progress;
+  c.user = &pr;
+  c.stop = &stop_requested;
+  stop_requested = 0;
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  rc = syno_driver_run(&c, &err);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  if (rc == 0) return 0;
   fprintf(stderr, "syno search: %s\n", err.msg);
   return SYNO_EXIT_FAIL;
 }

@@ -1,6 +1,5 @@
 /* syno show: everything about one operator, as text or one JSON object. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,18 +8,12 @@
 #include "syno/codegen.h"
 #include "syno/lower.h"
 
-static const char *help =
+static const char *usage =
     "usage: syno show (--builtin NAME | TEXT --input SHAPE --output SHAPE) [OPTIONS]\n"
     "\n"
     "Prints an operator's text form, its input, output and weight shapes, FLOPs\n"
-    "(a multiply-add counts as 2), parameters, and its forward and backward loop nests.\n"
-    "\n"
-    "options:\n" SYNO_OPSEL_HELP
-    "  --json              print one JSON object instead\n"
-    "  --emit LANG         print generated code instead: pytorch (a torch.nn.Module)\n"
-    "                      or c (a C99 function syno_op_forward), see docs/codegen.md\n"
-    "  --binding B         the binding the generated code is for, from 0 (default 0)\n"
-    "  -h, --help          this help\n"
+    "(a multiply-add counts as 2), parameters, and its forward and backward loop nests.\n";
+static const char *epilog =
     "\n"
     "example:\n"
     "  syno show --builtin conv2d --bind N=2,C_in=4,C_out=8,H=9,W=9,k=3\n"
@@ -225,43 +218,27 @@ static int show_text(const syno_cliop_t *c, const syno_lowered_t *low, const cha
 }
 
 int cli_cmd_show(int argc, char **argv) {
-  enum { OPT_JSON = 1, OPT_EMIT, OPT_BINDING, OPT_HELP = 'h' };
-  static const struct option own[] = {{"json", no_argument, NULL, OPT_JSON},
-                                      {"emit", required_argument, NULL, OPT_EMIT},
-                                      {"binding", required_argument, NULL, OPT_BINDING},
-                                      {"help", no_argument, NULL, OPT_HELP},
-                                      {NULL, 0, NULL, 0}};
+  static const char *const langs[] = {"pytorch", "c", NULL};
   const char *lang = NULL;
   long binding = 0;
-  struct option opts[SYNO_CLI_MAX_OPTS];
-  cli_opsel_longopts(opts, own);
   syno_opsel_t sel = {0};
-  bool json = false;
-  int opt;
-  optind = 1;
-  opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    int r = cli_opsel_option(&sel, opt, optarg);
-    if (r < 0) return SYNO_EXIT_USAGE;
-    if (r) continue;
-    switch (opt) {
-      case OPT_JSON: json = true; break;
-      case OPT_EMIT:
-        if (strcmp(optarg, "pytorch") != 0 && strcmp(optarg, "c") != 0)
-          return cli_usage_error("show: --emit '%s' is not a code generator (pytorch, c)", optarg);
-        lang = optarg;
-        break;
-      case OPT_BINDING:
-        if (cli_parse_long(optarg, 0, SYNO_MAX_BINDINGS - 1, &binding))
-          return cli_usage_error("show: --binding '%s' is not a binding number", optarg);
-        break;
-      case OPT_HELP: fputs(help, stdout); return 0;
-      case ':': return cli_usage_error("show: option '%s' needs a value", argv[optind - 1]);
-      default: return cli_usage_error("show: unknown option '%s' (see syno show --help)", argv[optind - 1]);
-    }
-  }
+  int json = 0;
+  syno_opt_t opts[] = {
+      CLI_OPSEL_OPTIONS(&sel),
+      SYNO_OPT_FLAG("json", &json, "print one JSON object instead"),
+      SYNO_OPT_ENUM("emit", "LANG", &lang, langs,
+                    "print generated code instead: pytorch (a torch.nn.Module)\n"
+                    "or c (a C99 function syno_op_forward), see docs/codegen.md"),
+      SYNO_OPT_INT("binding", "B", &binding, 0, SYNO_MAX_BINDINGS - 1,
+                   "the binding the generated code is for, from 0 (default 0)"),
+      SYNO_OPT_END,
+  };
+  int rc = cli_parse("show", usage, epilog, opts, argc, argv);
+  if (rc >= 0) return rc;
+  syno_error_t err;
+  if (syno_opt_conflict(opts, "json", "emit", &err)) return cli_cmd_error("show", "%s", err.msg);
   syno_cliop_t c;
-  int rc = cli_opsel_finish("show", &sel, argc, argv, binding, &c);
+  rc = cli_opsel_finish("show", &sel, binding, &c);
   if (rc) return rc;
   if (lang) {
     rc = emit(&c, lang, binding);
@@ -269,7 +246,6 @@ int cli_cmd_show(int argc, char **argv) {
     return rc;
   }
   syno_lowered_t *low = malloc(sizeof *low);
-  syno_error_t err;
   if (!low || syno_lower(&c.op, low, &err)) {
     if (low) fprintf(stderr, "syno: %s\n", err.msg);
     free(low);

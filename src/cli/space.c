@@ -2,7 +2,6 @@
  * the shape distance removed, and (with --duplicates) the operators that
  * canonicalization failed to tell apart. */
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,31 +12,11 @@
 #include "syno/space.h"
 #include "syno/train.h"
 
-static const char *help =
+static const char *usage =
     "usage: syno space (--preset NAME | --spec FILE) [OPTIONS]\n"
     "\n"
     "Counts the nodes and finished operators of the search space per depth, and how\n"
-    "many children each canonicalization rule and the shape distance removed.\n"
-    "\n"
-    "options:\n"
-    "  --preset NAME       conv2d, conv2d-wide, linear or linear-wide\n"
-    "  --spec FILE         a search spec in JSON (see README)\n"
-    "  --bind V=X,...      a binding for the preset (repeat for several)\n"
-    "  --depth D           override the spec's depth\n"
-    "  --max-count CAPS    primitives of each kind in one operator, e.g.\n"
-    "                      merge=1,split=3,shift=2 (the published vision caps)\n"
-    "  --exhaustive        enumerate every node (exact counts); otherwise the counts\n"
-    "                      are estimated from random walks (Knuth's estimator, which\n"
-    "                      counts a node once per path to it)\n"
-    "  --walks N           walks for the estimate (default 2000)\n"
-    "  --seed S            random seed of the estimate (default 1)\n"
-    "  --duplicates        with --exhaustive: put every operator's loop nest in a\n"
-    "                      normal form and list operators whose forms collide;\n"
-    "                      then the same up to a permutation of the input's\n"
-    "                      unordered axes (which the layer before absorbs) and\n"
-    "                      any bijective relayout of a weight\n"
-    "  --json              one JSON object\n"
-    "  -h, --help          this help\n";
+    "many children each canonicalization rule and the shape distance removed.\n";
 
 typedef struct {
   char **text, **form, **uform; /* uform: syno_operator_normal_form_unordered */
@@ -82,48 +61,34 @@ static int by_uform(const void *a, const void *b) {
 }
 
 int cli_cmd_space(int argc, char **argv) {
-  enum { OPT_EXH = 1, OPT_DUP, OPT_JSON, OPT_WALKS, OPT_SEED, OPT_HELP = 'h' };
-  static const struct option own[] = {{"exhaustive", no_argument, NULL, OPT_EXH},
-                                      {"duplicates", no_argument, NULL, OPT_DUP},
-                                      {"walks", required_argument, NULL, OPT_WALKS},
-                                      {"seed", required_argument, NULL, OPT_SEED},
-                                      {"json", no_argument, NULL, OPT_JSON},
-                                      {"help", no_argument, NULL, OPT_HELP},
-                                      {NULL, 0, NULL, 0}};
-  struct option opts[SYNO_CLI_MAX_OPTS];
-  cli_spec_longopts(opts, own);
   cli_spec_t cs = {0};
   long walks = 2000;
-  unsigned long long seed = 1;
-  bool exhaustive = false, duplicates = false, json = false;
-  int opt;
-  optind = 1;
-  opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    int r = cli_spec_option(&cs, opt, optarg);
-    if (r < 0) return SYNO_EXIT_USAGE;
-    if (r) continue;
-    switch (opt) {
-      case OPT_WALKS:
-        if (cli_parse_long(optarg, 1, 100000000, &walks))
-          return cli_usage_error("space: --walks '%s' is not a count", optarg);
-        break;
-      case OPT_SEED:
-        if (cli_parse_seed(optarg, &seed))
-          return cli_usage_error("space: --seed '%s' is not a non-negative integer", optarg);
-        break;
-      case OPT_EXH: exhaustive = true; break;
-      case OPT_DUP: duplicates = true; break;
-      case OPT_JSON: json = true; break;
-      case OPT_HELP: fputs(help, stdout); return 0;
-      case ':': return cli_usage_error("space: option '%s' needs a value", argv[optind - 1]);
-      default: return cli_usage_error("space: unknown option '%s' (see syno space --help)", argv[optind - 1]);
-    }
-  }
-  if (optind < argc) return cli_usage_error("space: unexpected argument '%s'", argv[optind]);
+  uint64_t seed = 1;
+  int exhaustive = 0, duplicates = 0, json = 0;
+  syno_opt_t opts[] = {
+      CLI_SPEC_OPTIONS(&cs),
+      SYNO_OPT_FLAG("exhaustive", &exhaustive,
+                    "enumerate every node (exact counts); otherwise the counts\n"
+                    "are estimated from random walks (Knuth's estimator, which\n"
+                    "counts a node once per path to it)"),
+      SYNO_OPT_INT("walks", "N", &walks, 1, 100000000, "walks for the estimate (default 2000)"),
+      SYNO_OPT_UINT("seed", "S", &seed, UINT64_MAX, "random seed of the estimate (default 1)"),
+      SYNO_OPT_FLAG("duplicates", &duplicates,
+                    "with --exhaustive: put every operator's loop nest in a\n"
+                    "normal form and list operators whose forms collide;\n"
+                    "then the same up to a permutation of the input's\n"
+                    "unordered axes (which the layer before absorbs) and\n"
+                    "any bijective relayout of a weight"),
+      SYNO_OPT_FLAG("json", &json, "one JSON object"),
+      SYNO_OPT_END,
+  };
+  int rc = cli_parse("space", usage, NULL, opts, argc, argv);
+  if (rc >= 0) return rc;
   if (duplicates && !exhaustive) return cli_usage_error("space: --duplicates needs --exhaustive");
+  if (syno_opt_given(opts, "walks") && exhaustive)
+    return cli_usage_error("space: --walks is for the estimate; --exhaustive enumerates every node");
   syno_space_spec_t spec;
-  int rc = cli_spec_resolve(&cs, &spec);
+  rc = cli_spec_resolve(&cs, &spec);
   if (rc) return rc;
   syno_space_t *s;
   syno_error_t err;

@@ -1,8 +1,6 @@
 /* syno train: train a backbone whose slots hold the standard operator or a synthesized one:
  * a CNN on images or a small GPT on characters. */
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,63 +12,19 @@
 #include "syno/grow.h"
 #include "syno/store.h"
 
-static const char *help =
+static const char *usage =
     "usage: syno train [OPTIONS]\n"
     "\n"
     "Trains a backbone network with SGD or AdamW (cosine schedule) and prints per-epoch\n"
     "progress and the final test accuracy (gpt: validation loss, perplexity and next-char\n"
     "accuracy), FLOPs, parameters and training throughput. resnet/vgg train on images:\n"
     "every 3x3 conv is a slot that runs the standard conv2d or, with --op/--op-file, a\n"
-    "synthesized operator in the text form over the conv2d preset ([N, C_in, H, W] ->\n"
-    "[N, C_out, H, W]; k=3, s=2). gpt is a small decoder-only transformer trained on\n"
-    "characters: its Q, K, V, output and two MLP projections are linear slots running the\n"
-    "bias-free linear or an operator over the linear preset ([N, S, C_in] -> [N, S, C_out];\n"
-    "k=4, s=2), one operator for every slot.\n"
-    "\n"
-    "options:\n"
-    "  --backbone NAME     resnet (default), vgg or gpt\n"
-    "  --dataset NAME      images: digits (default; committed in data/), fashion-mnist,\n"
-    "                      or a path to a digits CSV or a Fashion-MNIST IDX directory;\n"
-    "                      gpt: kjv (default; committed in data/) or a path to a text file\n"
-    "  --epochs E          epochs (default 1; gpt: one pass over the training windows)\n"
-    "  --op TEXT           the operator every slot runs (default: the standard one)\n"
-    "  --op-file F         read the operator text from file F\n"
-    "  --preset NAME       the preset the operator is written in: conv2d (default),\n"
-    "                      conv2d-wide, linear (the default for gpt: the original's GPT-2\n"
-    "                      search, its QKV projection only) or linear-wide (every slot)\n"
-    "  --db DB --id N      retrain candidate N of a search's results database (its operator,\n"
-    "                      backbone, data set and padding; e.g. the winner, fully)\n"
-    "  --subset N          train on N stratified, seeded training images (gpt: the first\n"
-    "                      N training windows)\n"
-    "  --pad P             zero-pad the images by P pixels per side (e.g. 2: Fashion-MNIST\n"
-    "                      at 32x32, so that every ResNet stage has an even side)\n"
-    "  --seed S            random seed (default 1)\n"
-    "  --batch B           batch size (default 128; gpt: 32 sequences)\n"
-    "  --optimizer NAME    sgd (default) or adamw (default for gpt; betas 0.9, 0.99)\n"
-    "  --lr X              base learning rate (default 0.1; adamw: 3e-3)\n"
-    "  --momentum X        SGD momentum (default 0.9)\n"
-    "  --wd X              weight decay (default 5e-4; adamw: 0.1, decoupled)\n"
-    "  --warmup E          warm-up epochs (default 0)\n"
-    "  --width W           channel multiplier (default 1: widths 16/32/64/128);\n"
-    "                      gpt: the model dim (default 64)\n"
-    "  --depth D           blocks per stage (default 2; gpt: transformer blocks)\n"
-    "  --heads H           gpt: attention heads (default 4)\n"
-    "  --context T         gpt: context length in characters (default 64)\n"
-    "  --time-limit S      stop after S seconds (default none)\n"
-    "  --list-slots        print the slots and their bindings, then exit\n"
-    "  --quiet             no progress output\n"
-    "  --json              print the result as one JSON object line\n"
-    "  -h, --help          this help\n";
-
-static int parse_num(const char *name, const char *s, double lo, double hi, double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || *end || !(v >= lo && v <= hi))
-    return cli_usage_error("bad value '%s' for --%s (expected a number in [%g, %g])", s, name, lo, hi);
-  *out = v;
-  return 0;
-}
+    "synthesized operator in the text form over the conv2d preset ([N, C_in, H, H] ->\n"
+    "[N, C_out, H, H]; k_1=3, k_2=7, s=2, g=32). gpt is a small decoder-only transformer\n"
+    "trained on characters: its fused QKV, output and two MLP projections are linear slots\n"
+    "running the bias-free linear or a synthesized operator: one over the linear preset\n"
+    "(the original's GPT-2 search, [N, seq_len, H_in] -> [N, seq_len, t*H_in]) fills the\n"
+    "QKV projection only; one over linear-wide ([N, S, C_in] -> [N, S, C_out]) every slot.\n";
 
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -103,7 +57,7 @@ static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[3
   char *settings = NULL;
   int n = 0, rc = SYNO_EXIT_USAGE;
   *op = NULL;
-  if (syno_db_open(path, 0, &db, &err) || syno_db_meta_get(db, "driver", &settings, &err) < 0 ||
+  if (syno_db_open(path, SYNO_DB_READONLY, &db, &err) || syno_db_meta_get(db, "driver", &settings, &err) < 0 ||
       syno_db_list(db, &rows, &n, &err)) {
     fprintf(stderr, "syno: %s\n", err.msg);
     goto out;
@@ -152,189 +106,96 @@ out:
 }
 
 int cli_cmd_train(int argc, char **argv) {
-  enum {
-    O_BACKBONE = 256,
-    O_DATASET,
-    O_EPOCHS,
-    O_OP,
-    O_OPFILE,
-    O_SUBSET,
-    O_SEED,
-    O_BATCH,
-    O_LR,
-    O_MOM,
-    O_WD,
-    O_WARM,
-    O_WIDTH,
-    O_DEPTH,
-    O_TIME,
-    O_LIST,
-    O_QUIET,
-    O_JSON,
-    O_OPT,
-    O_HEADS,
-    O_CONTEXT,
-    O_PAD,
-    O_DB,
-    O_ID,
-    O_PRESET
-  };
-  static const struct option longopts[] = {{"backbone", required_argument, 0, O_BACKBONE},
-                                           {"dataset", required_argument, 0, O_DATASET},
-                                           {"epochs", required_argument, 0, O_EPOCHS},
-                                           {"op", required_argument, 0, O_OP},
-                                           {"op-file", required_argument, 0, O_OPFILE},
-                                           {"subset", required_argument, 0, O_SUBSET},
-                                           {"seed", required_argument, 0, O_SEED},
-                                           {"batch", required_argument, 0, O_BATCH},
-                                           {"lr", required_argument, 0, O_LR},
-                                           {"momentum", required_argument, 0, O_MOM},
-                                           {"wd", required_argument, 0, O_WD},
-                                           {"warmup", required_argument, 0, O_WARM},
-                                           {"width", required_argument, 0, O_WIDTH},
-                                           {"depth", required_argument, 0, O_DEPTH},
-                                           {"time-limit", required_argument, 0, O_TIME},
-                                           {"list-slots", no_argument, 0, O_LIST},
-                                           {"quiet", no_argument, 0, O_QUIET},
-                                           {"json", no_argument, 0, O_JSON},
-                                           {"optimizer", required_argument, 0, O_OPT},
-                                           {"heads", required_argument, 0, O_HEADS},
-                                           {"context", required_argument, 0, O_CONTEXT},
-                                           {"help", no_argument, 0, 'h'},
-                                           {"pad", required_argument, 0, O_PAD},
-                                           {"db", required_argument, 0, O_DB},
-                                           {"id", required_argument, 0, O_ID},
-                                           {"preset", required_argument, 0, O_PRESET},
-                                           {0, 0, 0, 0}};
+  static const char *const backbones[] = {"resnet", "vgg", "gpt", NULL}, *const optimizers[] = {"sgd", "adamw", NULL};
   syno_train_cfg_t cfg = {0};
   cfg.backbone = "resnet";
   cfg.dataset = NULL; /* digits, or kjv for gpt */
   cfg.epochs = 1;
   cfg.seed = 1;
-  int json = 0, list = 0, explicit_net = 0;
+  int json = 0, list = 0;
   const char *db_path = NULL;
   long db_id = 0;
   const char *op_file = NULL;
-  double v = 0;
-  optind = 1;
-  opterr = 0;
-  int c;
-  while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    switch (c) {
-      case 'h': fputs(help, stdout); return 0;
-      case O_BACKBONE:
-        cfg.backbone = optarg;
-        explicit_net = 1;
-        break;
-      case O_DATASET:
-        cfg.dataset = optarg;
-        explicit_net = 1;
-        break;
-      case O_EPOCHS:
-        if (parse_num("epochs", optarg, 1, 10000, &v)) return 2;
-        cfg.epochs = (int)v;
-        break;
-      case O_OP: cfg.op_text = optarg; break;
-      case O_OPFILE: op_file = optarg; break;
-      case O_DB: db_path = optarg; break;
-      case O_PRESET: cfg.preset = optarg; break;
-      case O_ID:
-        if (parse_num("id", optarg, 1, 1e15, &v)) return 2;
-        db_id = (long)v;
-        break;
-      case O_PAD:
-        if (parse_num("pad", optarg, 0, 64, &v)) return 2;
-        cfg.pad = (int)v;
-        explicit_net = 1;
-        break;
-      case O_SUBSET:
-        if (parse_num("subset", optarg, 1, 1e9, &v)) return 2;
-        cfg.subset = (int64_t)v;
-        break;
-      case O_SEED:
-        if (parse_num("seed", optarg, 0, 1e18, &v)) return 2;
-        cfg.seed = (uint64_t)v;
-        break;
-      case O_BATCH:
-        if (parse_num("batch", optarg, 1, 65536, &v)) return 2;
-        cfg.batch = (int64_t)v;
-        break;
-      case O_LR:
-        if (parse_num("lr", optarg, 1e-9, 100, &v)) return 2;
-        cfg.lr = v;
-        break;
-      case O_MOM:
-        if (parse_num("momentum", optarg, 0, 0.9999, &v)) return 2;
-        cfg.momentum = v > 0 ? v : -1;
-        break;
-      case O_WD:
-        if (parse_num("wd", optarg, 0, 1, &v)) return 2;
-        cfg.weight_decay = v > 0 ? v : -1;
-        break;
-      case O_WARM:
-        if (parse_num("warmup", optarg, 0, 1000, &v)) return 2;
-        cfg.warmup_epochs = (int)v;
-        break;
-      case O_WIDTH:
-        if (parse_num("width", optarg, 0.01, 4096, &v)) return 2;
-        cfg.width = v;
-        break;
-      case O_HEADS:
-        if (parse_num("heads", optarg, 1, 256, &v)) return 2;
-        cfg.heads = (int)v;
-        break;
-      case O_CONTEXT:
-        if (parse_num("context", optarg, 1, 4096, &v)) return 2;
-        cfg.context = (int64_t)v;
-        break;
-      case O_OPT: cfg.optimizer = optarg; break;
-      case O_DEPTH:
-        if (parse_num("depth", optarg, 1, 8, &v)) return 2;
-        cfg.depth = (int)v;
-        break;
-      case O_TIME:
-        if (parse_num("time-limit", optarg, 0, 1e9, &v)) return 2;
-        cfg.time_limit = v;
-        break;
-      case O_LIST: list = 1; break;
-      case O_QUIET: cfg.quiet = 1; break;
-      case O_JSON: json = 1; break;
-      default: return cli_usage_error("unknown or incomplete option '%s' (try 'syno train --help')", argv[optind - 1]);
-    }
-  }
-  if (optind < argc) return cli_usage_error("unexpected argument '%s' (try 'syno train --help')", argv[optind]);
+  double momentum = 0, wd = 0;
+  syno_opt_t opts[] = {
+      SYNO_OPT_ENUM("backbone", "NAME", &cfg.backbone, backbones, "the network (default resnet)"),
+      SYNO_OPT_STR("dataset", "NAME", &cfg.dataset,
+                   "images: digits (default; committed in data/), fashion-mnist,\n"
+                   "or a path to a digits CSV or a Fashion-MNIST IDX directory;\n"
+                   "gpt: kjv (default; committed in data/) or a path to a text file"),
+      SYNO_OPT_INT("epochs", "E", &cfg.epochs, 1, 10000, "epochs (default 1; gpt: one pass over the training windows)"),
+      SYNO_OPT_STR("op", "TEXT", &cfg.op_text, "the operator every slot runs (default: the standard one)"),
+      SYNO_OPT_PATH("op-file", "F", &op_file, SYNO_OPT_FILE, "read the operator text from file F"),
+      SYNO_OPT_ENUM("preset", "NAME", &cfg.preset, cli_preset_names(),
+                    "the preset the operator is written in (default conv2d;\n"
+                    "linear for gpt: its QKV projection only; linear-wide: every slot)"),
+      SYNO_OPT_PATH("db", "DB", &db_path, SYNO_OPT_FILE,
+                    "with --id N: retrain candidate N of a search's results database\n"
+                    "(its operator, backbone, data set and padding; e.g. the winner, fully)"),
+      SYNO_OPT_INT("id", "N", &db_id, 1, 1000000000000000LL, "the candidate of --db"),
+      SYNO_OPT_INT("subset", "N", &cfg.subset, 0, 100000000,
+                   "train on N stratified, seeded training images (gpt: the first\n"
+                   "N training windows; default 0: all)"),
+      SYNO_OPT_INT("pad", "P", &cfg.pad, 0, 64,
+                   "zero-pad the images by P pixels per side (e.g. 2: Fashion-MNIST\n"
+                   "at 32x32, so that every ResNet stage has an even side)"),
+      SYNO_OPT_UINT("seed", "S", &cfg.seed, UINT64_MAX, "random seed (default 1)"),
+      SYNO_OPT_INT("batch", "B", &cfg.batch, 1, 65536, "batch size (default 128; gpt: 32 sequences)"),
+      SYNO_OPT_ENUM("optimizer", "NAME", &cfg.optimizer, optimizers,
+                    "sgd (default) or adamw (default for gpt; betas 0.9, 0.99)"),
+      SYNO_OPT_REAL("lr", "X", &cfg.lr, 0, 100, SYNO_OPT_OPEN_MIN, "base learning rate (default 0.1; adamw: 3e-3)"),
+      SYNO_OPT_REAL("momentum", "X", &momentum, 0, 0.9999, 0, "SGD momentum (default 0.9)"),
+      SYNO_OPT_REAL("wd", "X", &wd, 0, 1, 0, "weight decay (default 5e-4; adamw: 0.1, decoupled)"),
+      SYNO_OPT_INT("warmup", "E", &cfg.warmup_epochs, 0, 1000, "warm-up epochs (default 0)"),
+      SYNO_OPT_REAL("width", "W", &cfg.width, 0.01, 4096, 0,
+                    "channel multiplier (default 1: widths 16/32/64/128; at most 16);\n"
+                    "gpt: the model dim (default 64)"),
+      SYNO_OPT_INT("depth", "D", &cfg.depth, 1, 8, "blocks per stage (default 2; gpt: transformer blocks)"),
+      SYNO_OPT_INT("heads", "H", &cfg.heads, 1, 256, "gpt: attention heads (default 4)"),
+      SYNO_OPT_INT("context", "T", &cfg.context, 1, 4096, "gpt: context length in characters (default 64)"),
+      SYNO_OPT_REAL("time-limit", "S", &cfg.time_limit, 0, 1e9, 0, "stop after S seconds (default 0: none)"),
+      SYNO_OPT_FLAG("list-slots", &list, "print the slots and their bindings, then exit"),
+      SYNO_OPT_FLAG("quiet", &cfg.quiet, "no progress output"),
+      SYNO_OPT_FLAG("json", &json, "print the result as one JSON object line"),
+      SYNO_OPT_END,
+  };
+  int rc = cli_parse("train", usage, NULL, opts, argc, argv);
+  if (rc >= 0) return rc;
+  if (syno_opt_given(opts, "momentum")) cfg.momentum = momentum > 0 ? momentum : -1;
+  if (syno_opt_given(opts, "wd")) cfg.weight_decay = wd > 0 ? wd : -1;
+  syno_error_t err = {0};
+  if (syno_opt_conflict(opts, "op", "op-file", &err)) return cli_cmd_error("train", "%s", err.msg);
   if (!db_path != !db_id) return cli_usage_error("--db and --id go together (a candidate of a search's database)");
   char db_strs[3][256], *db_op = NULL;
   if (db_path) {
-    if (explicit_net || op_file || cfg.op_text || cfg.preset)
-      return cli_usage_error(
-          "--db takes the operator, preset, backbone, data set and padding from the "
-          "search; drop --op/--op-file/--preset/--backbone/--dataset/--pad");
-    int rc = from_db(db_path, db_id, &cfg, db_strs, &db_op);
+    static const char *const own[] = {"op", "op-file", "preset", "backbone", "dataset", "pad", NULL};
+    for (int i = 0; own[i]; i++)
+      if (syno_opt_given(opts, own[i]))
+        return cli_usage_error(
+            "--db takes the operator, preset, backbone, data set and padding from the "
+            "search; drop --%s (and --op/--op-file/--preset/--backbone/--dataset/--pad)",
+            own[i]);
+    rc = from_db(db_path, db_id, &cfg, db_strs, &db_op);
     if (rc) return rc;
     cfg.op_text = db_op;
   }
   const int gpt = !strcmp(cfg.backbone, "gpt");
   if (strcmp(cfg.backbone, "resnet") && strcmp(cfg.backbone, "vgg") && !gpt)
     return cli_usage_error("unknown backbone '%s' (known: resnet, vgg, gpt)", cfg.backbone);
-  if (cfg.optimizer && strcmp(cfg.optimizer, "sgd") && strcmp(cfg.optimizer, "adamw"))
-    return cli_usage_error("unknown optimizer '%s' (known: sgd, adamw)", cfg.optimizer);
   if (!gpt && (cfg.heads || cfg.context)) return cli_usage_error("--heads and --context are gpt options");
   if (!gpt && cfg.width > 16)
     return cli_usage_error("bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);
   if (!cfg.dataset) cfg.dataset = gpt ? "kjv" : "digits";
-  if (op_file && cfg.op_text) return cli_usage_error("--op and --op-file exclude each other");
   char *file_text = db_op;
   if (op_file) {
     file_text = read_file(op_file);
     if (!file_text) return cli_usage_error("cannot read operator file '%s'", op_file);
     cfg.op_text = file_text;
   }
-  syno_error_t err = {0};
   if (list) {
     /* the slots and bindings of the network a run would train (the data set sets the shapes) */
     syno_backbone_t bb;
-    int rc = syno_train_build(&cfg, &bb, &err);
+    rc = syno_train_build(&cfg, &bb, &err);
     free(file_text);
     if (rc) return cli_usage_error("%s", err.msg);
     char buf[8192];
@@ -346,7 +207,7 @@ int cli_cmd_train(int argc, char **argv) {
     return 0;
   }
   syno_train_result_t res;
-  int rc = syno_train_run(&cfg, &res, &err);
+  rc = syno_train_run(&cfg, &res, &err);
   free(file_text);
   if (rc) {
     fprintf(stderr, "syno train: %s\n", err.msg);

@@ -269,7 +269,7 @@ static int run_open(run_t *r, syno_error_t *err) {
   int caps[SYNO_PRIM_KINDS];
   if (c->max_count && syno_space_caps_parse(c->max_count, caps, err)) return syno_error_prefix(err, "max_count");
   if (!c->resume && access(c->db_path, F_OK) == 0) return syno_error_set(err, "%s already exists", c->db_path);
-  if (syno_db_open(c->db_path, !c->resume, &r->db, err)) return -1;
+  if (syno_db_open(c->db_path, c->resume ? 0 : SYNO_DB_CREATE, &r->db, err)) return -1;
   if (c->resume && run_resume(r, err)) return -1;
   if (c->budget < 0) c->budget = 20;
   if (c->confirm < 0) c->confirm = 3;
@@ -309,7 +309,7 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
   if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   int caps[SYNO_PRIM_KINDS];
   for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -2; /* not named: the preset's cap stays */
-  syno_error_t cerr; /* checked by run_open */
+  syno_error_t cerr;                                      /* checked by run_open */
   if (c->max_count && syno_space_caps_parse(c->max_count, caps, &cerr) == 0) {
     cJSON *m = cJSON_AddObjectToObject(o, "max_count");
     for (int k = 0; k < SYNO_PRIM_KINDS; k++)

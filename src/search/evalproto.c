@@ -3,7 +3,6 @@
 #include "syno/evalproto.h"
 
 #include <cjson/cJSON.h>
-#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,42 +30,63 @@ typedef enum { K_STR, K_INT, K_LONG, K_REAL, K_SEED, K_FLAG, K_IGNORED } kind_t;
 typedef enum { W_ALWAYS, W_POSITIVE, W_CHANGED, W_NEVER } when_t;
 
 typedef struct {
-  const char *flag; /* "--name"; getopt_long gets flag + 2 */
+  const char *flag; /* "--name" */
   kind_t kind;
   size_t off;
   when_t when;
+  double lo, hi;              /* numbers: the values a worker accepts */
+  unsigned fl;                /* syno/opt.h flags (SYNO_OPT_OPEN_MIN) */
+  const char *const *choices; /* a text from a fixed list, or NULL */
+  const char *meta, *help;
 } opt_t;
 
-#define OPT(flag, kind, field, when) \
-  { flag, kind, offsetof(syno_evalreq_t, field), when }
-/* The one table of `syno eval`'s options, in the order they are written. */
+static const char *const backbones[] = {"resnet", "vgg", NULL};
+static const char *const datasets[] = {"digits", "fashion-mnist", NULL};
+static const char *const presets[] = {"conv2d", "conv2d-wide", NULL};
+
+#define OPT(flag, kind, field, when, lo, hi, fl, choices, meta, help) \
+  { flag, kind, offsetof(syno_evalreq_t, field), when, lo, hi, fl, choices, meta, help }
+/* The one table of `syno eval`'s options, in the order they are written, with the values a
+ * worker accepts: the search's own ranges, doubled where a confirmation doubles the value. */
 static const opt_t opts[] = {
-    OPT("--backbone", K_STR, backbone, W_ALWAYS),
-    OPT("--dataset", K_STR, dataset, W_ALWAYS),
-    OPT("--epochs", K_INT, epochs, W_ALWAYS),
-    OPT("--batch", K_LONG, batch, W_ALWAYS),
-    OPT("--lr", K_REAL, lr, W_ALWAYS),
-    OPT("--seed", K_SEED, seed, W_ALWAYS),
-    OPT("--width", K_REAL, width, W_POSITIVE),
-    OPT("--depth", K_INT, depth, W_POSITIVE),
-    OPT("--subset", K_LONG, subset, W_POSITIVE),
-    OPT("--pad", K_INT, pad, W_POSITIVE),
-    OPT("--time-limit", K_REAL, time_limit, W_POSITIVE),
-    OPT("--threads", K_INT, threads, W_ALWAYS),
-    OPT("--latency-batch", K_LONG, latency_batch, W_CHANGED),
-    OPT("--repeats", K_INT, repeats, W_CHANGED),
-    OPT("--latency-threads", K_INT, latency_threads, W_CHANGED),
-    OPT("--min-speedup", K_REAL, min_speedup, W_CHANGED),
-    OPT("--op", K_STR, op_text, W_CHANGED),
-    OPT("--preset", K_STR, preset, W_CHANGED),
-    OPT("--plan", K_FLAG, plan, W_CHANGED),
-    OPT("--confirm", K_FLAG, confirm, W_CHANGED),
-    OPT("--json", K_IGNORED, plan, W_NEVER), /* accepted: the reply is always JSON */
+    OPT("--backbone", K_STR, backbone, W_ALWAYS, 0, 0, 0, backbones, "NAME", "the network (default resnet)"),
+    OPT("--dataset", K_STR, dataset, W_ALWAYS, 0, 0, 0, datasets, "NAME", "the data (default digits)"),
+    OPT("--epochs", K_INT, epochs, W_ALWAYS, 1, 20000, 0, NULL, "E", "training epochs (default 2)"),
+    OPT("--batch", K_LONG, batch, W_ALWAYS, 1, 65536, 0, NULL, "B", "batch size (default 64)"),
+    OPT("--lr", K_REAL, lr, W_ALWAYS, 0, 100, SYNO_OPT_OPEN_MIN, NULL, "X", "learning rate (default 0.1)"),
+    OPT("--seed", K_SEED, seed, W_ALWAYS, 0, 0, 0, NULL, "S", "seed (default 1)"),
+    OPT("--width", K_REAL, width, W_POSITIVE, 0, 16, SYNO_OPT_OPEN_MIN, NULL, "W",
+        "the backbone's channel multiplier (default 1)"),
+    OPT("--depth", K_INT, depth, W_POSITIVE, 1, 8, 0, NULL, "D", "the backbone's blocks per stage (default 2)"),
+    OPT("--subset", K_LONG, subset, W_POSITIVE, 0, 200000000, 0, NULL, "N", "train on N images (default 0: all)"),
+    OPT("--pad", K_INT, pad, W_POSITIVE, 0, 64, 0, NULL, "P", "zero-pad the images by P pixels per side"),
+    OPT("--time-limit", K_REAL, time_limit, W_POSITIVE, 0, 1e9, 0, NULL, "T",
+        "stop training after T seconds, or as soon as the first\n"
+        "steps predict it would take longer (a failure; default 0: none)"),
+    OPT("--threads", K_INT, threads, W_ALWAYS, 0, 256, 0, NULL, "T", "threads for training (default 0: one per CPU)"),
+    OPT("--latency-batch", K_LONG, latency_batch, W_CHANGED, 1, 65536, 0, NULL, "B",
+        "batch size for the latency measurements (default 1)"),
+    OPT("--repeats", K_INT, repeats, W_CHANGED, 1, 100000, 0, NULL, "R",
+        "timing repeats, the median is taken (default 30)"),
+    OPT("--latency-threads", K_INT, latency_threads, W_CHANGED, 1, 256, 0, NULL, "T",
+        "threads for the latency measurements (default 1)"),
+    OPT("--min-speedup", K_REAL, min_speedup, W_CHANGED, 0, 1000, 0, NULL, "X",
+        "do not train an operator less than X times faster than\n"
+        "the baseline: a failure \"slower than the baseline (0.62x)\"\n"
+        "(default 1; 0 = train whatever its speed; never applied\n"
+        "to the standard operator)"),
+    OPT("--op", K_STR, op_text, W_CHANGED, 0, 0, 0, NULL, "TEXT",
+        "the operator's text form, in the variables of --preset\n"
+        "(default: the standard operator)"),
+    OPT("--preset", K_STR, preset, W_CHANGED, 0, 0, 0, presets, "NAME", "the operator's preset (default conv2d)"),
+    OPT("--plan", K_FLAG, plan, W_CHANGED, 0, 0, 0, NULL, NULL, "only print the backbone's slots as JSON"),
+    OPT("--confirm", K_FLAG, confirm, W_CHANGED, 0, 0, 0, NULL, NULL,
+        "only train (no latency, no speed-up check): the search's\n"
+        "re-training of a top candidate at a larger proxy"),
+    OPT("--json", K_IGNORED, plan, W_NEVER, 0, 0, 0, NULL, NULL, "accepted: the reply is always JSON"),
 };
 #undef OPT
 #define NOPTS ((int)(sizeof opts / sizeof *opts))
-/* getopt_long's value of opts[i]: past every character. */
-#define OPT_VAL0 0x100
 
 #define AT(r, o, T) ((T *)((char *)(r) + (o)->off))
 
@@ -134,46 +154,55 @@ int syno_evalreq_argv(const syno_evalreq_t *r, syno_evalargv_t *a, syno_error_t 
   return 0;
 }
 
-/* Sets one option's field from its text; -1 when a number does not parse. */
-static int set_opt(syno_evalreq_t *r, const opt_t *o, const char *arg) {
-  char *end = NULL;
-  switch (o->kind) {
-    case K_STR: *AT(r, o, const char *) = arg; return 0;
-    case K_FLAG: *AT(r, o, int) = 1; return 0;
-    case K_IGNORED: return 0;
-    case K_INT: *AT(r, o, int) = (int)strtol(arg, &end, 10); break;
-    case K_LONG: *AT(r, o, long) = strtol(arg, &end, 10); break;
-    case K_SEED: *AT(r, o, uint64_t) = strtoull(arg, &end, 10); break;
-    case K_REAL: *AT(r, o, double) = strtod(arg, &end); break;
+int syno_evalreq_options(syno_evalreq_t *r, syno_opt_t *t, int cap) {
+  static int ignored;
+  int n = 0;
+  for (int i = 0; i < NOPTS && n < cap - 1; i++) {
+    const opt_t *o = &opts[i];
+    void *dest = (char *)r + o->off;
+    syno_opt_t e = {.name = o->flag + 2, .meta = o->meta, .help = o->help, .dest = dest};
+    switch (o->kind) {
+      case K_STR:
+        e.kind = o->choices ? SYNO_OPT_KIND_ENUM : SYNO_OPT_KIND_STR;
+        e.choices = o->choices;
+        break;
+      case K_INT:
+      case K_LONG:
+        e.kind = SYNO_OPT_KIND_INT;
+        e.size = o->kind == K_INT ? sizeof(int) : sizeof(long);
+        e.min = (long long)o->lo, e.max = (long long)o->hi;
+        break;
+      case K_SEED:
+        e.kind = SYNO_OPT_KIND_UINT;
+        e.size = sizeof(uint64_t);
+        e.umax = UINT64_MAX;
+        break;
+      case K_REAL:
+        e.kind = SYNO_OPT_KIND_REAL;
+        e.size = sizeof(double);
+        e.fmin = o->lo, e.fmax = o->hi, e.flags = o->fl;
+        break;
+      case K_FLAG:
+      case K_IGNORED:
+        e.kind = SYNO_OPT_KIND_FLAG;
+        e.size = sizeof(int);
+        if (o->kind == K_IGNORED) e.dest = &ignored;
+        break;
+    }
+    t[n++] = e;
   }
-  return *end || end == arg ? -1 : 0;
+  t[n] = (syno_opt_t)SYNO_OPT_END;
+  return n;
 }
 
 int syno_evalreq_from_argv(int argc, char **argv, syno_evalreq_t *r, syno_error_t *err) {
-  struct option lo[NOPTS + 2];
-  for (int i = 0; i < NOPTS; i++) {
-    int arg = opts[i].kind == K_FLAG || opts[i].kind == K_IGNORED ? no_argument : required_argument;
-    lo[i] = (struct option){opts[i].flag + 2, arg, 0, OPT_VAL0 + i};
+  syno_opt_t t[SYNO_EVALREQ_MAX_OPTS];
+  syno_evalreq_options(r, t, SYNO_EVALREQ_MAX_OPTS);
+  int rc = syno_opt_parse(t, argc, argv, err);
+  if (rc < 0 && err && !strncmp(err->msg, "unexpected argument", 19)) {
+    size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, " (the operator goes after --op)");
   }
-  lo[NOPTS] = (struct option){"help", no_argument, 0, 'h'};
-  lo[NOPTS + 1] = (struct option){0, 0, 0, 0};
-  int saved = opterr;
-  opterr = 0;
-  optind = 1;
-  int rc = 0;
-  for (int o; rc == 0 && (o = getopt_long(argc, argv, ":h", lo, NULL)) != -1;) {
-    if (o == 'h')
-      rc = 1;
-    else if (o == ':')
-      rc = syno_error_set(err, "option '%s' requires an argument", argv[optind - 1]);
-    else if (o == '?')
-      rc = syno_error_set(err, "unrecognized option '%s'", argv[optind - 1]);
-    else if (set_opt(r, &opts[o - OPT_VAL0], optarg))
-      rc = syno_error_set(err, "%s: '%s' is not a number", opts[o - OPT_VAL0].flag, optarg);
-  }
-  opterr = saved;
-  if (rc == 0 && optind < argc)
-    rc = syno_error_set(err, "unexpected argument '%s' (the operator goes after --op)", argv[optind]);
   return rc;
 }
 

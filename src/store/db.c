@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "syno/grow.h"
 
@@ -22,6 +23,7 @@
 struct syno_db {
   sqlite3 *h;
   char path[1024];
+  int version; /* the file's schema version (older files are read as it, when read only) */
 };
 
 typedef enum { F_INT, F_LONG, F_REAL, F_TEXT } ftype_t;
@@ -172,13 +174,94 @@ static int upgrade(syno_db_t *db, syno_error_t *err) {
   return 0;
 }
 
-int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *err) {
-  *out = NULL;
+/* "file:" and the path with every byte but the unreserved ones percent-encoded, for
+ * sqlite3_open_v2's URI form. */
+static void file_uri(const char *path, const char *query, char *buf, size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t k = (size_t)snprintf(buf, n, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p && k + 4 < n; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("/._~-", *p))
+      buf[k++] = (char)*p;
+    else {
+      buf[k++] = '%';
+      buf[k++] = hex[*p >> 4];
+      buf[k++] = hex[*p & 15];
+    }
+  }
+  snprintf(buf + k, n - k, "%s", query);
+}
+
+/* Opens an existing file through a URI with `query` ("?immutable=1", "?mode=ro"). */
+static int open_uri(syno_db_t *db, const char *query, int flags) {
+  char uri[3200];
+  file_uri(db->path, query, uri, sizeof uri);
+  return sqlite3_open_v2(uri, &db->h, flags | SQLITE_OPEN_URI, NULL);
+}
+
+/* PRAGMA quick_check on an open connection: 0 when the file is sound, -1 (err set) when
+ * SQLite finds it damaged. */
+static int quick_check(syno_db_t *db, syno_error_t *err) {
+  sqlite3_stmt *q;
+  int rc = sqlite3_prepare_v2(db->h, "PRAGMA quick_check", -1, &q, NULL), bad = 0;
+  char first[200] = "";
+  if (rc == SQLITE_OK) {
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+      /* Each row is a problem; a row may hold several lines under a "*** in database main
+       * ***" header. The message keeps the first problem's first line. */
+      const char *m = (const char *)sqlite3_column_text(q, 0);
+      if (!m || !strcmp(m, "ok") || bad++) continue;
+      if (!strncmp(m, "***", 3) && strchr(m, '\n')) m = strchr(m, '\n') + 1;
+      snprintf(first, sizeof first, "%.*s", (int)strcspn(m, "\n"), m);
+    }
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  }
+  if (rc != SQLITE_OK && !bad) snprintf(first, sizeof first, "%s", sqlite3_errmsg(db->h));
+  sqlite3_finalize(q);
+  if (rc == SQLITE_OK && !bad) return 0;
+  return syno_error_set(err, "%s is damaged (SQLite's quick_check: %s); refusing to use it", db->path, first);
+}
+
+/* The check of an existing file before anything else opens it: read only, through an
+ * immutable connection (no locks, no -wal or -shm files made), quick_check. 0 or -1. */
+static int check_sound(syno_db_t *db, syno_error_t *err) {
+  if (open_uri(db, "?immutable=1", SQLITE_OPEN_READONLY) != SQLITE_OK) {
+    db_error(db, err, "cannot open");
+    sqlite3_close(db->h);
+    db->h = NULL;
+    return -1;
+  }
+  int rc = quick_check(db, err);
+  sqlite3_close(db->h);
+  db->h = NULL;
+  return rc;
+}
+
+static int file_exists(const char *path) {
   struct stat st;
-  int fresh = 0;
+  return stat(path, &st) == 0;
+}
+
+/* A new file that failed half-way is removed again, with SQLite's companions. */
+static void remove_new(const char *path) {
+  char side[1100];
+  unlink(path);
+  snprintf(side, sizeof side, "%s-wal", path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-journal", path);
+  unlink(side);
+}
+
+int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err) {
+  *out = NULL;
+  int create = (flags & SYNO_DB_CREATE) != 0, readonly = (flags & SYNO_DB_READONLY) != 0;
+  if (create && readonly) return syno_error_set(err, "%s: a database is not created read only", path);
+  struct stat st;
+  int fresh = 0, made = 0; /* made: this call creates the file */
   if (stat(path, &st) != 0) {
     if (!create) return syno_error_set(err, "%s: no such results database", path);
-    fresh = 1;
+    fresh = made = 1;
   } else {
     if (!S_ISREG(st.st_mode)) return syno_error_set(err, "%s is not a regular file", path);
     int r = check_header(path, err);
@@ -191,14 +274,31 @@ int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *er
   syno_db_t *db = calloc(1, sizeof *db);
   if (!db) return syno_error_set(err, "out of memory");
   snprintf(db->path, sizeof db->path, "%s", path);
-  if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | (fresh ? SQLITE_OPEN_CREATE : 0), NULL) != SQLITE_OK) {
+  if (!fresh && check_sound(db, err)) {
+    free(db);
+    return -1;
+  }
+  int rc;
+  if (readonly) {
+    /* Without a -wal file nothing is being written and everything is in the file: read it
+     * immutable, so that reading leaves no -wal or -shm file behind. With one (a search
+     * running, or killed), read it as SQLite's readers do. */
+    char wal[1100];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    rc = open_uri(db, file_exists(wal) ? "?mode=ro" : "?immutable=1", SQLITE_OPEN_READONLY);
+  } else
+    rc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | (fresh ? SQLITE_OPEN_CREATE : 0), NULL);
+  if (rc != SQLITE_OK) {
     db_error(db, err, "cannot open");
     syno_db_close(db);
+    if (made) remove_new(path);
     return -1;
   }
   sqlite3_busy_timeout(db->h, 10000);
-  if (exec_sql(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err) || (fresh && create_schema(db, err))) {
+  if (!readonly &&
+      (exec_sql(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err) || (fresh && create_schema(db, err)))) {
     syno_db_close(db);
+    if (made) remove_new(path);
     return -1;
   }
   /* The tables must be there too (a syno file of a newer layout would have
@@ -216,9 +316,13 @@ int syno_db_open(const char *path, int create, syno_db_t **out, syno_error_t *er
     syno_db_close(db);
     return -1;
   }
-  if (user_version(db) < SYNO_DB_SCHEMA_VERSION && upgrade(db, err)) {
-    syno_db_close(db);
-    return -1;
+  db->version = user_version(db);
+  if (!readonly && db->version < SYNO_DB_SCHEMA_VERSION) {
+    if (upgrade(db, err)) {
+      syno_db_close(db);
+      return -1;
+    }
+    db->version = SYNO_DB_SCHEMA_VERSION;
   }
   *out = db;
   return 0;
@@ -350,8 +454,10 @@ static int select_rows(syno_db_t *db, const char *where, const char *param, syno
                        syno_error_t *err) {
   char sql[2048];
   int len = snprintf(sql, sizeof sql, "SELECT ");
+  /* A file of an older schema, read only, lacks the newer columns: their old value instead. */
   for (int i = 0; i < NFIELDS; i++)
-    len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%s", i ? ", " : "", fields[i].name);
+    len += snprintf(sql + len, sizeof sql - (size_t)len, "%s%s", i ? ", " : "",
+                    fields[i].since > db->version ? (fields[i].old ? fields[i].old : "NULL") : fields[i].name);
   snprintf(sql + len, sizeof sql - (size_t)len, " FROM candidates %s", where);
   sqlite3_stmt *q;
   if (sqlite3_prepare_v2(db->h, sql, -1, &q, NULL) != SQLITE_OK) return db_error(db, err, "select");

@@ -68,7 +68,7 @@ expect_status 0 "$SYNO" run --builtin strided-conv2d --json
 grep -q '"gather_vs_scatter":' "$tmp/out" && ok || bad "run --json lacks gradients"
 
 # Bad input: exit 2, one line naming the problem, nothing on stdout.
-expect_usage_error "unknown builtin 'conv3d'" "$SYNO" show --builtin conv3d
+expect_usage_error "builtin conv3d: must be one of conv2d, " "$SYNO" show --builtin conv3d
 expect_usage_error "unknown variable 'Q'" "$SYNO" show --builtin conv2d --bind Q=3
 expect_usage_error "not a legal size\|does not divide" "$SYNO" show --builtin strided-conv2d --bind H=9
 expect_usage_error "is even" "$SYNO" show --builtin conv2d --bind k=4
@@ -79,7 +79,7 @@ expect_usage_error "found 'bogus' at column 4" "$SYNO" show 'in[bogus(i0)]' --in
 expect_usage_error "is never produced" "$SYNO" show 'in[i0]' --input '[H]' --output '[H, W]' --bind H=4,W=4
 expect_usage_error "unknown option '--frob'" "$SYNO" show --builtin conv2d --frob
 expect_usage_error "needs a value" "$SYNO" show --builtin conv2d --bind
-expect_usage_error "not a non-negative integer" "$SYNO" run --builtin conv2d --seed x
+expect_usage_error "seed x: must be a non-negative integer" "$SYNO" run --builtin conv2d --seed x
 expect_usage_error "does not exist (the operator has 1)" "$SYNO" run --builtin conv2d --binding 3
 expect_usage_error "no value for variable 'H'" "$SYNO" show 'in[i0]' --input '[H]' --output '[H]'
 expect_usage_error "either --builtin or an operator text" "$SYNO" show --builtin conv2d 'in[i0]'
@@ -115,7 +115,7 @@ expect_usage_error "min_flops 5e+06 is above max_flops" "$SYNO" sample --spec "$
 echo '{"input": "[N, C", "output": "[N]"}' >"$tmp/bad.json"
 expect_usage_error "input shape" "$SYNO" space --spec "$tmp/bad.json"
 expect_usage_error "unknown variable 'Q'" "$SYNO" sample --preset conv2d-wide --bind Q=1
-expect_usage_error "cannot open spec file" "$SYNO" sample --spec /nonexistent.json
+expect_usage_error "spec /nonexistent.json: no such file" "$SYNO" sample --spec /nonexistent.json
 expect_usage_error "needs --exhaustive" "$SYNO" space --preset conv2d-wide --duplicates
 
 # --max-count: the caps hold in every operator, fewer than without, and bad caps are usage errors.

@@ -31,9 +31,9 @@ expect_usage() {
   if [ "$st" -eq 2 ] && [ ! -s "$tmp/out" ] && grep -q -- "$want" "$tmp/err"; then ok
   else bad "$* -> exit $st, stderr: $(cat "$tmp/err")"; fi
 }
-expect_usage "--emit 'tvm' is not a code generator" show --builtin linear --emit tvm
+expect_usage "--emit tvm: must be one of pytorch, c" show --builtin linear --emit tvm
 expect_usage "--binding 3 does not exist" show --builtin linear --emit c --binding 3
-expect_usage "--binding 'x' is not a binding number" show --builtin linear --emit c --binding x
+expect_usage "--binding x: must be an integer in 0\.\." show --builtin linear --emit c --binding x
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

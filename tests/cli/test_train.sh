@@ -33,13 +33,13 @@ echo "$json" | grep -q '"test_acc":' && echo "$json" | grep -q '"flops":' && ok 
 
 "$SYNO" train --list-slots --dataset digits | grep -q "slot 0: C_in=16 C_out=16 H=8 W=8" && ok || bad "list-slots"
 
-expect_error "unknown backbone 'lenet'" "$SYNO" train --backbone lenet
+expect_error "backbone lenet: must be one of resnet, vgg, gpt" "$SYNO" train --backbone lenet
 expect_error "nope.csv" "$SYNO" train --dataset /nonexistent/nope.csv
-expect_error "bad value 'x' for --epochs" "$SYNO" train --epochs x
+expect_error "epochs x: must be an integer in 1..10000" "$SYNO" train --epochs x
 expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)"
 expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)] expand[share(i1, 1)] w1[i1, r0]"
 expect_error "cannot read operator file" "$SYNO" train --op-file /nonexistent/op.txt
-expect_error "unknown or incomplete option" "$SYNO" train --frobnicate
+expect_error "unknown option '--frobnicate'" "$SYNO" train --frobnicate
 
 echo "test_train.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

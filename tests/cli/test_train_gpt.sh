@@ -54,10 +54,10 @@ expect_error "unknown variable" "$SYNO" train --backbone gpt --list-slots --op "
 
 expect_error "linear slot operator" "$SYNO" train --backbone gpt --op "r0=sum(C_in) r1=sum(k) r2=sum(k); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), unfold(i3, share(r2, 1))] expand[share(i1, 1)] w1[i1, r0, r1, r2]"
 expect_error "heads" "$SYNO" train --backbone gpt --heads 3 --epochs 1
-expect_error "unknown optimizer 'lion'" "$SYNO" train --backbone gpt --optimizer lion
+expect_error "optimizer lion: must be one of sgd, adamw" "$SYNO" train --backbone gpt --optimizer lion
 expect_error "gpt options" "$SYNO" train --backbone resnet --context 32
 expect_error "nope.txt" "$SYNO" train --backbone gpt --dataset /nonexistent/nope.txt
-expect_error "bad value 'x' for --context" "$SYNO" train --backbone gpt --context x
+expect_error "context x: must be an integer in 1..4096" "$SYNO" train --backbone gpt --context x
 
 echo "test_train_gpt.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

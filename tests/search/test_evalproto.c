@@ -66,7 +66,7 @@ static void assert_same_request(const syno_evalreq_t *a, const syno_evalreq_t *b
 static int read_back(const syno_evalargv_t *a, syno_evalreq_t *r, syno_error_t *err) {
   syno_evalreq_default(r);
   char *copy[SYNO_EVALREQ_MAX_ARGS];
-  memcpy(copy, a->argv, sizeof copy); /* getopt_long may permute */
+  memcpy(copy, a->argv, sizeof copy);
   return syno_evalreq_from_argv(a->argc - 1, copy + 1, r, err);
 }
 
@@ -163,11 +163,17 @@ static void test_bad_command_lines(void **state) {
     char *argv[6];
     const char *msg;
   } bad[] = {
-      {{"eval", "--epochs", "two", NULL}, "--epochs: 'two' is not a number"},
-      {{"eval", "--lr", "0.1x", NULL}, "--lr: '0.1x' is not a number"},
-      {{"eval", "--seed", "", NULL}, "--seed: '' is not a number"},
-      {{"eval", "--frobnicate", NULL}, "unrecognized option '--frobnicate'"},
-      {{"eval", "--epochs", NULL}, "option '--epochs' requires an argument"},
+      {{"eval", "--epochs", "two", NULL}, "--epochs two: must be an integer in 1..20000"},
+      {{"eval", "--epochs", "4294967297", NULL}, "--epochs 4294967297: must be an integer in 1..20000"},
+      {{"eval", "--lr", "0.1x", NULL}, "--lr 0.1x: must be a finite number in (0, 100]"},
+      {{"eval", "--lr", "nan", NULL}, "--lr nan: must be a finite number in (0, 100]"},
+      {{"eval", "--seed", "", NULL}, "--seed '': must be a non-negative integer"},
+      {{"eval", "--seed", "-1", NULL}, "--seed -1: must be a non-negative integer"},
+      {{"eval", "--time-limit", "-1", NULL}, "--time-limit -1: must be a finite number in [0, 1000000000]"},
+      {{"eval", "--backbone", "gpt", NULL}, "--backbone gpt: must be one of resnet, vgg"},
+      {{"eval", "--frobnicate", NULL}, "unknown option '--frobnicate'"},
+      {{"eval", "--epochs", NULL}, "--epochs: needs a value (an integer in 1..20000)"},
+      {{"eval", "--plan=1", NULL}, "--plan=1: the flag takes no value"},
       {{"eval", "--op", "A", "B", NULL}, "unexpected argument 'B' (the operator goes after --op)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

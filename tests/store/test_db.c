@@ -310,10 +310,95 @@ static void test_upgrade(void **state) {
   free(json);
 }
 
+static int exists(const char *p) { return access(p, F_OK) == 0; }
+
+/* A database with a damaged page is refused, read only or not, by quick_check, and left byte
+ * for byte as it was, with no -wal or -shm file made beside it. */
+static void test_damaged(void **state) {
+  (void)state;
+  char p[300], side[320];
+  path_in(p, sizeof p, "damaged.db");
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_equal(syno_db_open(p, SYNO_DB_CREATE, &db, &err), 0);
+  for (int i = 0; i < 40; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "op-%d", i);
+    syno_db_cand_t c = make(name, i % 3 == 0, 0.5);
+    assert_int_equal(syno_db_insert(db, &c, &err), 0);
+    syno_db_cand_clear(&c);
+  }
+  syno_db_close(db);
+  /* Scribble over the candidates table's pages past the header (page 1). */
+  size_t n;
+  char *b = slurp(p, &n);
+  assert_true(n > 3 * 4096);
+  for (size_t i = 4096 + 8; i < n; i += 7) b[i] = (char)0xA5;
+  FILE *f = fopen(p, "wb");
+  assert_int_equal(fwrite(b, 1, n, f), n);
+  fclose(f);
+  free(b);
+  int flags[] = {0, SYNO_DB_READONLY, SYNO_DB_CREATE};
+  for (int i = 0; i < 3; i++) {
+    b = slurp(p, &n);
+    assert_int_not_equal(syno_db_open(p, flags[i], &db, &err), 0);
+    assert_non_null(strstr(err.msg, "is damaged (SQLite's quick_check: "));
+    assert_null(strchr(err.msg, '\n'));
+    size_t n2;
+    char *after = slurp(p, &n2);
+    assert_int_equal(n, n2);
+    assert_memory_equal(b, after, n);
+    free(b), free(after);
+    snprintf(side, sizeof side, "%s-wal", p);
+    assert_false(exists(side));
+    snprintf(side, sizeof side, "%s-shm", p);
+    assert_false(exists(side));
+  }
+}
+
+/* Read only: an old schema is read as it is (the newer columns at their old values), not
+ * upgraded; nothing is written, the file and its directory stay as they were. */
+static void test_readonly(void **state) {
+  (void)state;
+  char p[300], side[320];
+  path_in(p, sizeof p, "v1ro.db");
+  make_sqlite(p, schema1);
+  size_t n0, n1;
+  char *before = slurp(p, &n0);
+  syno_db_t *db;
+  syno_error_t err;
+  assert_int_equal(syno_db_open(p, SYNO_DB_READONLY, &db, &err), 0);
+  syno_db_cand_t *list;
+  int n;
+  assert_int_equal(syno_db_list(db, &list, &n, &err), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(list[1].op_text, "op-old");
+  assert_int_equal(list[1].epochs_done, -1);
+  assert_int_equal(list[1].confirmed, 0);
+  syno_db_list_free(list, n);
+  syno_db_cand_t c = make("op-new", 0, 0.8);
+  assert_int_not_equal(syno_db_insert(db, &c, &err), 0);
+  syno_db_cand_clear(&c);
+  syno_db_close(db);
+  char *after = slurp(p, &n1);
+  assert_int_equal(n0, n1);
+  assert_memory_equal(before, after, n0);
+  free(before), free(after);
+  snprintf(side, sizeof side, "%s-wal", p);
+  assert_false(exists(side));
+  snprintf(side, sizeof side, "%s-shm", p);
+  assert_false(exists(side));
+  /* Not there: refused, not made. */
+  path_in(p, sizeof p, "absent.db");
+  assert_int_not_equal(syno_db_open(p, SYNO_DB_READONLY, &db, &err), 0);
+  assert_false(exists(p));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_sigkill), cmocka_unit_test(test_refusals),
-      cmocka_unit_test(test_confirm),   cmocka_unit_test(test_upgrade),
+      cmocka_unit_test(test_confirm),   cmocka_unit_test(test_upgrade), cmocka_unit_test(test_damaged),
+      cmocka_unit_test(test_readonly),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
