@@ -38,7 +38,7 @@ expect_error "nope.csv" "$SYNO" train --dataset /nonexistent/nope.csv
 expect_error "epochs x: must be an integer in 1..10000" "$SYNO" train --epochs x
 expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)"
 expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)] expand[share(i1, 1)] w1[i1, r0]"
-expect_error "cannot read operator file" "$SYNO" train --op-file /nonexistent/op.txt
+expect_error "op-file /nonexistent/op.txt: no such file" "$SYNO" train --op-file /nonexistent/op.txt
 expect_error "unknown option '--frobnicate'" "$SYNO" train --frobnicate
 
 echo "test_train.sh: $pass passed, $fail failed"
