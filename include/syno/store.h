@@ -12,8 +12,9 @@
  * Safety: syno_db_open never writes to a file it does not recognise. Before
  * SQLite touches an existing file it checks the SQLite header, then (read
  * only) the application id and schema version, then runs SQLite's PRAGMA
- * quick_check through a read-only, immutable connection (no locks, no
- * -wal or -shm file made); a file that is not SQLite, belongs to another
+ * quick_check through a read-only connection (immutable, so with no locks
+ * and no -wal or -shm file made, unless a -wal file shows a search writing
+ * or killed); a file that is not SQLite, belongs to another
  * application, has a newer schema or is damaged is refused with a message
  * naming the path and the reason, and left byte for byte as it was. A file
  * that a failed open had just created is removed again.

@@ -221,10 +221,25 @@ static int quick_check(syno_db_t *db, syno_error_t *err) {
   return syno_error_set(err, "%s is damaged (SQLite's quick_check: %s); refusing to use it", db->path, first);
 }
 
-/* The check of an existing file before anything else opens it: read only, through an
- * immutable connection (no locks, no -wal or -shm files made), quick_check. 0 or -1. */
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* How to read an existing file without writing to it. Without a -wal file beside it nothing
+ * is being written and everything is in the file: immutable (no locks, no -wal or -shm file
+ * made). With one (a search running, or killed), as SQLite's readers do, so that the WAL's
+ * pages are seen and a checkpoint in progress is not read half-way. */
+static const char *read_query(const char *path) {
+  char wal[1100];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  return file_exists(wal) ? "?mode=ro" : "?immutable=1";
+}
+
+/* The check of an existing file before anything else opens it: read only (read_query),
+ * quick_check. 0 or -1. */
 static int check_sound(syno_db_t *db, syno_error_t *err) {
-  if (open_uri(db, "?immutable=1", SQLITE_OPEN_READONLY) != SQLITE_OK) {
+  if (open_uri(db, read_query(db->path), SQLITE_OPEN_READONLY) != SQLITE_OK) {
     db_error(db, err, "cannot open");
     sqlite3_close(db->h);
     db->h = NULL;
@@ -234,11 +249,6 @@ static int check_sound(syno_db_t *db, syno_error_t *err) {
   sqlite3_close(db->h);
   db->h = NULL;
   return rc;
-}
-
-static int file_exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
 }
 
 /* A new file that failed half-way is removed again, with SQLite's companions. */
@@ -279,14 +289,9 @@ int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err
     return -1;
   }
   int rc;
-  if (readonly) {
-    /* Without a -wal file nothing is being written and everything is in the file: read it
-     * immutable, so that reading leaves no -wal or -shm file behind. With one (a search
-     * running, or killed), read it as SQLite's readers do. */
-    char wal[1100];
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    rc = open_uri(db, file_exists(wal) ? "?mode=ro" : "?immutable=1", SQLITE_OPEN_READONLY);
-  } else
+  if (readonly)
+    rc = open_uri(db, read_query(path), SQLITE_OPEN_READONLY);
+  else
     rc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | (fresh ? SQLITE_OPEN_CREATE : 0), NULL);
   if (rc != SQLITE_OK) {
     db_error(db, err, "cannot open");
