@@ -34,7 +34,9 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   s->n_nodes = 1; /* id 0 is "none" */
   s->walk_bias = 2.0;
   s->walk_fused_penalty = 2.0;
-  if (!s->g || !s->group_memo || syno_grow((void **)&s->nodes, &s->cap_nodes, 1, sizeof *s->nodes)) {
+  /* The pool is never NULL, even for a root with no dims (every output axis fixed). */
+  if (!s->g || !s->group_memo || syno_grow((void **)&s->nodes, &s->cap_nodes, 1, sizeof *s->nodes) ||
+      syno_grow((void **)&s->pool, &s->cap_pool, 1, sizeof *s->pool)) {
     syno_space_free(s);
     return syno_error_set(err, "out of memory");
   }
