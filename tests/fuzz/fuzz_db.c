@@ -1,9 +1,11 @@
 /* Fuzzes the results database loader (syno/store.h) the way `syno report
  * --db FILE` and `syno train --db FILE --id K` read a file of the user's:
- * the input is written to a temporary file, opened with syno_db_open, and
- * its settings and records read; the recorded spec is read as a spec and the
- * best candidate's operator text parsed against it, and every record is
- * printed as JSON (and read back) and as CSV. */
+ * the input is written to a temporary file, opened read only with
+ * syno_db_open, and its settings and records read; the recorded spec is read
+ * as a spec and the best candidate's operator text parsed against it, and
+ * every record is printed as JSON (and read back) and as CSV. A file that
+ * opens is then opened to write, as `syno search --resume` does, and read
+ * again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -52,19 +54,9 @@ static void print_rows(const syno_db_cand_t *rows, int n) {
   free(csv);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 1 << 20) return 0;
-  char path[1024], wal[1100], shm[1100];
-  if (fuzz_path("fuzz.db", path, sizeof path)) return 0;
-  /* A journal left by an earlier input would be replayed into this one. */
-  snprintf(wal, sizeof wal, "%s-wal", path);
-  snprintf(shm, sizeof shm, "%s-shm", path);
-  unlink(wal);
-  unlink(shm);
-  if (fuzz_write("fuzz.db", data, size, path, sizeof path)) return 0;
-  syno_db_t *db;
+/* What `syno report` and `syno train --db` read, from a read-only open. */
+static void read_all(syno_db_t *db) {
   syno_error_t err;
-  if (syno_db_open(path, 0, &db, &err)) return 0;
   for (size_t k = 0; k < sizeof meta_keys / sizeof *meta_keys; k++) {
     char *value = NULL;
     syno_db_meta_get(db, meta_keys[k], &value, &err);
@@ -79,9 +71,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     parse_best(db, rows, n);
     print_rows(rows, n);
     syno_db_cand_t found;
-    if (n > 0 && rows[0].op_text && syno_db_find(db, rows[0].op_text, &found, &err) == 1) syno_db_cand_clear(&found);
+    if (n > 0 && syno_db_find(db, rows[0].op_text, &found, &err) == 1) syno_db_cand_clear(&found);
     syno_db_list_free(rows, n);
   }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 1 << 20) return 0;
+  char path[1024], wal[1100], shm[1100];
+  if (fuzz_path("fuzz.db", path, sizeof path)) return 0;
+  /* A journal left by an earlier input would be replayed into this one. */
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  snprintf(shm, sizeof shm, "%s-shm", path);
+  unlink(wal);
+  unlink(shm);
+  if (fuzz_write("fuzz.db", data, size, path, sizeof path)) return 0;
+  syno_db_t *db;
+  syno_error_t err;
+  if (syno_db_open(path, SYNO_DB_READONLY, &db, &err)) return 0;
+  read_all(db);
+  syno_db_close(db);
+  /* `syno search --resume` then opens it to write (an older schema is upgraded) and reads its
+   * settings and records. */
+  if (syno_db_open(path, 0, &db, &err)) return 0;
+  read_all(db);
   syno_db_close(db);
   return 0;
 }
