@@ -1,10 +1,11 @@
 /* Fuzzes the operator text form (syno_operator_parse, syno/graph.h) the way
  * `syno show`, `syno run --preset` and `syno train --op` reach it: against a
- * preset's signature (conv2d, linear, conv2d-wide) or, as with TEXT --input
- * --output --bind, against shapes of the user's own.
+ * preset's signature (conv2d, linear, conv2d-wide, linear-wide) or, as with
+ * TEXT --input --output --bind, against shapes of the user's own.
  *
- * Input: the first byte picks the signature (its value mod 4: 0 conv2d,
- * 1 linear, 2 conv2d-wide, 3 the user's own); the rest is the operator text,
+ * Input: the first byte picks the signature (its value mod 5: 0 conv2d,
+ * 1 linear, 2 conv2d-wide, 3 the user's own, 4 linear-wide); the rest is the
+ * operator text,
  * or for 3 four lines INPUT \n OUTPUT \n BINDING \n TEXT. An operator that
  * parses must print to text that parses back to the same operator; it is
  * then lowered (forward and every backward nest), its nests printed and
@@ -16,7 +17,8 @@
 #include "syno/lower.h"
 #include "syno/signature.h"
 
-static const char *presets[] = {"conv2d", "linear", "conv2d-wide"};
+/* By the input's first byte mod 5; 3 is shapes of the user's own. */
+static const char *presets[] = {"conv2d", "linear", "conv2d-wide", NULL, "linear-wide"};
 
 /* The user's own shapes, as the CLI builds them (src/cli/opsel.c). */
 static int own_signature(char *text, syno_signature_t *sig, const char **op_text) {
@@ -59,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   syno_signature_t sig;
   syno_error_t err;
   const char *op_text = text;
-  int rc = data[0] % 4 < 3 ? syno_signature_preset(presets[data[0] % 4], "", &sig, &err)
-                           : own_signature(text, &sig, &op_text);
+  int rc = presets[data[0] % 5] ? syno_signature_preset(presets[data[0] % 5], "", &sig, &err)
+                                : own_signature(text, &sig, &op_text);
   syno_graph_t *g = rc ? NULL : syno_graph_new(&sig.vars);
   syno_operator_t op, back;
   if (g && syno_operator_parse(g, op_text, &sig.input, &sig.output, &op, &err) == 0) {
