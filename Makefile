@@ -8,7 +8,7 @@ BUILD_FUZZ ?= build-fuzz
 JOBS       ?= 2
 # `make fuzz`: seconds per target, and the targets (tests/fuzz/fuzz_<t>.c).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= sizes spec operator csv idx text db
+FUZZ_TARGETS ?= sizes spec operator csv idx text db opt
 
 .PHONY: all test test-asan valgrind fuzz demo bench clean FORCE
 
