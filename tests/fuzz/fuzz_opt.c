@@ -9,7 +9,7 @@
  * kind); the rest is the arguments after argv[0], one per line. A request
  * that parses must survive the trip the driver makes: written as an
  * argument vector (syno_evalreq_argv) and read back, it gives the same
- * vector (an operator text starting with "--" excepted, see request()).
+ * vector (an operator text starting with '-' excepted, see request()).
  * Path entries only look at the file system (stat, access). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +28,10 @@ static void request(int argc, char **argv) {
   syno_evalreq_default(&r);
   if (syno_evalreq_from_argv(argc, argv, &r, &err) != 0) return;
   r.exe = "syno";
-  /* A text that starts with "--" reads as a missing value unless written --op=TEXT, which the
-   * writer does not do: no operator text starts so (the driver's come from the space), and
-   * the worker would refuse it as an operator all the same. */
-  if (r.op_text && strncmp(r.op_text, "--", 2) == 0) return;
+  /* A text that starts with '-' reads back as an option ("--x": a missing value, "-h": help)
+   * unless written --op=TEXT, which the writer does not do: no operator text starts so (the
+   * driver's come from the space), and the worker would refuse it as an operator all the same. */
+  if (r.op_text && r.op_text[0] == '-') return;
   if (syno_evalreq_argv(&r, &a, &err)) return;
   syno_evalreq_default(&back);
   FUZZ_CHECK(syno_evalreq_from_argv(a.argc - 1, a.argv + 1, &back, &err) == 0);
