@@ -51,9 +51,7 @@ static inline void bench_options(const char *prog, const char *usage, syno_opt_t
   syno_error_t err;
   int rc = syno_opt_parse(table, argc, argv, &err);
   if (rc == 1) {
-    fputs(usage, stdout);
-    fputs("\noptions:\n", stdout);
-    syno_opt_help(stdout, table);
+    syno_opt_usage(stdout, usage, table, NULL);
     exit(0);
   }
   if (rc < 0) {

@@ -133,6 +133,9 @@ int syno_opt_parse(syno_opt_t *table, int argc, char **argv, syno_error_t *err);
 /* Prints one line (or more) per entry: operands first, then the options in table order, each
  * with its help and the values it allows, then -h, --help. */
 void syno_opt_help(FILE *f, const syno_opt_t *table);
+/* The whole --help text: `usage`, "options:", the table (syno_opt_help), then `epilog`
+ * (may be NULL). */
+void syno_opt_usage(FILE *f, const char *usage, const syno_opt_t *table, const char *epilog);
 
 /* What an entry allows, as the messages and the help say it ("an integer in 1..10000"); ""
  * for flags and texts. */

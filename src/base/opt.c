@@ -332,6 +332,13 @@ static void help_text(FILE *f, int col, const char *text, const char *allowed) {
   fputc('\n', f);
 }
 
+void syno_opt_usage(FILE *f, const char *usage, const syno_opt_t *table, const char *epilog) {
+  fputs(usage, f);
+  fputs("\noptions:\n", f);
+  syno_opt_help(f, table);
+  if (epilog) fputs(epilog, f);
+}
+
 void syno_opt_help(FILE *f, const syno_opt_t *t) {
   char allowed[256];
   for (int pass = 0; pass < 2; pass++)

@@ -30,10 +30,7 @@ int cli_parse(const char *cmd, const char *usage, const char *epilog, syno_opt_t
   syno_error_t err;
   int rc = syno_opt_parse(table, argc, argv, &err);
   if (rc == 1) {
-    fputs(usage, stdout);
-    fputs("\noptions:\n", stdout);
-    syno_opt_help(stdout, table);
-    if (epilog) fputs(epilog, stdout);
+    syno_opt_usage(stdout, usage, table, epilog);
     return 0;
   }
   if (rc < 0) {
