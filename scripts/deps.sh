@@ -18,6 +18,7 @@ BUILD=(
   gcc make cmake pkg-config libc6-dev
   libcjson-dev zlib1g-dev libsqlite3-dev
   libblas-dev libopenblas0-pthread libopenblas-pthread-dev libdnnl-dev
+  mpich libmpich-dev
 )
 PLOTS=(gnuplot-nox graphviz)
 FUZZ=(clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev)

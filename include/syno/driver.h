@@ -36,7 +36,19 @@
  * may go elsewhere - but it never evaluates a recorded candidate twice.
  *
  * The budget counts recorded candidates (successes and failures, the
- * baseline excluded), across runs. */
+ * baseline excluded), across runs.
+ *
+ * Order: results go to the search (and into the database) as they arrive,
+ * so with several workers two runs with one seed may differ. With `ordered`
+ * they go in the order the candidates were proposed, and the k-th proposal
+ * is made after exactly the first k - workers + 1 results: the run is then
+ * the same, candidate for candidate, whatever the workers' speeds and
+ * transport (local processes or MPI ranks), at the cost of a worker idling
+ * while an older evaluation is still running.
+ *
+ * Transport: the driver runs the evaluations in a local pool of `workers`
+ * processes, or in cfg.pool when given (syno/pool.h: e.g. the MPI ranks of
+ * syno/dist.h); the search loop is the same. */
 #ifndef SYNO_DRIVER_H
 #define SYNO_DRIVER_H
 
@@ -44,6 +56,7 @@
 #include <stdint.h>
 
 #include "syno/error.h"
+#include "syno/pool.h"
 
 /* Proposals in a row that may come back empty (each after a few seconds of
  * rollouts) before the search stops. */
@@ -85,6 +98,11 @@ typedef struct syno_driver_cfg {
                                 * for a search recorded before it existed) */
   int confirm;                 /* top candidates to confirm at the end; 0 = none; < 0: unset, 3 for
                                 * a new search, the recorded one on resume */
+  int ordered;                 /* results to the search in proposal order (reproducible) */
+  int stand_in;                /* workers run `syno eval --stand-in` (no training; tests) */
+  syno_pool_t *pool;           /* where evaluations run; NULL: a local pool of `workers`. The
+                                * driver owns it (frees it, also on error) and sets workers
+                                * to its size */
   const char *worker_exe;      /* the syno binary the workers run */
   const char *log_path;        /* one line per evaluation started, or NULL */
   /* Reporting and stopping; the driver itself prints nothing. */

@@ -15,7 +15,7 @@
  *   written when > 0: --width --depth --subset --pad --time-limit
  *   written when not the default: --latency-batch --repeats --latency-threads,
  *     --min-speedup, --op TEXT (absent: the standard operator, the baseline),
- *     --plan, --confirm
+ *     --plan, --confirm, --stand-in
  *   read only: --json (accepted; the reply is always JSON)
  *
  * Numbers are decimal (reals with 17 significant digits, so they read back
@@ -99,6 +99,7 @@ typedef struct {
   const char *preset;  /* op_text's preset (syno/signature.h): "conv2d" (default), "conv2d-wide" */
   int plan;            /* only list the backbone's slots */
   int confirm;         /* a confirmation: train only, no latency, no speed-up check */
+  int stand_in;        /* answer with syno_evalres_stand_in instead of timing and training */
 } syno_evalreq_t;
 
 /* The reason of a candidate rejected by --min-speedup starts with this,
@@ -141,6 +142,10 @@ int syno_evalreq_from_argv(int argc, char **argv, syno_evalreq_t *r, syno_error_
  * '{' (up to its newline or the end), or NULL when there is none. */
 const char *syno_evalres_line(const char *out);
 
+/* The reason of a candidate below min_speedup: "slower than the baseline (0.62x)",
+ * with ", the minimum is 1.5x" when the minimum is not 1 (malloc'd). */
+char *syno_evalres_slower(double speedup, double min_speedup);
+
 /* 1 when a record is a candidate the worker did not train because it was
  * slower than --min-speedup allows (its reason starts with SYNO_EVALRES_SLOWER). */
 int syno_evalres_too_slow(const syno_db_cand_t *rec);
@@ -160,6 +165,17 @@ void syno_evalres_from_job(const syno_job_t *job, double timeout_s, syno_db_cand
 /* The reply line for a record (one line, no newline; malloc'd, NULL when out
  * of memory). */
 char *syno_evalres_json(const syno_db_cand_t *rec);
+
+/* The stand-in evaluation (--stand-in), for tests and benchmarks of the
+ * search machinery: a pure function of the request's operator text (NULL:
+ * the standard operator), seed, min_speedup and confirm. The standard
+ * operator gets accuracy 0.9 and speed-up 1; an operator gets accuracy
+ * 0.6 + 0.35 u1 and speed-up 0.5 + 2 u2 (u1, u2 in [0, 1) from an FNV-1a hash of
+ * the text and the seed), and is "slower than the baseline" when the
+ * speed-up is below min_speedup (not confirm). *seconds is how long the
+ * worker should take, 0.05 + 0.45 u3, so that evaluations end out of order.
+ * Fills the record's status, reason, accuracy, speed-up and latencies. */
+void syno_evalres_stand_in(const syno_evalreq_t *r, syno_db_cand_t *rec, double *seconds);
 
 /* ---- the slot plan (--plan) */
 

@@ -11,6 +11,11 @@
  * The parent does no numerical work, so nothing it holds (thread pools,
  * OpenMP runtimes) is duplicated into a job: every job starts from exec.
  *
+ * A pool may also run its jobs elsewhere (syno_pool_new_remote): the same
+ * calls, slots and job records, with a transport (src/dist: one MPI rank per
+ * slot) that starts a job in a given slot and hands back finished ones. The
+ * search loop does not know which kind it drives.
+ *
  * Ownership: the pool owns the jobs' argument copies and output buffers
  * until syno_pool_wait hands a finished job to the caller, who frees it with
  * syno_pool_job_free. Not thread-safe. */
@@ -30,6 +35,7 @@ typedef enum {
 
 typedef struct {
   long tag; /* the caller's, returned unchanged */
+  int slot; /* the slot it ran in, 0..size-1 */
   pid_t pid;
   double started, finished; /* seconds since the epoch */
   syno_job_end_t end;
@@ -43,10 +49,30 @@ typedef struct syno_pool syno_pool_t;
 
 /* timeout_s <= 0: no timeout. */
 int syno_pool_new(int size, double timeout_s, syno_pool_t **out, syno_error_t *err);
+
+/* Where a remote pool's jobs run. start begins argv in slot `slot` (free),
+ * to be killed after timeout_s (<= 0: none) where it runs; wait returns 1
+ * and a finished job (heap-allocated, as syno_pool_wait's, its slot and tag
+ * filled) within timeout_s (< 0: until one ends), 0 when none ended, -1 on
+ * error; stop kills what runs and releases the far side; free releases the
+ * transport's own memory. */
+typedef struct {
+  int size; /* slots */
+  void *self;
+  int (*start)(void *self, int slot, long tag, char *const *argv, double timeout_s, syno_error_t *err);
+  int (*wait)(void *self, double timeout_s, syno_job_t **job, syno_error_t *err);
+  void (*stop)(void *self);
+  void (*free)(void *self);
+} syno_pool_transport_t;
+
+/* A pool over a transport; it owns the transport from here on (also when
+ * this fails). A changed timeout applies to the jobs started later. */
+int syno_pool_new_remote(const syno_pool_transport_t *t, double timeout_s, syno_pool_t **out, syno_error_t *err);
 /* Changes the timeout; it applies to the running jobs and the later ones. */
 void syno_pool_set_timeout(syno_pool_t *p, double timeout_s);
 /* Kills (SIGKILL) and reaps every running job, then frees the pool. */
 void syno_pool_free(syno_pool_t *p);
+int syno_pool_size(const syno_pool_t *p);
 int syno_pool_running(const syno_pool_t *p);
 int syno_pool_free_slots(const syno_pool_t *p);
 /* Starts argv[0] (a path) with argv (NULL-terminated) in a free slot;

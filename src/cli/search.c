@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "syno/dist.h"
 #include "syno/driver.h"
 #include "syno/store.h"
 
@@ -25,7 +26,12 @@ static const char *usage =
 static const char *epilog =
     "\n"
     "On --resume the search takes its settings from its database: only --budget, --time,\n"
-    "--workers, --timeout, --confirm, --log and --quiet apply, and the others are refused.\n";
+    "--workers, --timeout, --confirm, --log, --quiet and --mpi apply, and the others are\n"
+    "refused.\n"
+    "\n"
+    "With --mpi, run under mpiexec (e.g. mpiexec -n 5 syno search --mpi --db FILE ...):\n"
+    "rank 0 searches and writes the database (keep it on a local disk), ranks 1..K-1\n"
+    "evaluate, each in a `syno eval` child as local workers do (docs/dist.md).\n";
 
 /* Set by SIGINT and SIGTERM; the driver polls it. */
 static volatile sig_atomic_t stop_requested;
@@ -137,7 +143,7 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
 /* The options a resumed search takes from the command line; it reads the others from its
  * database. */
 static const char *const resume_options[] = {"resume",  "budget", "time",  "workers", "timeout",
-                                             "confirm", "log",    "quiet", NULL};
+                                             "confirm", "log",    "quiet", "mpi",     NULL};
 
 static int applies_on_resume(const char *name) {
   for (int i = 0; resume_options[i]; i++)
@@ -148,14 +154,16 @@ static int applies_on_resume(const char *name) {
 /* Contradictions and values that do not fit together; 0 or the exit status. */
 static int check_settings(const syno_driver_cfg_t *c, const syno_opt_t *opts) {
   syno_error_t err;
-  if (syno_opt_conflict(opts, "db", "resume", &err)) return cli_cmd_error("search", "%s", err.msg);
+  if (syno_opt_conflict(opts, "db", "resume", &err) || syno_opt_conflict(opts, "mpi", "workers", &err))
+    return cli_cmd_error("search", "%s", err.msg);
   if (!c->db_path) return cli_cmd_error("search", "give --db FILE for a new search or --resume FILE");
   if (c->resume) {
     for (const syno_opt_t *o = opts; o->name; o++)
       if (o->seen && !applies_on_resume(o->name))
         return cli_cmd_error("search",
                              "--%s does not apply on --resume: the resumed search takes it from its database "
-                             "(only --budget, --time, --workers, --timeout, --confirm, --log and --quiet apply)",
+                             "(only --budget, --time, --workers, --timeout, --confirm, --log, --quiet and --mpi "
+                             "apply)",
                              o->name);
     return 0;
   }
@@ -173,11 +181,75 @@ static int check_settings(const syno_driver_cfg_t *c, const syno_opt_t *opts) {
   return 0;
 }
 
+/* The search on rank 0 (or alone): checks, then the driver. c->pool, when set, is freed on
+ * every path (by the driver once it runs). */
+static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *resume) {
+  int rc;
+  syno_error_t err;
+  if (resume) c->db_path = resume, c->resume = 1;
+  if ((rc = check_settings(c, opts))) {
+    syno_pool_free(c->pool);
+    return rc;
+  }
+  if (c->resume) {
+    /* A file that is not a search database, or is damaged, is a bad argument: refused here,
+     * read only, before the driver opens it for writing. */
+    syno_db_t *db;
+    if (syno_db_open(c->db_path, SYNO_DB_READONLY, &db, &err)) {
+      syno_pool_free(c->pool);
+      return cli_cmd_error("search", "%s", err.msg);
+    }
+    syno_db_close(db);
+  }
+  static char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    syno_pool_free(c->pool);
+    return cli_usage_error("cannot find the syno binary for the workers");
+  }
+  exe[n] = 0;
+  c->worker_exe = exe;
+  printer_t pr = {.tty = isatty(STDERR_FILENO), .last_count = -1, .last_running = -1};
+  c->progress = on_progress;
+  c->user = &pr;
+  c->stop = &stop_requested;
+  stop_requested = 0;
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  rc = syno_driver_run(c, &err);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  if (rc == 0) return 0;
+  fprintf(stderr, "syno search: %s\n", err.msg);
+  return SYNO_EXIT_FAIL;
+}
+
+/* --mpi: every rank parsed the same command line; rank 0 searches, the others serve. */
+static int search_mpi(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *resume, int *argc, char ***argv) {
+  syno_error_t err;
+  int rank = 0, size = 0, rc;
+  if (syno_dist_init(argc, argv, &rank, &size, &err)) return cli_cmd_error("search", "--mpi: %s", err.msg);
+  if (rank > 0) {
+    rc = syno_dist_serve(&err);
+    if (rc) fprintf(stderr, "syno search: MPI worker rank %d: %s\n", rank, err.msg);
+    syno_dist_finalize();
+    return rc ? SYNO_EXIT_FAIL : 0;
+  }
+  (void)size;
+  if (syno_dist_pool_new(c->cand_timeout, &c->pool, &err)) /* fails only with no worker rank */
+    rc = cli_cmd_error("search", "--mpi: %s", err.msg);
+  else
+    rc = search_run(c, opts, resume);
+  syno_dist_finalize();
+  return rc;
+}
+
 int cli_cmd_search(int argc, char **argv) {
   static const char *const backbones[] = {"resnet", "vgg", NULL}, *const datasets[] = {"digits", "fashion-mnist", NULL};
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
   const char *resume = NULL;
+  int mpi = 0;
   syno_opt_t opts[] = {
       SYNO_OPT_PATH("db", "FILE", &c.db_path, SYNO_OPT_NEW, "a new results database"),
       SYNO_OPT_PATH("resume", "FILE", &resume, SYNO_OPT_FILE,
@@ -199,6 +271,16 @@ int cli_cmd_search(int argc, char **argv) {
       SYNO_OPT_INT("workers", "W", &c.workers, 1, 256, "evaluations at once, one process each (default 1)"),
       SYNO_OPT_REAL("timeout", "T", &c.cand_timeout, 0, 1e7, SYNO_OPT_OPEN_MIN,
                     "seconds one evaluation may take (default 600)"),
+      SYNO_OPT_FLAG("mpi", &mpi,
+                    "evaluate on MPI ranks: run under mpiexec -n K (K >= 2);\n"
+                    "rank 0 searches, ranks 1..K-1 evaluate (replaces --workers)"),
+      SYNO_OPT_FLAG("ordered", &c.ordered,
+                    "tell the search the results in the order it proposed the\n"
+                    "candidates: the same seed gives the same search whatever the\n"
+                    "workers' speeds (a worker may wait for an older evaluation)"),
+      SYNO_OPT_FLAG("stand-in", &c.stand_in,
+                    "evaluate with a deterministic stand-in instead of timing and\n"
+                    "training (for testing the search machinery; syno eval --help)"),
       SYNO_OPT_FLAG("random", &c.random, "random search instead of MCTS"),
       SYNO_OPT_UINT("seed", "S", &c.seed, SYNO_OPT_SEED_EXACT,
                     "seed of the search and of training (default 1; stored\n"
@@ -247,32 +329,5 @@ int cli_cmd_search(int argc, char **argv) {
   };
   int rc = cli_parse("search", usage, epilog, opts, argc, argv);
   if (rc >= 0) return rc;
-  if (resume) c.db_path = resume, c.resume = 1;
-  if ((rc = check_settings(&c, opts))) return rc;
-  syno_error_t err;
-  if (c.resume) {
-    /* A file that is not a search database, or is damaged, is a bad argument: refused here,
-     * read only, before the driver opens it for writing. */
-    syno_db_t *db;
-    if (syno_db_open(c.db_path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("search", "%s", err.msg);
-    syno_db_close(db);
-  }
-  static char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return cli_usage_error("cannot find the syno binary for the workers");
-  exe[n] = 0;
-  c.worker_exe = exe;
-  printer_t pr = {.tty = isatty(STDERR_FILENO), .last_count = -1, .last_running = -1};
-  c.progress = on_progress;
-  c.user = &pr;
-  c.stop = &stop_requested;
-  stop_requested = 0;
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
-  rc = syno_driver_run(&c, &err);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  if (rc == 0) return 0;
-  fprintf(stderr, "syno search: %s\n", err.msg);
-  return SYNO_EXIT_FAIL;
+  return mpi ? search_mpi(&c, opts, resume, &argc, &argv) : search_run(&c, opts, resume);
 }

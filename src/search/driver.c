@@ -78,6 +78,8 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "budget", c->budget);
   cJSON_AddNumberToObject(o, "min_speedup", c->min_speedup);
   cJSON_AddNumberToObject(o, "confirm", c->confirm);
+  if (c->ordered) cJSON_AddTrueToObject(o, "ordered");
+  if (c->stand_in) cJSON_AddTrueToObject(o, "stand_in");
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
@@ -112,6 +114,8 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
     c->confirm = (int)x->valuedouble;
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "subset"))) c->subset = (long)x->valuedouble;
   if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "seed"))) c->seed = (uint64_t)x->valuedouble;
+  c->ordered = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ordered"));
+  c->stand_in = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stand_in"));
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "algorithm")))
     c->random = strcmp(x->valuestring, "random") == 0;
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "backbone"))) {
@@ -135,9 +139,13 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
 
 /* ------------------------------------------------------------ the run */
 
+/* A candidate proposed and not yet told to the search: running, or (ordered) finished and
+ * held until the older ones are told. */
 typedef struct {
   int busy;
+  long seq; /* the order of proposal */
   syno_candidate_t cand;
+  syno_job_t *held; /* its finished evaluation, not yet collected */
 } pending_t;
 
 /* One run's state, from opening the database to the summary. */
@@ -152,7 +160,8 @@ typedef struct {
   char *spec_text;
   syno_db_cand_t base; /* the baseline's record */
   syno_reward_cfg_t rw;
-  pending_t *pend;             /* the candidate in each worker slot */
+  pending_t *pend;             /* the candidates not yet told, c.workers entries */
+  long seq_next, seq_told;     /* proposals launched, and (ordered) told, in order */
   syno_driver_progress_t prog; /* the counters, as reported */
   double t0;
   int fruitless; /* proposals in a row that found nothing */
@@ -212,6 +221,7 @@ static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, s
   int per = cpu_count() / (c->workers > 0 ? c->workers : 1);
   q->threads = per > 0 ? per : 1;
   q->op_text = op;
+  q->stand_in = c->stand_in;
   q->preset = c->preset;
   q->plan = plan;
   q->min_speedup = op ? c->min_speedup : 0; /* the standard operator is always trained */
@@ -261,6 +271,7 @@ static int run_resume(run_t *r, syno_error_t *err) {
  * settings and spec from it) and makes the worker pool. */
 static int run_open(run_t *r, syno_error_t *err) {
   syno_driver_cfg_t *c = &r->c;
+  if ((r->pool = c->pool)) c->workers = syno_pool_size(c->pool);
   if (!c->db_path) return syno_error_set(err, "no database path");
   if (!c->worker_exe) return syno_error_set(err, "no worker program");
   if (c->workers < 1) return syno_error_set(err, "workers must be at least 1 (got %d)", c->workers);
@@ -273,6 +284,10 @@ static int run_open(run_t *r, syno_error_t *err) {
   if (c->resume && run_resume(r, err)) return -1;
   if (c->budget < 0) c->budget = 20;
   if (c->confirm < 0) c->confirm = 3;
+  if (r->pool) {
+    syno_pool_set_timeout(r->pool, c->cand_timeout);
+    return 0;
+  }
   return syno_pool_new(c->workers, c->cand_timeout, &r->pool, err);
 }
 
@@ -439,12 +454,20 @@ static int replay(run_t *r, const syno_candidate_t *cand, syno_error_t *err) {
   return rc ? -1 : 1;
 }
 
-/* Starts a worker on a candidate in a free slot. */
+static int pending(const run_t *r) {
+  int n = 0;
+  for (int i = 0; i < r->c.workers; i++) n += r->pend[i].busy;
+  return n;
+}
+
+/* Starts a worker on a candidate; a pending entry is free (and so is a pool slot: every
+ * evaluation running has its entry). */
 static int start(run_t *r, const syno_candidate_t *cand, syno_error_t *err) {
   int slot = 0;
   while (r->pend[slot].busy) slot++;
   pending_t *pe = &r->pend[slot];
   pe->busy = 1;
+  pe->seq = r->seq_next++;
   pe->cand = *cand;
   syno_evalreq_t q;
   eval_request(&r->c, pe->cand.text, 0, &q);
@@ -454,7 +477,6 @@ static int start(run_t *r, const syno_candidate_t *cand, syno_error_t *err) {
     fprintf(r->log, "evaluate %s\n", cand->text);
     fflush(r->log);
   }
-  r->prog.running++;
   return 0;
 }
 
@@ -463,8 +485,8 @@ static int launch(run_t *r, syno_error_t *err) {
   const syno_driver_cfg_t *c = &r->c;
   syno_driver_progress_t *p = &r->prog;
   int up = time_up(r);
-  while (!stopping(r) && !up && !p->exhausted && syno_pool_free_slots(r->pool) > 0 &&
-         (c->budget == 0 || p->count + p->running < c->budget)) {
+  while (!stopping(r) && !up && !p->exhausted && pending(r) < c->workers &&
+         (c->budget == 0 || p->count + pending(r) < c->budget)) {
     syno_candidate_t cand;
     int got = syno_search_propose(r->search, &cand, err);
     if (got < 0) return -1;
@@ -513,6 +535,30 @@ static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
   return rc;
 }
 
+/* The finished evaluation to collect next: (ordered) the oldest pending one once it is
+ * finished, else any finished one; NULL when there is none. */
+static pending_t *next_held(run_t *r) {
+  for (int i = 0; i < r->c.workers; i++) {
+    pending_t *pe = &r->pend[i];
+    if (pe->busy && pe->held && (!r->c.ordered || pe->seq == r->seq_told)) return pe;
+  }
+  return NULL;
+}
+
+/* Collects what may be collected; ordered, each result is followed by the proposal it
+ * makes room for, so the k-th proposal always follows the same k - workers + 1 results. */
+static int collect_held(run_t *r, syno_error_t *err) {
+  pending_t *pe;
+  while ((pe = next_held(r))) {
+    syno_job_t *job = pe->held;
+    pe->held = NULL;
+    if (collect(r, job, err)) return -1;
+    r->seq_told++;
+    if (r->c.ordered && launch(r, err)) return -1;
+  }
+  return 0;
+}
+
 /* Launches and collects until nothing runs and nothing more may start, or
  * the stop flag is set. */
 static int run_loop(run_t *r, syno_error_t *err) {
@@ -520,8 +566,8 @@ static int run_loop(run_t *r, syno_error_t *err) {
   if (!(r->pend = calloc((size_t)r->c.workers, sizeof *r->pend))) return syno_error_set(err, "out of memory");
   p->count = syno_db_count(r->db);
   for (;;) {
-    p->running = syno_pool_running(r->pool);
     if (launch(r, err)) return -1;
+    p->running = pending(r);
     emit(r, SYNO_DRIVER_PROGRESS);
     if (p->running == 0) break;
     if (stopping(r)) {
@@ -531,7 +577,10 @@ static int run_loop(run_t *r, syno_error_t *err) {
     syno_job_t *job = NULL;
     int w = syno_pool_wait(r->pool, 1.0, &job, err);
     if (w < 0) return -1;
-    if (w == 1 && collect(r, job, err)) return -1;
+    if (w == 1) {
+      r->pend[job->tag].held = job;
+      if (collect_held(r, err)) return -1;
+    }
   }
   return 0;
 }
@@ -635,6 +684,7 @@ static int run_confirm(run_t *r, syno_error_t *err) {
 static void run_close(run_t *r) {
   syno_pool_free(r->pool); /* kills what still runs */
   if (r->log) fclose(r->log);
+  for (int i = 0; r->pend && i < r->c.workers; i++) syno_pool_job_free(r->pend[i].held);
   free(r->pend);
   syno_search_free(r->search);
   syno_space_free(r->space);

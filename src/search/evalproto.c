@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/hash.h"
+
 void syno_evalreq_default(syno_evalreq_t *r) {
   memset(r, 0, sizeof *r);
   r->backbone = "resnet";
@@ -83,6 +85,11 @@ static const opt_t opts[] = {
     OPT("--confirm", K_FLAG, confirm, W_CHANGED, 0, 0, 0, NULL, NULL,
         "only train (no latency, no speed-up check): the search's\n"
         "re-training of a top candidate at a larger proxy"),
+    OPT("--stand-in", K_FLAG, stand_in, W_CHANGED, 0, 0, 0, NULL, NULL,
+        "a deterministic stand-in for the evaluation (for tests of\n"
+        "the search machinery): no training, no timing; accuracy,\n"
+        "speed-up and a run time of 0.05-0.5 s from a hash of the\n"
+        "operator (syno/evalproto.h)"),
     OPT("--json", K_IGNORED, plan, W_NEVER, 0, 0, 0, NULL, NULL, "accepted: the reply is always JSON"),
 };
 #undef OPT
@@ -287,6 +294,42 @@ void syno_evalres_from_job(const syno_job_t *job, double timeout_s, syno_db_cand
 }
 
 char *syno_evalres_json(const syno_db_cand_t *rec) { return syno_db_cand_to_json(rec); }
+
+/* ------------------------------------------------------------ the stand-in */
+
+/* A uniform number in [0, 1) from the text, the seed and a stream number. */
+static double stand_in_u(const char *text, uint64_t seed, uint64_t stream) {
+  uint64_t h = syno_hash_mix(seed, stream);
+  for (const unsigned char *c = (const unsigned char *)text; *c; c++) h = syno_hash_mix(h, *c);
+  return (double)(syno_hash_fmix64(h) >> 11) / 9007199254740992.0;
+}
+
+void syno_evalres_stand_in(const syno_evalreq_t *r, syno_db_cand_t *rec, double *seconds) {
+  const char *text = r->op_text ? r->op_text : "";
+  uint64_t seed = r->seed + (r->confirm ? 1000003u : 0u);
+  *seconds = 0.05 + 0.45 * stand_in_u(text, seed, 3);
+  rec->status = 0;
+  rec->base_latency_s = 1e-3;
+  rec->speedup = r->op_text ? 0.5 + 2.0 * stand_in_u(text, seed, 2) : 1.0;
+  rec->latency_s = rec->base_latency_s / rec->speedup;
+  rec->accuracy = rec->final_accuracy = r->op_text ? 0.6 + 0.35 * stand_in_u(text, seed, 1) : 0.9;
+  rec->epochs_done = r->epochs;
+  if (r->op_text && !r->confirm && r->min_speedup > 0 && rec->speedup < r->min_speedup) {
+    rec->status = 1;
+    rec->accuracy = rec->final_accuracy = 0;
+    rec->epochs_done = 0;
+    rec->reason = syno_evalres_slower(rec->speedup, r->min_speedup);
+  }
+}
+
+char *syno_evalres_slower(double speedup, double min_speedup) {
+  char why[128];
+  if (min_speedup == 1.0)
+    snprintf(why, sizeof why, "%s (%.2fx)", SYNO_EVALRES_SLOWER, speedup);
+  else
+    snprintf(why, sizeof why, "%s (%.2fx, the minimum is %gx)", SYNO_EVALRES_SLOWER, speedup, min_speedup);
+  return strdup(why);
+}
 
 int syno_evalres_too_slow(const syno_db_cand_t *rec) {
   return rec->status != 0 && rec->reason && !strncmp(rec->reason, SYNO_EVALRES_SLOWER, strlen(SYNO_EVALRES_SLOWER));

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +30,8 @@ struct syno_pool {
   int size;
   double timeout;
   slot_t *slots;
+  int remote; /* jobs run through `transport`; slots only keep busy */
+  syno_pool_transport_t transport;
 };
 
 static double now_s(void) {
@@ -53,10 +58,28 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
+int syno_pool_new_remote(const syno_pool_transport_t *t, double timeout_s, syno_pool_t **out, syno_error_t *err) {
+  if (syno_pool_new(t->size, timeout_s, out, err)) {
+    if (t->stop) t->stop(t->self);
+    if (t->free) t->free(t->self);
+    return -1;
+  }
+  (*out)->remote = 1;
+  (*out)->transport = *t;
+  return 0;
+}
+
 void syno_pool_set_timeout(syno_pool_t *p, double timeout_s) { p->timeout = timeout_s; }
 
 void syno_pool_free(syno_pool_t *p) {
   if (!p) return;
+  if (p->remote) {
+    p->transport.stop(p->transport.self);
+    p->transport.free(p->transport.self);
+    free(p->slots);
+    free(p);
+    return;
+  }
   for (int i = 0; i < p->size; i++) {
     slot_t *s = &p->slots[i];
     if (!s->busy) continue;
@@ -69,6 +92,8 @@ void syno_pool_free(syno_pool_t *p) {
   free(p->slots);
   free(p);
 }
+
+int syno_pool_size(const syno_pool_t *p) { return p->size; }
 
 int syno_pool_running(const syno_pool_t *p) {
   int n = 0;
@@ -83,6 +108,12 @@ int syno_pool_start(syno_pool_t *p, long tag, char *const *argv, syno_error_t *e
   for (int i = 0; i < p->size && !s; i++)
     if (!p->slots[i].busy) s = &p->slots[i];
   if (!s) return syno_error_set(err, "all %d workers are busy", p->size);
+  if (p->remote) {
+    int slot = (int)(s - p->slots);
+    if (p->transport.start(p->transport.self, slot, tag, argv, p->timeout, err)) return -1;
+    s->busy = 1;
+    return 0;
+  }
   int out[2], errp[2];
   if (pipe(out)) return syno_error_set(err, "pipe: %s", strerror(errno));
   if (pipe(errp)) {
@@ -91,6 +122,7 @@ int syno_pool_start(syno_pool_t *p, long tag, char *const *argv, syno_error_t *e
     return syno_error_set(err, "pipe: %s", strerror(errno));
   }
   fflush(NULL);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -104,6 +136,13 @@ int syno_pool_start(syno_pool_t *p, long tag, char *const *argv, syno_error_t *e
     /* Jobs must not share the terminal's Ctrl-C with the search: the search
      * decides when a job dies. */
     setpgid(0, 0);
+    (void)parent;
+#ifdef __linux__
+    /* Nor outlive it: a search (or an MPI worker rank) killed with SIGKILL
+     * takes its evaluations along instead of leaving them to run on. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+#endif
     execv(argv[0], argv);
     fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -117,6 +156,7 @@ int syno_pool_start(syno_pool_t *p, long tag, char *const *argv, syno_error_t *e
   s->out_fd = out[0];
   s->err_fd = errp[0];
   s->job.tag = tag;
+  s->job.slot = (int)(s - p->slots);
   s->job.pid = pid;
   s->job.started = now_s();
   return 0;
@@ -178,7 +218,23 @@ static syno_job_t *finish(slot_t *s) {
   return j;
 }
 
+static int wait_remote(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_error_t *err) {
+  if (syno_pool_running(p) == 0) return 0;
+  int rc = p->transport.wait(p->transport.self, timeout_s, job, err);
+  if (rc == 1) {
+    if ((*job)->slot < 0 || (*job)->slot >= p->size || !p->slots[(*job)->slot].busy) {
+      int slot = (*job)->slot;
+      syno_pool_job_free(*job);
+      *job = NULL;
+      return syno_error_set(err, "a worker answered for slot %d, which runs nothing", slot);
+    }
+    p->slots[(*job)->slot].busy = 0;
+  }
+  return rc;
+}
+
 int syno_pool_wait(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_error_t *err) {
+  if (p->remote) return wait_remote(p, timeout_s, job, err);
   double deadline = timeout_s < 0 ? -1 : now_s() + timeout_s;
   struct pollfd *fds = calloc((size_t)p->size * 2, sizeof *fds);
   int *owner = calloc((size_t)p->size * 2, sizeof *owner);

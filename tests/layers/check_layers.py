@@ -20,7 +20,7 @@ HEADER = {
     "space": "space", "flopsgame": "space", "codegen": "codegen", "exec": "exec",
     "nn": "nn", "train": "nn", "data": "nn", "backbone": "model",
     "search": "search", "pool": "search", "driver": "search", "evalproto": "search",
-    "store": "store", "syno": "cli",
+    "store": "store", "dist": "dist", "syno": "cli",
 }
 CORE = {"base", "size", "graph", "lower"}
 # What each module may include or call (itself included).
@@ -36,12 +36,14 @@ ALLOWED = {
     "model": CORE | {"exec", "nn", "model"},
     "store": {"base", "store"},
     "search": CORE | {"space", "store", "search"},
+    "dist": {"base", "search", "dist"},
 }
 ALLOWED["cli"] = set(HEADER.values()) | set(ALLOWED)
 # Static libraries and the modules they hold (CMakeLists.txt).
 LIBS = {
     "syno_base": {"base"}, "syno_core": {"size", "graph", "lower", "space", "codegen"},
     "syno_exec": {"exec"}, "syno_nn": {"nn"}, "syno_model": {"model"}, "syno_search": {"search", "store"},
+    "syno_dist": {"dist"},
 }
 
 INC = re.compile(r'^\s*#\s*include\s+[<"]([^>"]+)[>"]', re.M)
