@@ -99,19 +99,10 @@ static inline void bench_print_setup(int reps) {
   printf("%s; %d repeats, medians\n", buf, reps);
 }
 
-/* Runs `BENCH_PYTHON SYNO_SOURCE_DIR/bench/<script> <args>` (args split at spaces) as a child
- * the signal handlers know, and returns its stdout (malloc'd, NUL-terminated), or NULL when
- * python or torch is missing or the script failed. */
-static inline char *bench_run_torch(const char *script, const char *args) {
-  char path[1024], words[1024];
-  snprintf(path, sizeof path, "%s/bench/%s", SYNO_SOURCE_DIR, script);
-  snprintf(words, sizeof words, "%s", args);
-  char *argv[64];
-  int n = 0;
-  argv[n++] = (char *)BENCH_PYTHON;
-  argv[n++] = path;
-  for (char *w = strtok(words, " "); w && n < 63; w = strtok(NULL, " ")) argv[n++] = w;
-  argv[n] = NULL;
+/* Runs argv[0] (a path) with argv as a child the signal handlers know, its stderr to
+ * /dev/null, and returns its stdout (malloc'd, NUL-terminated), or NULL when it could not run
+ * or did not exit with status 0. */
+static inline char *bench_run_capture(char *const *argv) {
   int fd[2];
   if (pipe(fd)) return NULL;
   fflush(stdout);
@@ -127,7 +118,7 @@ static inline char *bench_run_torch(const char *script, const char *args) {
     if (null >= 0) dup2(null, STDERR_FILENO);
     close(fd[0]);
     close(fd[1]);
-    execv(BENCH_PYTHON, argv);
+    execv(argv[0], argv);
     _exit(127);
   }
   bench_child = pid;
@@ -159,6 +150,22 @@ static inline char *bench_run_torch(const char *script, const char *args) {
   }
   out[len] = '\0';
   return out;
+}
+
+/* Runs `BENCH_PYTHON SYNO_SOURCE_DIR/bench/<script> <args>` (args split at spaces) with
+ * bench_run_capture: its stdout, or NULL when python or torch is missing or the script
+ * failed. */
+static inline char *bench_run_torch(const char *script, const char *args) {
+  char path[1024], words[1024];
+  snprintf(path, sizeof path, "%s/bench/%s", SYNO_SOURCE_DIR, script);
+  snprintf(words, sizeof words, "%s", args);
+  char *argv[64];
+  int n = 0;
+  argv[n++] = (char *)BENCH_PYTHON;
+  argv[n++] = path;
+  for (char *w = strtok(words, " "); w && n < 63; w = strtok(NULL, " ")) argv[n++] = w;
+  argv[n] = NULL;
+  return bench_run_capture(argv);
 }
 
 #endif

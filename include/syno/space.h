@@ -85,14 +85,14 @@ typedef struct {
   int max_chain;   /* longest chain of primitives above an output dim */
   int max_tensors; /* input + weights */
   int max_reductions;
-  double min_flops, max_flops;    /* forward FLOPs, summed over the bindings; 0 = no bound */
+  double min_flops, max_flops;             /* forward FLOPs, summed over the bindings; 0 = no bound */
   double min_flops_ratio, max_flops_ratio; /* the same as ratios of the standard operator's FLOPs (the
                                             * spec's kind), for min_flops/max_flops left at 0; 0 = none */
-  double max_params;              /* on the first binding (the reported params), 0 = no bound */
-  double max_pooling;             /* product of weightless reduction domains */
-  bool enable[SYNO_PRIM_KINDS];   /* Share means Contraction; Stride and Expand off by default */
-  int max_count[SYNO_PRIM_KINDS]; /* primitives of each kind in one operator, -1 = any (spec 4.1); a
-                                   * Contraction counts one Share per shared dim */
+  double max_params;                       /* on the first binding (the reported params), 0 = no bound */
+  double max_pooling;                      /* product of weightless reduction domains */
+  bool enable[SYNO_PRIM_KINDS];            /* Share means Contraction; Stride and Expand off by default */
+  int max_count[SYNO_PRIM_KINDS];          /* primitives of each kind in one operator, -1 = any (spec 4.1); a
+                                            * Contraction counts one Share per shared dim */
   bool rule[SYNO_RULE_COUNT];
   int max_enumerations; /* powers tried per variable when enumerating sizes */
   int max_vars_in_size, max_powers_in_size;

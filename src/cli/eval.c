@@ -150,8 +150,8 @@ int cli_cmd_eval(int argc, char **argv) {
     while (nanosleep(&ts, &ts) != 0) {}
   } else if (!req.confirm) {
     /* Latency first, before anything has trained in this process: no training, nor the threads
-   * it leaves spinning, shares the CPU with the measurement. A candidate that is not fast
-   * enough is then not trained at all; the standard operator always is. */
+     * it leaves spinning, shares the CPU with the measurement. A candidate that is not fast
+     * enough is then not trained at all; the standard operator always is. */
     if (measure_latency(&cand, &bc, &rng, lat_batch, repeats, &rec, &err)) {
       rec.status = 1;
       rec.reason = strdup(err.msg);

@@ -154,8 +154,7 @@ static int applies_on_resume(const char *name) {
 /* Contradictions and values that do not fit together; 0 or the exit status. */
 static int check_settings(const syno_driver_cfg_t *c, const syno_opt_t *opts) {
   syno_error_t err;
-  if (syno_opt_conflict(opts, "db", "resume", &err) || syno_opt_conflict(opts, "mpi", "workers", &err))
-    return cli_cmd_error("search", "%s", err.msg);
+  if (syno_opt_conflict(opts, "db", "resume", &err)) return cli_cmd_error("search", "%s", err.msg);
   if (!c->db_path) return cli_cmd_error("search", "give --db FILE for a new search or --resume FILE");
   if (c->resume) {
     for (const syno_opt_t *o = opts; o->name; o++)
@@ -329,5 +328,7 @@ int cli_cmd_search(int argc, char **argv) {
   };
   int rc = cli_parse("search", usage, epilog, opts, argc, argv);
   if (rc >= 0) return rc;
+  syno_error_t err;
+  if (syno_opt_conflict(opts, "mpi", "workers", &err)) return cli_cmd_error("search", "%s", err.msg);
   return mpi ? search_mpi(&c, opts, resume, &argc, &argv) : search_run(&c, opts, resume);
 }

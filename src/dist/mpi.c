@@ -3,7 +3,7 @@
 
 #ifndef SYNO_HAVE_MPI
 
-#define NO_MPI                                                                                       \
+#define NO_MPI                                                                                     \
   "this syno was built without MPI: install MPICH (apt-get install --no-install-recommends mpich " \
   "libmpich-dev) and rebuild (rm -rf build && make)"
 
@@ -198,13 +198,17 @@ int syno_dist_pool_new(double timeout_s, syno_pool_t **out, syno_error_t *err) {
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size < 2)
-    return syno_error_set(err, "--mpi needs at least 2 ranks, one master and a worker (got %d): mpiexec -n K with K >= 2",
-                          size);
+    return syno_error_set(
+        err, "at least 2 ranks are needed, a master and a worker (got %d): run under mpiexec -n K, K >= 2", size);
   master_t *m = calloc(1, sizeof *m);
   if (!m) return syno_error_set(err, "out of memory");
   m->workers = size - 1;
-  syno_pool_transport_t t = {
-      .size = m->workers, .self = m, .start = master_start, .wait = master_wait, .stop = master_stop, .free = master_free};
+  syno_pool_transport_t t = {.size = m->workers,
+                             .self = m,
+                             .start = master_start,
+                             .wait = master_wait,
+                             .stop = master_stop,
+                             .free = master_free};
   return syno_pool_new_remote(&t, timeout_s, out, err);
 }
 
@@ -231,7 +235,8 @@ static int run_job(syno_pool_t *pool, const char *msg, syno_job_t *bad, syno_err
   int ok = n > 0 && argv != NULL, rc = 0;
   for (int i = 0; ok && i < n; i++) {
     const cJSON *x = cJSON_GetArrayItem(a, i);
-    if (!cJSON_IsString(x)) ok = 0;
+    if (!cJSON_IsString(x))
+      ok = 0;
     else
       argv[i] = (i > 0 && !strcmp(argv[i - 1], "--threads")) ? threads : x->valuestring;
   }

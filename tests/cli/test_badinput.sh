@@ -249,6 +249,9 @@ t "--db $fx/s.db: already exists" "$SYNO" search --db "$fx/s.db"
 t "its directory /nonexistent-dir does not exist" "$SYNO" search --db /nonexistent-dir/x.db
 t "its directory $fx/plain is not a directory" "$SYNO" search --db "$fx/plain/x.db"
 t "--db and --resume exclude each other" "$SYNO" search --db "$fx/x.db" --resume "$fx/s.db"
+t "--mpi and --workers exclude each other" "$SYNO" search --db "$fx/x.db" --mpi --workers 2
+t "--ordered does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --ordered
+t "--stand-in does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --stand-in
 t "--backbone gpt: must be one of resnet, vgg" "${S[@]}" --backbone gpt
 t "--dataset imagenet: must be one of digits, fashion-mnist" "${S[@]}" --dataset imagenet
 t "--preset linear: must be one of conv2d, conv2d-wide" "${S[@]}" --preset linear
@@ -342,6 +345,8 @@ t "--reps 101: must be an integer in 1..100" "$BENCH/train" --reps 101
 t "--reps 0: must be an integer in 1..1000" "$BENCH/conv" --reps 0
 t "--sample-reps -1: must be an integer in 0..1000" "$BENCH/exec" --sample-reps -1
 t "unknown option '--frob'" "$BENCH/exec" --frob
+t "--workers: '0' is not a worker count" "$BENCH/dist" --workers 1,0
+t "--budget 0: must be an integer in 1..100000" "$BENCH/dist" --budget 0
 
 echo "bad-input catalogue: $tried cases tried, $passed passed, $((tried - passed)) failed"
 [ "$passed" -eq "$tried" ]

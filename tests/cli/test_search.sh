@@ -135,6 +135,20 @@ python3 -c "$confirm_check" "$tmp/c.json" 3 || fail "resume --confirm 3: $(cat "
   fail "a resumed search confirmed a candidate again: $(cat "$tmp/c.log2")"
 echo "search --confirm: 2 confirmed and ranked first, a resume confirmed the third only"
 
+# --ordered: two searches with two workers and one seed are the same, candidate for candidate,
+# although the stand-in evaluations (0.05-0.5 s each) end out of order.
+ordered=(--stand-in --ordered --workers 2 --budget 10 --seed 4 --confirm 0 --quiet)
+"$bin" search --db "$tmp/o1.db" "${ordered[@]}" 2>"$tmp/o.err" || fail "--ordered: $(cat "$tmp/o.err")"
+"$bin" search --db "$tmp/o2.db" "${ordered[@]}" 2>"$tmp/o.err" || fail "--ordered: $(cat "$tmp/o.err")"
+rows_of() {
+  python3 -c 'import sqlite3, sys; [print(r) for r in sqlite3.connect(sys.argv[1]).execute("select id, op_text, status, reward, worker from candidates order by id")]' "$1"
+}
+rows_of "$tmp/o1.db" >"$tmp/o1.txt"
+rows_of "$tmp/o2.db" >"$tmp/o2.txt"
+[ "$(wc -l <"$tmp/o1.txt")" -eq 11 ] || fail "--ordered recorded $(wc -l <"$tmp/o1.txt") rows, not 11"
+cmp -s "$tmp/o1.txt" "$tmp/o2.txt" || fail "two --ordered searches differ: $(diff "$tmp/o1.txt" "$tmp/o2.txt")"
+echo "search --ordered: two runs with 2 workers, the same 10 candidates in the same order"
+
 # Retraining a recorded candidate takes its operator and the search's settings.
 "$bin" train --db "$tmp/k.db" --id 2 --epochs 1 --subset 100 --json > "$tmp/re" 2>"$tmp/re.err" ||
   fail "train --db --id failed: $(cat "$tmp/re.err")"

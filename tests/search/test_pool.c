@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "syno/pool.h"
@@ -101,12 +102,79 @@ static void test_parallel_and_full(void **state) {
   syno_pool_free(p);
 }
 
+/* A transport that runs nothing: it remembers what it was asked and answers what the test
+ * queues, so the remote pool's own bookkeeping is what is tested. */
+typedef struct {
+  int started[4];
+  long tag[4];
+  double timeout[4];
+  int answer_slot; /* the slot of the next answer; -1: none */
+  int stopped, freed;
+} fake_t;
+
+static int fake_start(void *self, int slot, long tag, char *const *argv, double timeout_s, syno_error_t *err) {
+  (void)argv, (void)err;
+  fake_t *f = self;
+  f->started[slot]++;
+  f->tag[slot] = tag;
+  f->timeout[slot] = timeout_s;
+  return 0;
+}
+
+static int fake_wait(void *self, double timeout_s, syno_job_t **job, syno_error_t *err) {
+  (void)timeout_s, (void)err;
+  fake_t *f = self;
+  if (f->answer_slot < 0) return 0;
+  syno_job_t *j = calloc(1, sizeof *j);
+  j->slot = f->answer_slot;
+  j->tag = f->tag[f->answer_slot];
+  j->out = strdup("{}");
+  f->answer_slot = -1;
+  *job = j;
+  return 1;
+}
+
+static void fake_stop(void *self) { ((fake_t *)self)->stopped++; }
+static void fake_free(void *self) { ((fake_t *)self)->freed++; }
+
+static void test_remote(void **state) {
+  (void)state;
+  fake_t f = {.answer_slot = -1};
+  syno_pool_transport_t t = {
+      .size = 2, .self = &f, .start = fake_start, .wait = fake_wait, .stop = fake_stop, .free = fake_free};
+  syno_pool_t *p;
+  syno_error_t err;
+  assert_int_equal(syno_pool_new_remote(&t, 30.0, &p, &err), 0);
+  assert_int_equal(syno_pool_size(p), 2);
+  char *argv[] = {"/bin/true", NULL};
+  assert_int_equal(syno_pool_start(p, 10, argv, &err), 0);
+  syno_pool_set_timeout(p, 60.0);
+  assert_int_equal(syno_pool_start(p, 11, argv, &err), 0);
+  assert_int_equal(f.started[0] + f.started[1], 2);
+  assert_true(f.timeout[0] == 30.0 && f.timeout[1] == 60.0);
+  assert_int_equal(syno_pool_free_slots(p), 0);
+  assert_int_equal(syno_pool_start(p, 12, argv, &err), -1); /* full */
+  syno_job_t *j = NULL;
+  assert_int_equal(syno_pool_wait(p, 0.0, &j, &err), 0); /* nothing answered */
+  f.answer_slot = 1;
+  assert_int_equal(syno_pool_wait(p, 1.0, &j, &err), 1);
+  assert_int_equal(j->tag, 11);
+  syno_pool_job_free(j);
+  assert_int_equal(syno_pool_running(p), 1);
+  /* An answer for a slot that runs nothing is an error, not a freed slot. */
+  f.answer_slot = 1;
+  assert_int_equal(syno_pool_wait(p, 1.0, &j, &err), -1);
+  assert_non_null(strstr(err.msg, "slot 1"));
+  assert_int_equal(syno_pool_running(p), 1);
+  syno_pool_free(p);
+  assert_int_equal(f.stopped, 1);
+  assert_int_equal(f.freed, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_output_and_status),
-      cmocka_unit_test(test_signal),
-      cmocka_unit_test(test_timeout),
-      cmocka_unit_test(test_parallel_and_full),
+      cmocka_unit_test(test_output_and_status), cmocka_unit_test(test_signal), cmocka_unit_test(test_timeout),
+      cmocka_unit_test(test_parallel_and_full), cmocka_unit_test(test_remote),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
