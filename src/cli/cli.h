@@ -28,7 +28,6 @@ int cli_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(p
  * convolutions), NULL-terminated, from the library's own lists. */
 const char *const *cli_builtin_names(void);
 const char *const *cli_preset_names(void);
-const char *const *cli_conv_preset_names(void);
 
 /* Options naming an operator, shared by show and run. */
 typedef struct {

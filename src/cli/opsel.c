@@ -66,21 +66,6 @@ const char *const *cli_preset_names(void) {
   return names;
 }
 
-const char *const *cli_conv_preset_names(void) {
-  static const char *names[MAX_NAMES];
-  if (!names[0]) {
-    const char *const *all = cli_preset_names();
-    int k = 0;
-    for (int i = 0; all[i]; i++) {
-      syno_signature_t sig;
-      syno_error_t err;
-      if (!syno_signature_preset(all[i], "", &sig, &err) && sig.kind == SYNO_SIG_CONV) names[k++] = all[i];
-    }
-    names[k] = NULL;
-  }
-  return names;
-}
-
 /* The last step of every selection: the operator itself. */
 static int parse_operator(syno_cliop_t *c, const char *text) {
   syno_error_t err;

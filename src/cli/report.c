@@ -1,6 +1,7 @@
 /* syno report: what a search found, from its results database. */
 #include <cjson/cJSON.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,31 @@ static const char *usage =
     "database's name without .db and DIR its directory unless --out is given.\n"
     "The database is only read (a file that is not a syno results database, or is\n"
     "damaged, is refused with status 2 and left as it is).\n";
+
+/* What a record's quality is: its test accuracy, or for a language model (the gpt backbone) its
+ * validation perplexity, lower being better. Every table, the Pareto front and the plot go
+ * through these. */
+static int lm;
+static double quality(const syno_db_cand_t *c) { return lm ? -c->perplexity : c->accuracy; }
+static const char *quality_name(void) { return lm ? "ppl" : "acc"; }
+static void show_quality(char *buf, size_t n, const syno_db_cand_t *c) {
+  if (lm)
+    snprintf(buf, n, "%.3f", c->perplexity);
+  else
+    snprintf(buf, n, "%.2f%%", 100 * c->accuracy);
+}
+static void show_delta(char *buf, size_t n, const syno_db_cand_t *c, const syno_db_cand_t *base) {
+  if (!base)
+    snprintf(buf, n, "-");
+  else if (lm)
+    snprintf(buf, n, "%+.3f", c->perplexity - base->perplexity);
+  else
+    snprintf(buf, n, "%+.2fpp", 100 * (c->accuracy - base->accuracy));
+}
+/* Within the paper's tolerance of the baseline: 1 point of accuracy, or of perplexity. */
+static int near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base) {
+  return lm ? c->perplexity <= base->perplexity + 1 : c->accuracy >= base->accuracy - 0.01;
+}
 
 static int by_reward(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
@@ -57,19 +83,19 @@ static double speedup_nnconv_of(const syno_db_cand_t *c) {
 static int by_speedup(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
   if (speedup_of(x) != speedup_of(y)) return speedup_of(x) > speedup_of(y) ? -1 : 1;
-  if (x->accuracy != y->accuracy) return x->accuracy > y->accuracy ? -1 : 1;
+  if (quality(x) != quality(y)) return quality(x) > quality(y) ? -1 : 1;
   return x->id < y->id ? -1 : 1;
 }
 
-/* Non-dominated records (higher accuracy, higher speed-up), fastest first. */
+/* Non-dominated records (higher quality, higher speed-up), fastest first. */
 static int pareto(syno_db_cand_t **ok, int n, syno_db_cand_t **front) {
   syno_db_cand_t **s = malloc((size_t)(n ? n : 1) * sizeof *s);
   memcpy(s, ok, (size_t)n * sizeof *s);
   qsort(s, (size_t)n, sizeof *s, by_speedup);
   int m = 0;
-  double best = -1;
+  double best = -HUGE_VAL;
   for (int i = 0; i < n; i++)
-    if (s[i]->accuracy > best) best = s[i]->accuracy, front[m++] = s[i];
+    if (quality(s[i]) > best) best = quality(s[i]), front[m++] = s[i];
   free(s);
   return m;
 }
@@ -99,6 +125,8 @@ static int have_program(const char *name) {
   return system(cmd) == 0;
 }
 
+static double plotted(const syno_db_cand_t *c) { return lm ? c->perplexity : 100 * c->accuracy; }
+
 static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **front, int m,
                 const syno_db_cand_t *base) {
   if (!have_program("gnuplot")) return -1;
@@ -107,19 +135,21 @@ static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **fr
   if (!g) return -1;
   fprintf(g, "set terminal %s size 900,600\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
   fprintf(g,
-          "set title 'syno search: accuracy against inference speed-up'\n"
+          "set title 'syno search: %s against inference speed-up'\n"
           "set xlabel 'whole-network speed-up against the standard network (same run)'\n"
-          "set ylabel 'test accuracy (%%)'\nset grid\nset key bottom left\n");
+          "set ylabel '%s'\nset grid\nset key %s left\n",
+          lm ? "perplexity" : "accuracy", lm ? "validation perplexity (lower is better)" : "test accuracy (%)",
+          lm ? "top" : "bottom");
   fprintf(g,
           "plot '-' with points pt 7 ps 0.8 lc rgb '#7f7f7f' title 'candidates', "
           "'-' with linespoints pt 7 lw 2 lc rgb '#d62728' title 'Pareto front', "
           "'-' with points pt 9 ps 2 lc rgb '#1f77b4' title 'baseline (standard operator)'\n");
   for (int i = 0; i < n; i++)
-    if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", speedup_of(ok[i]), 100 * ok[i]->accuracy);
+    if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", speedup_of(ok[i]), plotted(ok[i]));
   fprintf(g, "e\n");
-  for (int i = 0; i < m; i++) fprintf(g, "%g %g\n", speedup_of(front[i]), 100 * front[i]->accuracy);
+  for (int i = 0; i < m; i++) fprintf(g, "%g %g\n", speedup_of(front[i]), plotted(front[i]));
   fprintf(g, "e\n");
-  if (base) fprintf(g, "%g %g\n", speedup_of(base), 100 * base->accuracy);
+  if (base) fprintf(g, "%g %g\n", speedup_of(base), plotted(base));
   fprintf(g, "e\n");
   return pclose(g) == 0 ? 0 : -1;
 }
@@ -175,6 +205,9 @@ int cli_cmd_report(int argc, char **argv) {
   if (syno_opt_conflict(opts, "json", "csv", &err)) return cli_cmd_error("report", "%s", err.msg);
   syno_db_t *db;
   if (syno_db_open(db_path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("report", "%s", err.msg);
+  char *bb = NULL;
+  lm = syno_db_meta_get(db, "backbone", &bb, &err) == 1 && !strcmp(bb, "gpt");
+  free(bb);
   syno_db_cand_t *rows;
   int n;
   if (syno_db_list(db, &rows, &n, &err)) {
@@ -238,6 +271,8 @@ int cli_cmd_report(int argc, char **argv) {
       cJSON_AddNumberToObject(o, "too_slow", n_slow);
       cJSON_AddNumberToObject(o, "confirmed", n_confirmed);
       if (base) cJSON_AddNumberToObject(o, "baseline_accuracy", base->accuracy);
+      if (base && lm) cJSON_AddNumberToObject(o, "baseline_perplexity", base->perplexity);
+      cJSON_AddStringToObject(o, "quality", lm ? "perplexity" : "accuracy");
       cJSON_AddStringToObject(o, "ranking", "confirmed_accuracy, then reward");
       cJSON *rk = cJSON_AddArrayToObject(o, "ranked_ids");
       for (int i = 0; i < n_ok; i++)
@@ -246,6 +281,7 @@ int cli_cmd_report(int argc, char **argv) {
         cJSON_AddStringToObject(o, "best_op", best->op_text);
         cJSON_AddNumberToObject(o, "best_reward", best->reward);
         cJSON_AddNumberToObject(o, "best_accuracy", best->accuracy);
+        if (lm) cJSON_AddNumberToObject(o, "best_perplexity", best->perplexity);
         if (best->confirmed == 1) cJSON_AddNumberToObject(o, "best_confirmed_accuracy", best->confirmed_accuracy);
         cJSON_AddNumberToObject(o, "best_speedup", best->speedup);
       }
@@ -266,7 +302,13 @@ int cli_cmd_report(int argc, char **argv) {
       if (syno_db_meta_get(db, keys[k], &v, &err) == 1) printf("  %-10s %s\n", keys[k], v);
       if (v) free(v), v = NULL;
     }
-    if (base)
+    if (base && lm)
+      printf(
+          "\nbaseline (standard linear layers): perplexity %.3f (next-token accuracy %.2f%%), %.3g MFLOPs, %.0f "
+          "params, latency %.3f ms (%s)\n",
+          base->perplexity, 100 * base->accuracy, base->flops / 1e6, base->params, 1e3 * base->base_latency_s,
+          base->base_impl ? base->base_impl : "?");
+    else if (base)
       printf(
           "\nbaseline (standard operator): accuracy %.2f%%, %.3g MFLOPs, %.0f params, latency %.3f ms (%s), "
           "%.3f ms with syno's im2col conv\n",
@@ -282,8 +324,10 @@ int cli_cmd_report(int argc, char **argv) {
              setting);
     } else
       printf("\nbest operators by reward (none confirmed yet; confirmed ones would rank first):\n");
-    printf("  %4s %7s %8s %8s %8s %7s %9s %9s  %s\n", "id", "reward", "acc", "conf-acc", "d-acc", "FLOPs", "speed-up",
-           "vs im2col", "operator");
+    char dname[8];
+    snprintf(dname, sizeof dname, "d-%s", quality_name());
+    printf("  %4s %7s %8s %8s %8s %7s %9s %9s  %s\n", "id", "reward", quality_name(), "conf-acc", dname, "FLOPs",
+           "speed-up", "vs im2col", "operator");
     int shown = 0;
     for (int i = 0; i < n_ok && shown < top; i++) {
       const syno_db_cand_t *c = ok[i];
@@ -292,9 +336,11 @@ int cli_cmd_report(int argc, char **argv) {
       char conf[16] = "-";
       if (c->confirmed == 1) snprintf(conf, sizeof conf, "%.2f%%", 100 * c->confirmed_accuracy);
       if (c->confirmed == -1) snprintf(conf, sizeof conf, "failed");
-      printf("  %4ld %7.4f %7.2f%% %8s %+7.2fpp %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, 100 * c->accuracy, conf,
-             base ? 100 * (c->accuracy - base->accuracy) : 0.0, c->flops_ratio, speedup_of(c), speedup_nnconv_of(c),
-             c->op_text);
+      char q[24], d[24];
+      show_quality(q, sizeof q, c);
+      show_delta(d, sizeof d, c, base);
+      printf("  %4ld %7.4f %8s %8s %9s %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, q, conf, d, c->flops_ratio,
+             speedup_of(c), speedup_nnconv_of(c), c->op_text);
     }
     if (n_failed) {
       printf("\nfailures:\n");
@@ -303,11 +349,11 @@ int cli_cmd_report(int argc, char **argv) {
           printf("  %4ld  %s\n        %s\n", rows[i].id, rows[i].reason ? rows[i].reason : "?", rows[i].op_text);
     }
     if (base) {
-      /* The question the search answers: how much faster at (almost) the same accuracy. */
+      /* The question the search answers: how much faster at (almost) the same quality. */
       const syno_db_cand_t *fast[5] = {0};
       for (int i = 0; i < n_ok; i++) {
         const syno_db_cand_t *c = ok[i];
-        if (c->is_baseline || c->accuracy < base->accuracy - 0.01) continue;
+        if (c->is_baseline || !near_baseline(c, base)) continue;
         for (int k = 0; k < 5; k++)
           if (!fast[k] || speedup_of(c) > speedup_of(fast[k])) {
             memmove(&fast[k + 1], &fast[k], sizeof fast[0] * (size_t)(4 - k));
@@ -315,20 +361,26 @@ int cli_cmd_report(int argc, char **argv) {
             break;
           }
       }
-      printf("\nfastest within 1 pp of the baseline's accuracy:\n  %4s %8s %9s %8s %9s  %s\n", "id", "acc", "d-acc",
-             "speed-up", "vs im2col", "operator");
+      printf("\nfastest within 1 %s of the baseline's %s:\n  %4s %8s %9s %8s %9s  %s\n", lm ? "point" : "pp",
+             lm ? "perplexity" : "accuracy", "id", quality_name(), dname, "speed-up", "vs im2col", "operator");
       if (!fast[0]) printf("  none yet\n");
-      for (int k = 0; k < 5 && fast[k]; k++)
-        printf("  %4ld %7.2f%% %+7.2fpp %8.2fx %8.2fx  %s\n", fast[k]->id, 100 * fast[k]->accuracy,
-               100 * (fast[k]->accuracy - base->accuracy), speedup_of(fast[k]), speedup_nnconv_of(fast[k]),
+      for (int k = 0; k < 5 && fast[k]; k++) {
+        char q[24], d[24];
+        show_quality(q, sizeof q, fast[k]);
+        show_delta(d, sizeof d, fast[k], base);
+        printf("  %4ld %8s %9s %8.2fx %8.2fx  %s\n", fast[k]->id, q, d, speedup_of(fast[k]), speedup_nnconv_of(fast[k]),
                fast[k]->op_text);
+      }
       if (fast[0]) printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
     }
-    printf("\nPareto front (accuracy against speed-up):\n  %4s %8s %8s %9s  %s\n", "id", "acc", "speed-up", "vs im2col",
-           "operator");
-    for (int i = 0; i < n_front; i++)
-      printf("  %4ld %7.2f%% %7.2fx %8.2fx  %s\n", front[i]->id, 100 * front[i]->accuracy, speedup_of(front[i]),
-             speedup_nnconv_of(front[i]), front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
+    printf("\nPareto front (%s against speed-up):\n  %4s %8s %8s %9s  %s\n", lm ? "perplexity" : "accuracy", "id",
+           quality_name(), "speed-up", "vs im2col", "operator");
+    for (int i = 0; i < n_front; i++) {
+      char q[24];
+      show_quality(q, sizeof q, front[i]);
+      printf("  %4ld %8s %7.2fx %8.2fx  %s\n", front[i]->id, q, speedup_of(front[i]), speedup_nnconv_of(front[i]),
+             front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
+    }
     printf("\n");
     if (plotted)
       printf("wrote %s\n", png);

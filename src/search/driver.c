@@ -184,14 +184,26 @@ static void set_str(char **dst, const char *s) {
   *dst = s ? strdup(s) : NULL;
 }
 
-static void note_best(syno_driver_progress_t *p, const syno_db_cand_t *r) {
+/* A language model (the gpt backbone) is judged by validation perplexity, lower being better;
+ * the image backbones by test accuracy. */
+static int is_lm(const syno_driver_cfg_t *c) { return c->backbone && !strcmp(c->backbone, "gpt"); }
+
+/* The measure the reward grows with: accuracy, or minus the perplexity. */
+static double score(const syno_driver_cfg_t *c, const syno_db_cand_t *r) {
+  return is_lm(c) ? -r->perplexity : r->accuracy;
+}
+
+static void note_best(const syno_driver_cfg_t *c, syno_driver_progress_t *p, const syno_db_cand_t *r) {
   if (r->status != 0 || r->is_baseline) return;
   if (r->reward > p->best_reward) {
     p->best_reward = r->reward;
     p->best_acc = r->accuracy;
+    p->best_ppl = r->perplexity;
     p->best_acc_speedup = r->speedup;
   }
-  if (r->accuracy >= p->base_acc - 0.01 && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
+  /* Within the paper's tolerance: 1 point of accuracy, or of perplexity. */
+  int near = is_lm(c) ? r->perplexity <= p->base_ppl + 1 : r->accuracy >= p->base_acc - 0.01;
+  if (near && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
 }
 
 /* ------------------------------------------------------------ workers */
@@ -299,28 +311,41 @@ static int run_open(run_t *r, syno_error_t *err) {
 static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, syno_error_t *err) {
   syno_signature_t sig;
   if (syno_signature_preset(c->preset, "", &sig, err)) return NULL;
-  if (sig.kind != SYNO_SIG_CONV)
-    return syno_error_set(err, "the %s backbone's slots are convolutions; preset %s is not", c->backbone, c->preset),
+  int linear = sig.kind == SYNO_SIG_LINEAR;
+  if (linear != is_lm(c))
+    return syno_error_set(err, "the %s backbone's slots are %s; preset %s is not", c->backbone,
+                          is_lm(c) ? "linear layers (presets linear, linear-wide)" : "convolutions", c->preset),
            NULL;
   const syno_evalslot_t *p = plan->slot;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "preset", c->preset);
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
+  const syno_evalslot_t *first = NULL;
   for (int i = 0; i < plan->n; i++) {
     char s[128];
-    if (syno_signature_conv_binding(&sig, 1, p[i].c_in, p[i].c_out, p[i].h, p[i].w, s, sizeof s, err)) {
+    /* A QKV-only preset (linear, t*H_in) fills the fused QKV projections alone. */
+    if (linear && sig.qkv_only && p[i].c_out != 3 * p[i].c_in) continue;
+    if (linear ? syno_signature_linear_binding(&sig, 1, p[i].s, p[i].c_in, p[i].c_out, s, sizeof s, err)
+               : syno_signature_conv_binding(&sig, 1, p[i].c_in, p[i].c_out, p[i].h, p[i].w, s, sizeof s, err)) {
       cJSON_Delete(o);
       return NULL;
     }
     cJSON_AddItemToArray(b, cJSON_CreateString(s));
+    if (!first) first = &p[i];
+  }
+  if (!first) {
+    cJSON_Delete(o);
+    return syno_error_set(err, "no slot of the %s backbone fits preset %s", c->backbone, c->preset), NULL;
   }
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
-  /* Ratios of the standard operator over the distinct slots, per image (batch 1). */
-  cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
-  cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
+  /* Ratios of the standard operator over the distinct slots, per image (batch 1); negative:
+   * the preset's own. */
+  if (c->max_flops_ratio >= 0) cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
+  if (c->min_flops_ratio >= 0) cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
   /* Params are counted on the first binding (syno_node_final_cost). */
   if (c->max_params_ratio > 0)
-    cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p[0].c_in * (double)p[0].c_out);
+    cJSON_AddNumberToObject(o, "max_params",
+                            c->max_params_ratio * (linear ? 1.0 : 9.0) * (double)first->c_in * (double)first->c_out);
   if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   int caps[SYNO_PRIM_KINDS];
   for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -2; /* not named: the preset's cap stays */
@@ -335,7 +360,7 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
    * every slot, so the smallest slot side (4 in the last ResNet stage) must
    * admit a window of 3: relax the ratio to that side / 3. */
   long side = 0;
-  for (int i = 0; i < plan->n; i++) {
+  for (int i = 0; !linear && i < plan->n; i++) {
     long m = p[i].h < p[i].w ? p[i].h : p[i].w;
     if (side == 0 || m < side) side = m;
   }
@@ -412,6 +437,8 @@ static int train_baseline(run_t *r, syno_error_t *err) {
   syno_pool_job_free(job);
   if (r->base.status != 0)
     return syno_error_set(err, "the baseline network failed: %s", r->base.reason ? r->base.reason : "unknown");
+  if (is_lm(&r->c) && !(r->base.perplexity > 0))
+    return syno_error_set(err, "the baseline language model reported no perplexity");
   r->base.is_baseline = 1;
   set_str(&r->base.op_text, "(standard operator)");
   set_str(&r->base.path, "");
@@ -428,9 +455,17 @@ static int run_baseline(run_t *r, syno_error_t *err) {
   if (have < 0) return -1;
   if (!have && train_baseline(r, err)) return -1;
   syno_reward_default(&r->rw);
-  r->rw.ub = c->reward_ub >= 0 ? c->reward_ub : r->base.accuracy;
-  r->rw.lb = c->reward_lb >= 0 ? c->reward_lb : (r->rw.ub - 0.3 > 0 ? r->rw.ub - 0.3 : 0);
+  if (is_lm(c)) {
+    /* Perplexity, as minus itself: 1 at the baseline's, 0 at 1.3 times it (the accuracy
+     * bounds' 0.3 below, relative). */
+    r->rw.ub = -r->base.perplexity;
+    r->rw.lb = -1.3 * r->base.perplexity;
+  } else {
+    r->rw.ub = c->reward_ub >= 0 ? c->reward_ub : r->base.accuracy;
+    r->rw.lb = c->reward_lb >= 0 ? c->reward_lb : (r->rw.ub - 0.3 > 0 ? r->rw.ub - 0.3 : 0);
+  }
   r->prog.base_acc = r->base.accuracy;
+  r->prog.base_ppl = r->base.perplexity;
   r->prog.reward_lb = r->rw.lb;
   r->prog.reward_ub = r->rw.ub;
   emit(r, SYNO_DRIVER_BASELINE_DONE);
@@ -447,7 +482,7 @@ static int replay(run_t *r, const syno_candidate_t *cand, syno_error_t *err) {
   if (f != 1) return f;
   int rc = syno_search_tell(r->search, cand, known.reward, err);
   if (rc == 0) {
-    note_best(&r->prog, &known);
+    note_best(&r->c, &r->prog, &known);
     r->prog.replayed++;
   }
   syno_db_cand_clear(&known);
@@ -520,7 +555,7 @@ static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
   rec.worker = (int)job->tag;
   int slow = syno_evalres_too_slow(&rec);
   /* Too slow is a verdict on the operator, not a breakdown: reward 0, not a failure's -1. */
-  rec.reward = slow ? 0 : syno_reward(&r->rw, rec.status == 0, rec.accuracy, rec.flops_ratio);
+  rec.reward = slow ? 0 : syno_reward(&r->rw, rec.status == 0, score(&r->c, &rec), rec.flops_ratio);
   syno_pool_job_free(job);
   int rc = syno_db_insert(r->db, &rec, err) || syno_search_tell(r->search, &pe->cand, rec.reward, err) ? -1 : 0;
   if (rc == 0) {
@@ -529,7 +564,7 @@ static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
     r->prog.evaluated++;
     r->prog.failed += rec.status != 0;
     r->prog.slower += slow;
-    note_best(&r->prog, &rec);
+    note_best(&r->c, &r->prog, &rec);
   }
   syno_db_cand_clear(&rec);
   return rc;

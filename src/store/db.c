@@ -39,6 +39,8 @@ typedef struct {
   { #name, type, offsetof(syno_db_cand_t, name), 1, NULL }
 #define FLD2(name, type, old) \
   { #name, type, offsetof(syno_db_cand_t, name), 2, old }
+#define FLD3(name, type, old) \
+  { #name, type, offsetof(syno_db_cand_t, name), 3, old }
 static const field_t fields[] = {
     FLD(id, F_LONG),
     FLD(is_baseline, F_INT),
@@ -69,9 +71,11 @@ static const field_t fields[] = {
     FLD2(confirmed_accuracy, F_REAL, NULL),
     FLD2(confirm_reason, F_TEXT, NULL),
     FLD2(confirm_seconds, F_REAL, NULL),
+    FLD3(perplexity, F_REAL, NULL),
 };
 #undef FLD
 #undef FLD2
+#undef FLD3
 #define NFIELDS ((int)(sizeof fields / sizeof *fields))
 
 #define AT(c, f, T) ((T *)((char *)(c) + (f)->off))
