@@ -62,24 +62,6 @@ typedef struct {
 static case_t cases[MAX_CASES];
 static int n_cases;
 
-static void write_floats(const char *path, const float *x, int64_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) fail_msg("cannot write %s", path);
-  assert_int_equal(fwrite(x, sizeof(float), (size_t)n, f), (size_t)n);
-  fclose(f);
-}
-
-static float *read_floats(const char *path, int64_t n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("python did not write %s", path);
-  float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
-  size_t got = fread(x, sizeof(float), (size_t)n, f);
-  int extra = fgetc(f);
-  fclose(f);
-  if (got != (size_t)n || extra != EOF) fail_msg("%s: expected %lld floats", path, (long long)n);
-  return x;
-}
-
 /* Emits op into its case directory with its inputs and the expected results. */
 static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
   assert_true(n_cases < MAX_CASES);
@@ -108,12 +90,12 @@ static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
     assert_int_equal(syno_tensor_numel(op, i, 0, &c->numel[i], &err), 0);
     t[i] = st_random(rng, c->numel[i]);
     snprintf(path, sizeof path, "%s/t%d", dir, i);
-    write_floats(path, t[i], c->numel[i]);
+    st_write_floats(path, t[i], c->numel[i]);
   }
   assert_int_equal(syno_output_numel(op, 0, &c->n_out, &err), 0);
   float *gout = st_random(rng, c->n_out);
   snprintf(path, sizeof path, "%s/gout", dir);
-  write_floats(path, gout, c->n_out);
+  st_write_floats(path, gout, c->n_out);
   c->want_y = malloc(sizeof(float) * (size_t)c->n_out);
   if (syno_interp_nest(nest, v, 0, (const float *const *)t, NULL, c->want_y, &err)) fail_msg("%s", err.msg);
   for (int i = 0; i < op->n_tensors; i++) {
@@ -128,16 +110,8 @@ static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
 }
 
 static void prepare_builtins(syno_rng_t *rng) {
-  static const char *small[] = {"conv2d",           "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
-                                "grouped-conv2d",   "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
-                                "depthwise-conv2d", "N=2, C_in=3, H=6, W=5, k=3",
-                                "strided-conv2d",   "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
-                                "linear",           "N=3, C_in=10, C_out=7",
-                                "avgpool2d",        "N=2, C_in=3, H=8, W=6, k=2"};
   for (int i = 0; syno_builtin_at(i); i++) {
-    const char *bind = "";
-    for (size_t j = 0; j < sizeof small / sizeof *small; j += 2)
-      if (strcmp(small[j], syno_builtin_at(i)->name) == 0) bind = small[j + 1];
+    const char *bind = st_builtin_small_binding(syno_builtin_at(i)->name);
     st_op_t o;
     st_op_builtin(&o, syno_builtin_at(i)->name, bind);
     prepare(&o.op, rng);
@@ -177,13 +151,13 @@ static void test_pytorch_matches_interpreter(void **state) {
   for (int k = 0; k < n_cases; k++) {
     case_t *c = &cases[k];
     snprintf(path, sizeof path, "%s/c%03d/y", tmpdir, k);
-    float *y = read_floats(path, c->n_out);
+    float *y = st_read_floats(path, c->n_out);
     double e = st_rel_err(y, c->want_y, c->n_out);
     if (!(e <= 1e-4)) fail_msg("'%s': PyTorch forward differs from the interpreter, rel err %g", c->text, e);
     free(y);
     for (int t = 0; t < c->n_tensors; t++) {
       snprintf(path, sizeof path, "%s/c%03d/g%d", tmpdir, k, t);
-      float *g = read_floats(path, c->numel[t]);
+      float *g = st_read_floats(path, c->numel[t]);
       e = st_rel_err(g, c->want_g[t], c->numel[t]);
       if (!(e <= 1e-4)) fail_msg("'%s': autograd gradient of tensor %d differs, rel err %g", c->text, t, e);
       free(g);
@@ -199,25 +173,8 @@ static void test_pytorch_matches_interpreter(void **state) {
   if (system(cmd) != 0) print_message("could not remove %s\n", tmpdir);
 }
 
-/* The first interpreter that imports torch and numpy, or NULL. */
-static const char *find_python(void) {
-  static char buf[512];
-  const char *env = getenv("SYNO_PYTHON");
-  const char *cands[] = {env, "python3", "/usr/bin/python3"};
-  for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
-    if (!cands[i] || !*cands[i]) continue;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "%s -c 'import torch, numpy' >/dev/null 2>&1", cands[i]);
-    if (system(cmd) == 0) {
-      snprintf(buf, sizeof buf, "%s", cands[i]);
-      return buf;
-    }
-  }
-  return NULL;
-}
-
 int main(void) {
-  python = find_python();
+  python = st_find_python("torch, numpy");
   if (!python) {
     printf("SKIP: no python3 with torch and numpy (set SYNO_PYTHON)\n");
     return 77;
