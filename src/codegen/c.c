@@ -3,7 +3,7 @@
  * input and of every weight from the gradient of the output.
  *
  * Each nest is the interpreter's evaluation written out: the outer loops
- * over the output in row-major order, the reduction loops inside, guards as
+ * over its target (the output, or a gradient) in row-major order, the reduction loops inside, guards as
  * `continue`, zero padding (restrict) as a flag that drops the product, and
  * a double accumulator divided by the Mean divisor. Every size is a
  * constant of the chosen binding, so the code needs no syno header. */
