@@ -145,6 +145,17 @@ t "--input: needs a value" "$SYNO" show 'in[i0]' --input --output '[H]'
 t "share" "$SYNO" show 'in[share(i0, 1)]' --input '[H]' --output '[H]' --bind H=4
 
 # run
+# export: nothing is written when a case is refused (-o points into the fixture directory).
+t "give --to LANG" "$SYNO" export --builtin linear -o "$fx/op.c"
+t "--to halide: must be one of pytorch, tvm, c, dot" "$SYNO" export --to halide --builtin linear
+t "--png applies to --to dot only" "$SYNO" export --to c --png --builtin linear -o "$fx/op.png"
+t "does not exist" "$SYNO" export --to c --builtin linear -o "$fx/nodir/op.c"
+t "is a directory" "$SYNO" export --to c --builtin linear -o "$fx"
+t "--binding 1 does not exist" "$SYNO" export --to tvm --builtin linear --binding 1 -o "$fx/op.py"
+t "column 4" "$SYNO" export --to pytorch 'in[i0]' --input '[H W]' --output '[H]' -o "$fx/op.py"
+t "found 'i1' at column 7" "$SYNO" export --to c 'in[i0 i1]' --input '[H, W]' --output '[H, W]' --bind H=2,W=2 -o "$fx/op.c"
+t "give either --preset or --spec" "$SYNO" export --to c "$OP" --preset conv2d --spec "$fx/empty.json"
+t "--spec" "$SYNO" export --to c "$OP" --spec "$fx/empty.json"
 t "--seed x: must be a non-negative integer" "$SYNO" run --builtin conv2d --seed x
 t "--seed -1: must be a non-negative integer" "$SYNO" run --builtin conv2d --seed -1
 t "--seed 18446744073709551616" "$SYNO" run --builtin conv2d --seed 18446744073709551616
