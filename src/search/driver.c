@@ -90,6 +90,20 @@ typedef struct {
   char backbone[64], dataset[256], max_count[256], preset[32];
 } owned_t;
 
+/* A recorded number, when present: it must lie in [lo, hi] (and be whole when `whole`), or the
+ * settings are refused: a damaged or hand-edited database must not turn into an overflowing
+ * conversion. 1 read, 0 absent, -1 out of range (err set). */
+static int setting(const cJSON *o, const char *key, double lo, double hi, int whole, double *v, syno_error_t *err) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsNumber(x)) return 0;
+  double d = x->valuedouble;
+  if (!(d >= lo && d <= hi) || (whole && d != (double)(long long)d))
+    return syno_error_set(err, "the database's search settings have %s %g, outside %s%g..%g", key, d,
+                          whole ? "the integers " : "", lo, hi);
+  *v = d;
+  return 1;
+}
+
 static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, syno_error_t *err) {
   cJSON *o = cJSON_Parse(json);
   if (!cJSON_IsObject(o)) {
@@ -97,23 +111,29 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
     return syno_error_set(err, "the database's search settings are not valid JSON");
   }
   const cJSON *x;
+  double v = 0;
+  int bad = 0;
   c->min_speedup = 0; /* a search recorded before the check existed trained every candidate */
-#define NUM(field, key) \
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = x->valuedouble;
-#define INT(field, key) \
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = (int)x->valuedouble;
-  INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(pad, "pad") INT(space_depth, "space_depth");
-  NUM(width, "width") NUM(lr, "lr") NUM(max_flops_ratio, "max_flops_ratio") NUM(min_flops_ratio, "min_flops_ratio");
-  NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub") NUM(max_params_ratio, "max_params_ratio");
-  INT(max_tensors, "max_tensors") NUM(min_speedup, "min_speedup");
+  /* The ranges are the command line's (flops and reward bounds: -1 is "unset"). */
+#define NUM(field, key, lo, hi) \
+  if (!bad && (bad = setting(o, key, lo, hi, 0, &v, err)) == 1) c->field = v, bad = 0;
+#define INT(field, key, lo, hi, T) \
+  if (!bad && (bad = setting(o, key, lo, hi, 1, &v, err)) == 1) c->field = (T)v, bad = 0;
+  INT(epochs, "epochs", 1, 10000, int) INT(batch, "batch", 1, 65536, int) INT(depth, "depth", 0, 8, int);
+  INT(pad, "pad", 0, 64, int) INT(space_depth, "space_depth", 0, 40, int) INT(max_tensors, "max_tensors", 0, 64, int);
+  NUM(width, "width", 0, 4096) NUM(lr, "lr", 1e-12, 100) NUM(max_flops_ratio, "max_flops_ratio", -1, 1000);
+  NUM(min_flops_ratio, "min_flops_ratio", -1, 1000)
+  NUM(reward_lb, "reward_lb", -1, 1) NUM(reward_ub, "reward_ub", -1, 1);
+  NUM(max_params_ratio, "max_params_ratio", 0, 1e6) NUM(min_speedup, "min_speedup", 0, 1000);
+  INT(subset, "subset", 0, 1e8, long) INT(seed, "seed", 0, 9007199254740992.0, uint64_t);
+  if (c->budget < 0) INT(budget, "budget", 0, 1e9, int);
+  if (c->confirm < 0) INT(confirm, "confirm", 0, 1000, int);
 #undef NUM
 #undef INT
-  if (c->budget < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "budget")))
-    c->budget = (int)x->valuedouble;
-  if (c->confirm < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "confirm")))
-    c->confirm = (int)x->valuedouble;
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "subset"))) c->subset = (long)x->valuedouble;
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "seed"))) c->seed = (uint64_t)x->valuedouble;
+  if (bad) {
+    cJSON_Delete(o);
+    return -1;
+  }
   c->ordered = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ordered"));
   c->stand_in = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stand_in"));
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "algorithm")))

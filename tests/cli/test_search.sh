@@ -149,6 +149,23 @@ rows_of "$tmp/o2.db" >"$tmp/o2.txt"
 cmp -s "$tmp/o1.txt" "$tmp/o2.txt" || fail "two --ordered searches differ: $(diff "$tmp/o1.txt" "$tmp/o2.txt")"
 echo "search --ordered: two runs with 2 workers, the same 10 candidates in the same order"
 
+# A damaged settings record (a number no search writes) is refused on resume, the file untouched.
+cp "$tmp/o1.db" "$tmp/bad.db"
+python3 - "$tmp/bad.db" <<'PY'
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+s = json.loads(c.execute("select value from meta where key = 'driver'").fetchone()[0])
+s["epochs"] = 1e300
+c.execute("update meta set value = ? where key = 'driver'", (json.dumps(s),))
+c.commit()
+PY
+cp "$tmp/bad.db" "$tmp/bad.orig"
+"$bin" search --resume "$tmp/bad.db" --quiet 2>"$tmp/bad.err" && fail "damaged settings were accepted"
+grep -q "search settings have epochs 1e+300, outside the integers 1..10000" "$tmp/bad.err" ||
+  fail "the message does not name the setting: $(cat "$tmp/bad.err")"
+cmp -s "$tmp/bad.db" "$tmp/bad.orig" || fail "a refused resume changed the database"
+echo "search --resume: damaged settings refused, naming the value, file unchanged"
+
 # Retraining a recorded candidate takes its operator and the search's settings.
 "$bin" train --db "$tmp/k.db" --id 2 --epochs 1 --subset 100 --json > "$tmp/re" 2>"$tmp/re.err" ||
   fail "train --db --id failed: $(cat "$tmp/re.err")"
