@@ -569,12 +569,23 @@ int syno_db_cand_from_json(const char *json, syno_db_cand_t *c, syno_error_t *er
     if (f->type == F_TEXT) {
       if (cJSON_IsString(x)) *AT(c, f, char *) = strdup(x->valuestring);
     } else if (cJSON_IsNumber(x)) {
+      double d = x->valuedouble;
+      if (f->type != F_REAL) {
+        /* Checked before converting: an out-of-range conversion is undefined. */
+        double lim = f->type == F_INT ? 2147483647.0 : 9007199254740992.0;
+        if (!(d >= -lim && d <= lim) || d != (double)(long long)d) {
+          cJSON_Delete(o);
+          syno_db_cand_clear(c);
+          return syno_error_set(err, "a candidate record's \"%s\" must be an integer within +-%.0f (got %g)", f->name,
+                                lim, d);
+        }
+      }
       if (f->type == F_INT)
-        *AT(c, f, int) = (int)x->valuedouble;
+        *AT(c, f, int) = (int)d;
       else if (f->type == F_LONG)
-        *AT(c, f, long) = (long)x->valuedouble;
+        *AT(c, f, long) = (long)d;
       else
-        *AT(c, f, double) = x->valuedouble;
+        *AT(c, f, double) = d;
     }
   }
   cJSON_Delete(o);
