@@ -14,6 +14,7 @@
 
 static const char *usage =
     "usage: syno report --db FILE [--top K] [--json | --csv] [--out DIR]\n"
+    "       syno report --table FILE [--table FILE ...] [--json] [--out DIR]\n"
     "\n"
     "Shows what a search recorded: its settings, the baseline (the backbone with\n"
     "the standard operator), the best operators - ranked by their confirmed\n"
@@ -26,7 +27,13 @@ static const char *usage =
     "DIR/NAME-best.dot and -best.png (graphviz) of the best operator, NAME being the\n"
     "database's name without .db and DIR its directory unless --out is given.\n"
     "The database is only read (a file that is not a syno results database, or is\n"
-    "damaged, is refused with status 2 and left as it is).\n";
+    "damaged, is refused with status 2 and left as it is).\n"
+    "\n"
+    "--table: the results table over several searches (one per backbone, say), in\n"
+    "the form of the paper's figure 5: per search, the fastest operator within 1 pp\n"
+    "of its baseline's accuracy (1 point of perplexity for gpt), its speed-up, FLOPs\n"
+    "and parameters against the standard network, then the geometric mean of the\n"
+    "speed-ups (a search with none counts 1x); writes DIR/syno-table.png.\n";
 
 /* What a record's quality is: its test accuracy, or for a language model (the gpt backbone) its
  * validation perplexity, lower being better. Every table, the Pareto front and the plot go
@@ -184,12 +191,159 @@ static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_
   return system(cmd) == 0 ? 0 : syno_error_set(err, "dot failed on %s", dot_path);
 }
 
+/* One search's row of the results table. */
+typedef struct {
+  char db[256], backbone[64];
+  int lm, candidates;
+  syno_db_cand_t base, best; /* best.id 0: none within the tolerance */
+} table_row_t;
+
+/* The fastest candidate within the tolerance of one search. 0, or the exit status. */
+static int table_row(const char *path, table_row_t *t) {
+  syno_error_t err;
+  syno_db_t *db;
+  memset(t, 0, sizeof *t);
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  snprintf(t->db, sizeof t->db, "%s", basename(tmp));
+  if (syno_db_open(path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("report", "%s", err.msg);
+  char *bb = NULL;
+  snprintf(t->backbone, sizeof t->backbone, "?");
+  if (syno_db_meta_get(db, "backbone", &bb, &err) == 1) snprintf(t->backbone, sizeof t->backbone, "%s", bb);
+  free(bb);
+  t->lm = lm = !strcmp(t->backbone, "gpt");
+  syno_db_cand_t *rows;
+  int n;
+  if (syno_db_list(db, &rows, &n, &err)) {
+    syno_db_close(db);
+    return cli_cmd_error("report", "%s", err.msg);
+  }
+  const syno_db_cand_t *base = NULL, *best = NULL;
+  for (int i = 0; i < n; i++)
+    if (rows[i].is_baseline) base = &rows[i];
+  for (int i = 0; base && i < n; i++) {
+    const syno_db_cand_t *c = &rows[i];
+    if (c->is_baseline) continue;
+    t->candidates++;
+    if (c->status == 0 && near_baseline(c, base) && (!best || speedup_of(c) > speedup_of(best))) best = c;
+  }
+  int rc = 0;
+  if (!base)
+    rc = cli_cmd_error("report", "%s has no baseline record (not a finished search's start?)", path);
+  else {
+    /* Only numbers are kept: the strings stay with the rows. */
+    t->base = *base;
+    if (best) t->best = *best;
+    t->base.op_text = t->base.path = t->base.reason = t->base.base_impl = t->base.slots_json = NULL;
+    t->base.confirm_reason = NULL;
+    t->best.op_text = t->best.path = t->best.reason = t->best.base_impl = t->best.slots_json = NULL;
+    t->best.confirm_reason = NULL;
+  }
+  syno_db_list_free(rows, n);
+  syno_db_close(db);
+  return rc;
+}
+
+static int table_plot(const char *png, const table_row_t *t, int n, double geo) {
+  if (!have_program("gnuplot")) return -1;
+  int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
+  FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
+  if (!g) return -1;
+  fprintf(g, "set terminal %s size 900,500\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
+  fprintf(g,
+          "set title 'syno: fastest operator within 1 pp (1 point of perplexity) per search; geomean %.2fx'\n"
+          "set ylabel 'inference speed-up over the standard network'\nset style fill solid 0.6\n"
+          "set boxwidth 0.6\nset yrange [0:*]\nset grid y\nset key top left\nset xtics rotate by -20\n"
+          "plot '-' using 0:2:xtic(1) with boxes lc rgb '#1f77b4' notitle, 1 with lines lc rgb '#d62728' "
+          "title 'standard network'\n",
+          geo);
+  for (int i = 0; i < n; i++)
+    fprintf(g, "\"%s (%s)\" %g\n", t[i].backbone, t[i].db, t[i].best.id ? speedup_of(&t[i].best) : 1.0);
+  fprintf(g, "e\n");
+  return pclose(g) == 0 ? 0 : -1;
+}
+
+/* syno report --table: the results table over several searches. */
+static int report_table(const char *const *paths, int n, const char *out_dir, int json) {
+  table_row_t *t = calloc((size_t)n, sizeof *t);
+  if (!t) return cli_cmd_error("report", "out of memory");
+  for (int i = 0; i < n; i++) {
+    int rc = table_row(paths[i], &t[i]);
+    if (rc) {
+      free(t);
+      return rc;
+    }
+  }
+  double logsum = 0;
+  for (int i = 0; i < n; i++) logsum += log(t[i].best.id ? speedup_of(&t[i].best) : 1.0);
+  double geo = exp(logsum / n);
+  char png[1100];
+  snprintf(png, sizeof png, "%s/syno-table.png", out_dir ? out_dir : ".");
+  int plotted = table_plot(png, t, n, geo) == 0;
+  if (json) {
+    for (int i = 0; i < n; i++) {
+      cJSON *o = cJSON_CreateObject();
+      lm = t[i].lm;
+      cJSON_AddStringToObject(o, "db", t[i].db);
+      cJSON_AddStringToObject(o, "backbone", t[i].backbone);
+      cJSON_AddStringToObject(o, "quality", lm ? "perplexity" : "accuracy");
+      cJSON_AddNumberToObject(o, "candidates", t[i].candidates);
+      cJSON_AddNumberToObject(o, "baseline", lm ? t[i].base.perplexity : t[i].base.accuracy);
+      if (t[i].best.id) {
+        cJSON_AddNumberToObject(o, "best_id", (double)t[i].best.id);
+        cJSON_AddNumberToObject(o, "best", lm ? t[i].best.perplexity : t[i].best.accuracy);
+        cJSON_AddNumberToObject(o, "speedup", speedup_of(&t[i].best));
+        cJSON_AddNumberToObject(o, "flops_ratio", t[i].best.flops_ratio);
+        cJSON_AddNumberToObject(o, "params_ratio", t[i].base.params > 0 ? t[i].best.params / t[i].base.params : 0);
+      }
+      char *s = cJSON_PrintUnformatted(o);
+      printf("%s\n", s);
+      free(s);
+      cJSON_Delete(o);
+    }
+    printf("{\"summary\":true,\"searches\":%d,\"geomean_speedup\":%.6g%s%s%s}\n", n, geo, plotted ? ",\"png\":\"" : "",
+           plotted ? png : "", plotted ? "\"" : "");
+  } else {
+    printf("%-8s %-24s %5s %10s %5s %10s %10s %9s %7s %7s\n", "backbone", "search", "cands", "baseline", "id", "best",
+           "delta", "speed-up", "FLOPs", "params");
+    for (int i = 0; i < n; i++) {
+      lm = t[i].lm;
+      char b[24], q[24] = "-", d[24] = "-", id[16] = "none", sp[16] = "1.00x", fl[16] = "-", pr[16] = "-";
+      show_quality(b, sizeof b, &t[i].base);
+      if (t[i].best.id) {
+        show_quality(q, sizeof q, &t[i].best);
+        show_delta(d, sizeof d, &t[i].best, &t[i].base);
+        snprintf(id, sizeof id, "%ld", t[i].best.id);
+        snprintf(sp, sizeof sp, "%.2fx", speedup_of(&t[i].best));
+        snprintf(fl, sizeof fl, "%.2fx", t[i].best.flops_ratio);
+        if (t[i].base.params > 0) snprintf(pr, sizeof pr, "%.2fx", t[i].best.params / t[i].base.params);
+      }
+      printf("%-8s %-24.24s %5d %10s %5s %10s %10s %9s %7s %7s\n", t[i].backbone, t[i].db, t[i].candidates, b, id, q, d,
+             sp, fl, pr);
+    }
+    printf(
+        "geometric mean speed-up over %d search(es): %.2fx (a search with no operator within the tolerance counts "
+        "1x)\n",
+        n, geo);
+    if (plotted)
+      printf("wrote %s\n", png);
+    else
+      printf("no plot: gnuplot is missing or failed\n");
+  }
+  free(t);
+  return 0;
+}
+
 int cli_cmd_report(int argc, char **argv) {
   const char *db_path = NULL, *out_dir = NULL;
   long top = 10;
-  int json = 0, csv = 0;
+  int json = 0, csv = 0, ntable = 0;
+  const char *tables[32];
   syno_opt_t opts[] = {
       SYNO_OPT_PATH("db", "FILE", &db_path, SYNO_OPT_FILE, "the results database of `syno search`"),
+      SYNO_OPT_LIST("table", "FILE", tables, 32, &ntable,
+                    "the results table over these searches' databases\n"
+                    "(repeat it, up to 32)"),
       SYNO_OPT_INT("top", "K", &top, 1, 1000000, "how many operators to list (default 10)"),
       SYNO_OPT_FLAG("json", &json, "one JSON object per record, then a summary object"),
       SYNO_OPT_FLAG("csv", &csv, "a header and one row per record"),
@@ -201,7 +355,11 @@ int cli_cmd_report(int argc, char **argv) {
   int rc = cli_parse("report", usage, NULL, opts, argc, argv);
   if (rc >= 0) return rc;
   syno_error_t err;
-  if (!db_path) return cli_cmd_error("report", "give the results database with --db FILE");
+  if (syno_opt_conflict(opts, "db", "table", &err) || syno_opt_conflict(opts, "table", "csv", &err) ||
+      syno_opt_conflict(opts, "table", "top", &err))
+    return cli_cmd_error("report", "%s", err.msg);
+  if (ntable > 0) return report_table(tables, ntable, out_dir, json);
+  if (!db_path) return cli_cmd_error("report", "give the results database with --db FILE (or --table FILE ...)");
   if (syno_opt_conflict(opts, "json", "csv", &err)) return cli_cmd_error("report", "%s", err.msg);
   syno_db_t *db;
   if (syno_db_open(db_path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("report", "%s", err.msg);

@@ -294,6 +294,10 @@ t "--epochs: needs a value" "${S[@]}" --epochs
 # report
 t "give the results database with --db FILE" "$SYNO" report
 t "not a syno results database (not an SQLite file)" "$SYNO" report --db "$fx/junk.db"
+t "not a syno results database (not an SQLite file)" "$SYNO" report --table "$fx/s.db" --table "$fx/junk.db"
+t "is damaged" "$SYNO" report --table "$fx/damaged.db"
+t "--table and --csv exclude each other" "$SYNO" report --table "$fx/s.db" --csv
+t "/nonexistent.db: no such results database" "$SYNO" report --table /nonexistent.db
 t "another application" "$SYNO" report --db "$fx/foreign.db"
 t "is damaged" "$SYNO" report --db "$fx/damaged.db"
 t "is damaged" "$SYNO" report --db "$fx/truncated.db"
