@@ -396,6 +396,45 @@ static void test_identity_residual_and_add(void **state) {
   syno_nn_layer_free(bad);
 }
 
+/* Dense (DenseNet concatenation): the output is x's channels then the body's, and the input
+ * gradient (dy's x slice plus the body's) and the body's weight gradients pass finite
+ * differences, also nested as a dense block is (two layers, the second sees both). */
+static void test_dense_concat(void **state) {
+  (void)state;
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 111, 1);
+  syno_conv2d_cfg_t c = {.in_channels = 2, .out_channels = 3, .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+  syno_layer_t *d = syno_nn_dense_create(syno_nn_conv2d_create(&c, &rng));
+  int64_t dims[4] = {2, 2, 4, 3}, od[4];
+  syno_tensor_t x = gc_randn(4, dims, 112);
+  assert_int_equal(syno_nn_out_shape(d, 4, dims, od), 4);
+  assert_int_equal(od[1], 5);
+  assert_int_equal(syno_nn_forward(d, &x, 1), 0);
+  const syno_tensor_t *b = &d->children[0]->out;
+  for (int n = 0; n < 2; n++)
+    for (int i = 0; i < 12; i++) {
+      for (int ch = 0; ch < 2; ch++) assert_true(d->out.data[(n * 5 + ch) * 12 + i] == x.data[(n * 2 + ch) * 12 + i]);
+      for (int ch = 0; ch < 3; ch++)
+        assert_true(d->out.data[(n * 5 + 2 + ch) * 12 + i] == b->data[(n * 3 + ch) * 12 + i]);
+    }
+  check(d, &x, GC_DEFAULT, 113);
+  syno_conv2d_cfg_t c2 = c;
+  c2.in_channels = 5;
+  c2.out_channels = 2;
+  syno_layer_t *two[2] = {d, syno_nn_dense_create(syno_nn_conv2d_create(&c2, &rng))};
+  syno_layer_t *block = syno_nn_sequential_create(2, two);
+  check(block, &x, GC_DEFAULT, 114);
+  assert_int_equal(block->out.dims[1], 7);
+  /* a body that changes the spatial size cannot be concatenated */
+  syno_layer_t *bad = syno_nn_dense_create(syno_nn_maxpool2d_create(2, 2, 0));
+  assert_int_equal(syno_nn_out_shape(bad, 4, dims, od), SYNO_NN_ESHAPE);
+  assert_int_equal(syno_nn_forward(bad, &x, 1), SYNO_NN_ESHAPE);
+  assert_null(syno_nn_dense_create(NULL));
+  syno_nn_tensor_free(&x);
+  syno_nn_layer_free(block);
+  syno_nn_layer_free(bad);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linear),
@@ -409,6 +448,7 @@ int main(void) {
       cmocka_unit_test(test_softmax_xent),
       cmocka_unit_test(test_composite_network),
       cmocka_unit_test(test_identity_residual_and_add),
+      cmocka_unit_test(test_dense_concat),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
