@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "syno/backbone.h"
 #include "syno/dist.h"
 #include "syno/driver.h"
 #include "syno/store.h"
@@ -244,7 +245,8 @@ static int search_mpi(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
 }
 
 int cli_cmd_search(int argc, char **argv) {
-  static const char *const backbones[] = {"resnet", "vgg", NULL}, *const datasets[] = {"digits", "fashion-mnist", NULL};
+  static const char *const datasets[] = {"digits", "fashion-mnist", NULL};
+  const char *const *backbones = syno_backbone_names(1);
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
   const char *resume = NULL;
