@@ -79,8 +79,8 @@ int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64
  * c_out; 1 is syno_slot_create). A synthesized operator replaces the whole grouped conv: it is
  * bound to the full C_in -> C_out like any conv slot, and may mix every channel or group them
  * itself (the conv2d preset's g); the slot's groups then reads 1. */
-int syno_slot_create_grouped(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w,
-                             int64_t groups, int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
+int syno_slot_create_grouped(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w, int64_t groups,
+                             int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
 /* A linear slot for [N, s, c_in] -> [N, s, c_out]. op NULL: the standard bias-free linear
  * (weights drawn from rng exactly as syno_nn_linear_create(c_in, c_out, 0, rng) draws them).
  * Otherwise op must come from the linear preset; it is compiled for the binding

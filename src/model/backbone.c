@@ -33,14 +33,18 @@ static const struct {
   enum family f;
   int blocks[4]; /* blocks per stage, as published; 0: no such stage */
 } nets[] = {
-    {"resnet18", F_RESNET, {2, 2, 2, 2}},     {"resnet", F_RESNET, {2, 2, 2, 2}},
-    {"resnet34", F_RESNET, {3, 4, 6, 3}},     {"resnext29", F_RESNEXT, {3, 3, 3, 0}},
-    {"densenet121", F_DENSENET, {6, 12, 24, 16}}, {"vgg", F_VGG, {0}},
+    {"resnet18", F_RESNET, {2, 2, 2, 2}},
+    {"resnet", F_RESNET, {2, 2, 2, 2}},
+    {"resnet34", F_RESNET, {3, 4, 6, 3}},
+    {"resnext29", F_RESNEXT, {3, 3, 3, 0}},
+    {"densenet121", F_DENSENET, {6, 12, 24, 16}},
+    {"vgg", F_VGG, {0}},
     {"gpt", F_GPT, {0}},
 };
 #define NNETS ((int)(sizeof nets / sizeof nets[0]))
 
-static const char *const all_names[] = {"resnet18", "resnet", "resnet34", "resnext29", "densenet121", "vgg", "gpt", NULL};
+static const char *const all_names[] = {"resnet18",    "resnet", "resnet34", "resnext29",
+                                        "densenet121", "vgg",    "gpt",      NULL};
 
 const char *const *syno_backbone_names(int images_only) {
   /* gpt is last, so the image backbones are the list cut before it */
@@ -180,8 +184,8 @@ static syno_layer_t *bottleneck_block(builder_t *b, int64_t ci, int64_t inner, i
  * giving 4k channels and the 3x3 slot k (the growth rate). */
 static syno_layer_t *dense_layer(builder_t *b, int64_t ci, int64_t k, int64_t h, int64_t w) {
   syno_layer_t *body[6] = {
-      bn(b, ci), syno_nn_relu_create(), mk_conv(b, ci, 4 * k, 1, 0, h, w), bn(b, 4 * k), syno_nn_relu_create(),
-      mk_slot(b, 4 * k, k, h, w, 1),
+      bn(b, ci),    syno_nn_relu_create(), mk_conv(b, ci, 4 * k, 1, 0, h, w),
+      bn(b, 4 * k), syno_nn_relu_create(), mk_slot(b, 4 * k, k, h, w, 1),
   };
   syno_layer_t *bodyl = seq(b, 6, body);
   if (!bodyl) return NULL;

@@ -317,8 +317,8 @@ int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64
   return syno_slot_create_grouped(op, c_in, c_out, h, w, 1, conv_backend, rng, out, err);
 }
 
-int syno_slot_create_grouped(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w,
-                             int64_t groups, int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err) {
+int syno_slot_create_grouped(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w, int64_t groups,
+                             int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err) {
   *out = NULL;
   if (c_in < 1 || c_out < 1 || h < 1 || w < 1)
     return syno_error_set(err, "slot sizes must be positive (C_in=%lld C_out=%lld H=%lld W=%lld)", (long long)c_in,

@@ -178,7 +178,7 @@ typedef struct {
 static void record(const syno_train_progress_t *p, void *user) {
   losses_t *l = user;
   if (p->test_acc >= 0) return; /* the end-of-epoch report */
-  int64_t seen = p->step * 32; /* full batches: the subset is a multiple of the batch */
+  int64_t seen = p->step * 32;  /* full batches: the subset is a multiple of the batch */
   if (l->n < 64) l->loss[l->n++] = (p->loss * (double)seen - l->sum) / (double)(seen - l->seen);
   l->sum = p->loss * (double)seen;
   l->seen = seen;
@@ -259,8 +259,10 @@ static void test_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_published_slots), cmocka_unit_test(test_grouped_slot),
-      cmocka_unit_test(test_operator_in_slots), cmocka_unit_test(test_train_one_epoch),
+      cmocka_unit_test(test_published_slots),
+      cmocka_unit_test(test_grouped_slot),
+      cmocka_unit_test(test_operator_in_slots),
+      cmocka_unit_test(test_train_one_epoch),
       cmocka_unit_test(test_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
