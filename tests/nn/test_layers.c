@@ -435,6 +435,51 @@ static void test_dense_concat(void **state) {
   syno_nn_layer_free(bad);
 }
 
+/* SiLU and sigmoid against their definitions and by finite differences; the SE gate
+ * (x times a per-channel gate computed from x) by finite differences through both paths. */
+static void test_silu_sigmoid_gate(void **state) {
+  (void)state;
+  int64_t d[4] = {2, 3, 4, 5};
+  syno_tensor_t x = gc_randn(4, d, 121);
+  syno_layer_t *si = syno_nn_silu_create(), *sg = syno_nn_sigmoid_create();
+  check(si, &x, GC_DEFAULT, 122);
+  check(sg, &x, GC_DEFAULT, 123);
+  assert_int_equal(syno_nn_forward(si, &x, 1), 0); /* the check left a perturbed forward */
+  assert_int_equal(syno_nn_forward(sg, &x, 1), 0);
+  for (int64_t i = 0; i < syno_nn_tensor_numel(&x); i++) {
+    double v = x.data[i], s = 1 / (1 + exp(-v));
+    assert_true(fabs(sg->out.data[i] - s) < 1e-6);
+    assert_true(fabs(si->out.data[i] - v * s) < 1e-6 * (1 + fabs(v)));
+  }
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 124, 1);
+  syno_layer_t *se[5] = {syno_nn_global_avgpool_create(), syno_nn_linear_create(3, 2, 1, &rng), syno_nn_silu_create(),
+                         syno_nn_linear_create(2, 3, 1, &rng), syno_nn_sigmoid_create()};
+  syno_layer_t *gate = syno_nn_gate_create(syno_nn_sequential_create(5, se));
+  int64_t od[4];
+  assert_int_equal(syno_nn_out_shape(gate, 4, d, od), 4);
+  assert_int_equal(od[1], 3);
+  check(gate, &x, GC_DEFAULT, 125);
+  assert_int_equal(syno_nn_forward(gate, &x, 1), 0);
+  const syno_tensor_t *g = &gate->children[0]->out;
+  for (int64_t r = 0; r < 6; r++)
+    for (int64_t i = 0; i < 20; i++) assert_true(gate->out.data[r * 20 + i] == x.data[r * 20 + i] * g->data[r]);
+  /* a body whose output is not one value per channel */
+  syno_layer_t *bad = syno_nn_gate_create(syno_nn_global_avgpool_create());
+  int64_t d2[4] = {2, 3, 1, 1};
+  assert_int_equal(syno_nn_out_shape(bad, 4, d2, od), 4);
+  syno_nn_layer_free(bad);
+  syno_layer_t *wrong[2] = {syno_nn_global_avgpool_create(), syno_nn_linear_create(3, 2, 1, &rng)};
+  bad = syno_nn_gate_create(syno_nn_sequential_create(2, wrong));
+  assert_int_equal(syno_nn_out_shape(bad, 4, d, od), SYNO_NN_ESHAPE);
+  assert_int_equal(syno_nn_forward(bad, &x, 1), SYNO_NN_ESHAPE);
+  syno_nn_layer_free(bad);
+  syno_nn_tensor_free(&x);
+  syno_nn_layer_free(si);
+  syno_nn_layer_free(sg);
+  syno_nn_layer_free(gate);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linear),
@@ -449,6 +494,7 @@ int main(void) {
       cmocka_unit_test(test_composite_network),
       cmocka_unit_test(test_identity_residual_and_add),
       cmocka_unit_test(test_dense_concat),
+      cmocka_unit_test(test_silu_sigmoid_gate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
