@@ -98,8 +98,8 @@ const char *syno_slot_error(const syno_layer_t *l);
 #define SYNO_BACKBONE_MAX_SLOTS 64
 
 /* The backbone names syno_backbone_build knows, NULL-terminated: resnet18, resnet (the same
- * network, its older name), resnet34, resnext29, densenet121, vgg and, unless images_only,
- * gpt. The one list every command's --backbone takes its choices from. */
+ * network, its older name), resnet34, resnext29, densenet121, efficientnetv2s, vgg and,
+ * unless images_only, gpt. The one list every command's --backbone takes its choices from. */
 const char *const *syno_backbone_names(int images_only);
 /* 0 if name is a known backbone, else -1 with err "unknown backbone 'x' (known: ...)". */
 int syno_backbone_known(const char *name, syno_error_t *err);
@@ -109,10 +109,12 @@ typedef struct syno_backbone_cfg {
   int64_t in_c, in_h, in_w; /* images (every backbone but gpt) */
   int nclasses;             /* images */
   double width;             /* CNNs: channel multiplier, 0 means 1 (ResNet widths
-                             * 16/32/64/128; DenseNet growth rate 32 x width); gpt: the
+                             * 16/32/64/128; ResNeXt a quarter of the published widths;
+                             * DenseNet growth rate 32 x width; EfficientNet the published
+                             * widths x width); gpt: the
                              * model dim C (an integer), 0 means 64 */
   int depth;                /* resnet18, gpt: blocks per stage (0 means 2); vgg: convs per
-                             * stage (0 means 2); resnet34, resnext29, densenet121: at most
+                             * stage (0 means 2); the other CNNs: at most
                              * this many blocks per stage (0: the published counts) */
   const syno_slotop_t *op;  /* NULL: the standard operator in every slot; a conv2d-preset
                              * operator for resnet/vgg, a linear-preset one for gpt */
@@ -142,11 +144,17 @@ typedef struct syno_backbone {
  * bottleneck blocks (1x1 conv, grouped 3x3 conv of cardinality 8, 1x1 conv; outputs
  * 64/128/256, grouped widths 128/256/512, all x width); the grouped 3x3 convs are the slots
  * (syno_slot_create_grouped: what an operator replaces there). densenet121: DenseNet-BC,
- * growth rate k = 32 x width, 3x3 stem conv to 2k, dense blocks of [6,12,24,16] layers
+ * growth rate k = 32 x width, 3x3 stem conv to 2k BN ReLU, dense blocks of [6,12,24,16] layers
  * (BN ReLU 1x1 conv to 4k, BN ReLU 3x3 slot to k, concatenated: syno_nn_dense_create) with
  * transitions (BN ReLU 1x1 conv halving the channels, AvgPool2d(2)), BN ReLU at the end; its
- * 58 3x3 convs are the slots. vgg: 3 stages of depth x
- * (slot, BN, ReLU) then MaxPool2d(2) (while the side is >= 2), widths 16/32/64 x width.
+ * 58 3x3 convs are the slots. efficientnetv2s: EfficientNetV2-S at the published widths x
+ * width: a 3x3 stem conv (stride 1) to 24, BN, SiLU; 2 fused-MBConv (expansion 1), 4 and 4
+ * fused-MBConv (expansion 4; 48, 64 channels), 6, 9 and 15 MBConv with squeeze-and-excitation
+ * (expansion 4, 6, 6; 128, 160, 256 channels), a 1x1 head conv to 1280, BN, SiLU; a block
+ * adds its input where its shape stays. The slots are the fused blocks' 3x3 convs and the
+ * MBConv blocks' depthwise 3x3 convs (grouped slots with groups = channels): 40.
+ * vgg: 3 stages of depth x (slot, BN, ReLU) then MaxPool2d(2) (while the side is >= 2),
+ * widths 16/32/64 x width.
  * All the CNNs end with global average pooling and a linear classifier.
  * gpt: a decoder-only transformer (GPT-2 layout, pre-LayerNorm): token + learned position
  * embeddings (N(0, 0.02^2)), depth blocks of x += O(attn(QKV(LN x))) (causal, heads heads;

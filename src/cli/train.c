@@ -153,7 +153,8 @@ int cli_cmd_train(int argc, char **argv) {
                     "gpt: the model dim (default 64)"),
       SYNO_OPT_INT("depth", "D", &cfg.depth, 1, 8,
                    "blocks per stage (default 2; gpt: transformer blocks; vgg: convs;\n"
-                   "resnet34, resnext29, densenet121: at most D, default as published)"),
+                   "resnet34, resnext29, densenet121, efficientnetv2s: at most D,\n"
+                   "default as published)"),
       SYNO_OPT_INT("heads", "H", &cfg.heads, 1, 256, "gpt: attention heads (default 4)"),
       SYNO_OPT_INT("context", "T", &cfg.context, 1, 4096, "gpt: context length in characters (default 64)"),
       SYNO_OPT_REAL("time-limit", "S", &cfg.time_limit, 0, 1e9, 0, "stop after S seconds (default 0: none)"),

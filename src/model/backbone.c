@@ -1,5 +1,6 @@
-/* Backbones with operator slots: the CNNs (ResNet-18/34, ResNeXt-29, DenseNet-121, VGG) by
- * name, each a stage plan over a few shared block builders. See syno/backbone.h. */
+/* Backbones with operator slots: the CNNs (ResNet-18/34, ResNeXt-29, DenseNet-121,
+ * EfficientNetV2-S, VGG) by name, each a stage plan over a few shared block builders. See
+ * syno/backbone.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,29 +27,31 @@ typedef struct {
   } while (0)
 
 /* The backbones by name; aliases share a family and its stage plan. */
-enum family { F_RESNET, F_VGG, F_RESNEXT, F_DENSENET, F_GPT };
+enum family { F_RESNET, F_VGG, F_RESNEXT, F_DENSENET, F_EFFNET, F_GPT };
 
 static const struct {
   const char *name;
   enum family f;
-  int blocks[4]; /* blocks per stage, as published; 0: no such stage */
+  int blocks[6]; /* blocks per stage, as published; 0: no such stage */
 } nets[] = {
     {"resnet18", F_RESNET, {2, 2, 2, 2}},
     {"resnet", F_RESNET, {2, 2, 2, 2}},
     {"resnet34", F_RESNET, {3, 4, 6, 3}},
     {"resnext29", F_RESNEXT, {3, 3, 3, 0}},
     {"densenet121", F_DENSENET, {6, 12, 24, 16}},
+    {"efficientnetv2s", F_EFFNET, {2, 4, 4, 6, 9, 15}},
     {"vgg", F_VGG, {0}},
     {"gpt", F_GPT, {0}},
 };
 #define NNETS ((int)(sizeof nets / sizeof nets[0]))
 
-static const char *const all_names[] = {"resnet18",    "resnet", "resnet34", "resnext29",
-                                        "densenet121", "vgg",    "gpt",      NULL};
+static const char *const all_names[] = {"resnet18",        "resnet", "resnet34", "resnext29", "densenet121",
+                                        "efficientnetv2s", "vgg",    "gpt",      NULL};
 
 const char *const *syno_backbone_names(int images_only) {
   /* gpt is last, so the image backbones are the list cut before it */
-  static const char *const images[] = {"resnet18", "resnet", "resnet34", "resnext29", "densenet121", "vgg", NULL};
+  static const char *const images[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
+                                       "densenet121", "efficientnetv2s", "vgg",      NULL};
   return images_only ? images : all_names;
 }
 
@@ -207,6 +210,57 @@ static syno_layer_t *transition(builder_t *b, int64_t ci, int64_t co, int64_t *h
   return seq(b, n, t);
 }
 
+/* Squeeze-and-excitation on c channels: x * sigmoid(FC(SiLU(FC(GAP(x))))), squeezed to se. */
+static syno_layer_t *squeeze_excite(builder_t *b, int64_t c, int64_t se) {
+  if (b->failed) return NULL;
+  syno_layer_t *l[5] = {syno_nn_global_avgpool_create(), syno_nn_linear_create(c, se, 1, b->rng), syno_nn_silu_create(),
+                        syno_nn_linear_create(se, c, 1, b->rng), syno_nn_sigmoid_create()};
+  syno_layer_t *body = seq(b, 5, l);
+  if (!body) return NULL;
+  b->bb->flops += 4 * c * se;
+  syno_layer_t *g = syno_nn_gate_create(body);
+  TRY(g);
+  return g;
+}
+
+/* EfficientNetV2's blocks, SiLU after every BN but the projection's. Fused-MBConv: [pool]
+ * 3x3 slot (to e*ci, or straight to co when e = 1) BN SiLU, then 1x1 conv to co BN when
+ * e > 1. MBConv: 1x1 conv to e*ci BN SiLU, [pool] depthwise 3x3 slot BN SiLU, SE (squeezed
+ * to ci/4), 1x1 conv to co BN. A block adds its input only when the shape stays (no
+ * projection shortcut, as published); the downsampling pool sits where the stride-2 conv is. */
+static syno_layer_t *mbconv_block(builder_t *b, int fused, int64_t ci, int64_t co, int64_t e, int64_t *h, int64_t *w,
+                                  int down) {
+  int64_t ho = down ? *h / 2 : *h, wo = down ? *w / 2 : *w, mid = e * ci;
+  syno_layer_t *body[12];
+  int n = 0;
+  if (fused) {
+    if (down) body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
+    body[n++] = mk_slot(b, ci, e > 1 ? mid : co, ho, wo, 1);
+    body[n++] = bn(b, e > 1 ? mid : co);
+    body[n++] = syno_nn_silu_create();
+  } else {
+    body[n++] = mk_conv(b, ci, mid, 1, 0, *h, *w);
+    body[n++] = bn(b, mid);
+    body[n++] = syno_nn_silu_create();
+    if (down) body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
+    body[n++] = mk_slot(b, mid, mid, ho, wo, mid);
+    body[n++] = bn(b, mid);
+    body[n++] = syno_nn_silu_create();
+    body[n++] = squeeze_excite(b, mid, ci / 4 > 0 ? ci / 4 : 1);
+  }
+  if (!fused || e > 1) {
+    body[n++] = mk_conv(b, mid, co, 1, 0, ho, wo);
+    body[n++] = bn(b, co);
+  }
+  syno_layer_t *bodyl = seq(b, n, body);
+  *h = ho;
+  *w = wo;
+  if (down || ci != co || !bodyl) return bodyl;
+  syno_layer_t *res = syno_nn_residual_create(bodyl, NULL);
+  TRY(res);
+  return res;
+}
+
 static int64_t scaled(int64_t base, double width) {
   int64_t c = (int64_t)(base * width + 0.5);
   return c < 1 ? 1 : c;
@@ -282,11 +336,14 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
       }
     }
   } else if (fam == F_DENSENET) {
-    /* DenseNet-BC-121 on small images (the CIFAR stem: one 3x3 conv to 2k channels), growth
+    /* DenseNet-BC-121 on small images: the stem is one 3x3 conv to 2k channels, BN, ReLU (the
+     * published 7x7 stride-2 conv and max pool would leave nothing of an 8x8 image); growth
      * rate k = 32 x width, compression 0.5, BN ReLU before the classifier */
     int64_t k = scaled(32, width);
     c = 2 * k;
     layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
+    layers[n++] = bn(&b, c);
+    layers[n++] = syno_nn_relu_create();
     for (int st = 0; st < 4; st++) {
       syno_layer_t *blk[24];
       int nb = stage_blocks(nets[net].blocks[st], cfg->depth);
@@ -299,6 +356,33 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
     }
     layers[n++] = bn(&b, c);
     layers[n++] = syno_nn_relu_create();
+  } else if (fam == F_EFFNET) {
+    /* EfficientNetV2-S (its table 4) at the published widths x width, the stem at stride 1
+     * for small images: stages of fused-MBConv (expansion 1, 4, 4) then MBConv with SE
+     * (4, 6, 6); stride 2 in stages 2, 3, 4 and 6; a 1x1 head conv to 1280 BN SiLU */
+    static const struct {
+      int fused, e, down, c;
+    } st_plan[6] = {{1, 1, 0, 24}, {1, 4, 1, 48}, {1, 4, 1, 64}, {0, 4, 1, 128}, {0, 6, 0, 160}, {0, 6, 1, 256}};
+    c = scaled(24, width);
+    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
+    layers[n++] = bn(&b, c);
+    layers[n++] = syno_nn_silu_create();
+    for (int st = 0; st < 6; st++) {
+      int64_t co = scaled(st_plan[st].c, width);
+      syno_layer_t *blk[16];
+      int nb = stage_blocks(nets[net].blocks[st], cfg->depth);
+      for (int k = 0; k < nb; k++) {
+        int down = st_plan[st].down && k == 0 && h / 2 >= 2 && w / 2 >= 2;
+        blk[k] = mbconv_block(&b, st_plan[st].fused, c, co, st_plan[st].e, &h, &w, down);
+        c = co;
+      }
+      layers[n++] = seq(&b, nb, blk);
+    }
+    int64_t head = scaled(1280, width);
+    layers[n++] = mk_conv(&b, c, head, 1, 0, h, w);
+    layers[n++] = bn(&b, head);
+    layers[n++] = syno_nn_silu_create();
+    c = head;
   } else {
     c = cfg->in_c;
     for (int st = 0; st < 3; st++) {

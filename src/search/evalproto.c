@@ -44,7 +44,8 @@ typedef struct {
 
 /* The image backbones of syno_backbone_names(1): the search layer cannot reach the model's
  * list, so tests/model/test_backbones.c checks that a worker takes every name on it. */
-static const char *const backbones[] = {"resnet18", "resnet", "resnet34", "resnext29", "densenet121", "vgg", NULL};
+static const char *const backbones[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
+                                        "densenet121", "efficientnetv2s", "vgg",      NULL};
 static const char *const datasets[] = {"digits", "fashion-mnist", NULL};
 static const char *const presets[] = {"conv2d", "conv2d-wide", NULL};
 

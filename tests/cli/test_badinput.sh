@@ -200,7 +200,7 @@ t "unknown option '--frob'" "$SYNO" space --preset conv2d --frob
 t "--depth abc: must be an integer" "$SYNO" space --preset conv2d --depth abc
 
 # eval (the worker)
-t "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, vgg" "$SYNO" eval --backbone gpt
+t "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg" "$SYNO" eval --backbone gpt
 t "--dataset imagenet: must be one of digits, fashion-mnist" "$SYNO" eval --dataset imagenet
 t "--epochs 0: must be an integer" "$SYNO" eval --epochs 0
 t "--lr nan: must be a finite number" "$SYNO" eval --lr nan
@@ -252,7 +252,7 @@ t "--db and --resume exclude each other" "$SYNO" search --db "$fx/x.db" --resume
 t "--mpi and --workers exclude each other" "$SYNO" search --db "$fx/x.db" --mpi --workers 2
 t "--ordered does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --ordered
 t "--stand-in does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --stand-in
-t "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, vgg" "${S[@]}" --backbone gpt
+t "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg" "${S[@]}" --backbone gpt
 t "--dataset imagenet: must be one of digits, fashion-mnist" "${S[@]}" --dataset imagenet
 t "--preset linear: must be one of conv2d, conv2d-wide" "${S[@]}" --preset linear
 t "--max-tensors 1: must be an integer in 2..4" "${S[@]}" --max-tensors 1
@@ -292,7 +292,7 @@ t "--out $fx/plain/sub" "$SYNO" report --db "$fx/s.db" --out "$fx/plain/sub"
 # train
 t "--epochs x: must be an integer in 1..10000" "$SYNO" train --epochs x
 t "--epochs 0: must be an integer in 1..10000" "$SYNO" train --epochs 0
-t "--backbone lenet: must be one of resnet18, resnet, resnet34, resnext29, densenet121, vgg, gpt" "$SYNO" train --backbone lenet
+t "--backbone lenet: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "$SYNO" train --backbone lenet
 t "--optimizer lion: must be one of sgd, adamw" "$SYNO" train --optimizer lion
 t "--lr 0: must be a finite number in (0, 100]" "$SYNO" train --lr 0
 t "--momentum 1: must be a finite number in [0, 0.9999]" "$SYNO" train --momentum 1

@@ -34,7 +34,7 @@ echo "$json" | grep -q '"test_acc":' && echo "$json" | grep -q '"flops":' && ok 
 "$SYNO" train --list-slots --dataset digits | grep -q "slot 0: C_in=16 C_out=16 H=8 W=8" && ok || bad "list-slots"
 
 # the published backbones: their slots as published, resnet the same network as resnet18
-for nb in resnet18:16 resnet34:32 resnext29:9 densenet121:58; do
+for nb in resnet18:16 resnet34:32 resnext29:9 densenet121:58 efficientnetv2s:40; do
   n=$("$SYNO" train --backbone "${nb%%:*}" --list-slots --width 0.25 | grep -c '^slot ')
   [ "$n" = "${nb##*:}" ] && ok || bad "${nb%%:*} lists $n slots, not ${nb##*:}"
 done
@@ -48,12 +48,12 @@ out=$("$SYNO" train --backbone resnext29 --width 0.25 --depth 1 --subset 256 --b
 if [ $? -ne 0 ]; then bad "resnext29 with an operator: $(cat "$tmp/err")"; fi
 echo "$out" | grep -q '"test_acc":' && ok || bad "resnext29 json: $out"
 # what a search asks a worker for: the plan of the new backbones
-for b in resnet34 resnext29 densenet121; do
+for b in resnet34 resnext29 densenet121 efficientnetv2s; do
   "$SYNO" eval --backbone "$b" --dataset digits --width 0.25 --depth 1 --plan | grep -q '"slots":\[{"c_in"' &&
     ok || bad "eval --plan --backbone $b"
 done
 expect_error "width" "$SYNO" train --backbone densenet121 --width 17
-expect_error "backbone lenet: must be one of resnet18, resnet, resnet34, resnext29, densenet121, vgg, gpt" "$SYNO" train --backbone lenet
+expect_error "backbone lenet: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "$SYNO" train --backbone lenet
 expect_error "nope.csv" "$SYNO" train --dataset /nonexistent/nope.csv
 expect_error "epochs x: must be an integer in 1..10000" "$SYNO" train --epochs x
 expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)"

@@ -1,5 +1,5 @@
 /* The published CNN backbones (resnet18 and its alias resnet, resnet34, resnext29,
- * densenet121): their slot counts and bindings as published, a grouped slot against the plain
+ * densenet121, efficientnetv2s): their slot counts and bindings as published, a grouped slot against the plain
  * grouped conv, a synthesized operator in every slot (forward and backward through the whole
  * network), one short training epoch each above chance, the names every command takes, and
  * bad input. Small widths and depths keep it cheap; nothing here asserts a time. */
@@ -27,13 +27,16 @@ static void build(const syno_backbone_cfg_t *c, syno_backbone_t *bb) {
   if (syno_backbone_build(c, &rng, bb, &err)) fail_msg("%s: %s", c->name, err.msg);
 }
 
-/* Slots as published: 2 x [2,2,2,2], 2 x [3,4,6,3], 9 bottlenecks, 6+12+24+16 dense layers. */
+/* Slots as published: 2 x [2,2,2,2], 2 x [3,4,6,3], 9 bottlenecks, 6+12+24+16 dense layers,
+ * 2+4+4 fused-MBConv and 6+9+15 MBConv blocks; and parameters as published (the torchvision
+ * and CIFAR reference models with a 1-channel 3x3 stem and 10 classes). */
 static void test_published_slots(void **state) {
   (void)state;
   static const struct {
     const char *name;
     int nslots;
-  } want[] = {{"resnet18", 16}, {"resnet", 16}, {"resnet34", 32}, {"resnext29", 9}, {"densenet121", 58}};
+  } want[] = {{"resnet18", 16}, {"resnet", 16},      {"resnet34", 32},
+              {"resnext29", 9}, {"densenet121", 58}, {"efficientnetv2s", 40}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     syno_backbone_cfg_t c = digits_cfg(want[i].name, 0.25, 0, NULL);
     syno_backbone_t bb;
@@ -45,7 +48,10 @@ static void test_published_slots(void **state) {
       syno_slot_info_t si;
       assert_true(syno_slot_info(bb.slots[s], &si));
       slot_flops += si.flops;
-      assert_int_equal(si.groups, strcmp(want[i].name, "resnext29") ? 1 : 8);
+      if (!strcmp(want[i].name, "efficientnetv2s")) /* fused 3x3 convs, then depthwise ones */
+        assert_int_equal(si.groups, s < 10 ? 1 : si.c_in);
+      else
+        assert_int_equal(si.groups, strcmp(want[i].name, "resnext29") ? 1 : 8);
       if (!strcmp(want[i].name, "densenet121")) { /* the bottleneck's 4k -> k, k = 32 x 0.25 */
         assert_int_equal(si.c_in, 32);
         assert_int_equal(si.c_out, 8);
@@ -57,6 +63,26 @@ static void test_published_slots(void **state) {
     if (!strcmp(want[i].name, "resnext29")) assert_non_null(strstr(buf, "slot 0: C_in=32 C_out=32 H=8 W=8 groups=8"));
     fprintf(stderr, "  %-12s %2d slots, %lld FLOPs, %lld params\n", want[i].name, bb.nslots, (long long)bb.flops,
             (long long)bb.params);
+    syno_backbone_free(&bb);
+  }
+  /* at the published widths, the published parameter counts: ResNet-18/34 and ResNeXt-29
+   * 8x64d for CIFAR (width 4 here), DenseNet-121 and EfficientNetV2-S as torchvision has them
+   * (stem and classifier adjusted as above) */
+  static const struct {
+    const char *name;
+    double width;
+    int64_t params;
+  } pub[] = {{"resnet18", 4, 11172810},
+             {"resnet34", 4, 21280970},
+             {"resnext29", 4, 34425546},
+             {"densenet121", 1, 7978856 - 64 * 3 * 49 - 1025000 + 64 * 9 + 10250},
+             {"efficientnetv2s", 1, 21458488 - 24 * 3 * 9 - 1281000 + 24 * 9 + 12810}};
+  for (size_t i = 0; i < sizeof pub / sizeof pub[0]; i++) {
+    syno_backbone_cfg_t c = digits_cfg(pub[i].name, pub[i].width, 0, NULL);
+    c.in_h = c.in_w = 32;
+    syno_backbone_t bb;
+    build(&c, &bb);
+    assert_int_equal(bb.params, pub[i].params);
     syno_backbone_free(&bb);
   }
   /* the alias is the same network, drawn the same */
@@ -130,8 +156,8 @@ static void test_operator_in_slots(void **state) {
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
   if (syno_slotop_parse(conv1x1, &op, &err)) fail_msg("%s", err.msg);
-  const char *names[] = {"resnet18", "resnet34", "resnext29", "densenet121"};
-  for (int i = 0; i < 4; i++) {
+  const char *names[] = {"resnet18", "resnet34", "resnext29", "densenet121", "efficientnetv2s"};
+  for (int i = 0; i < 5; i++) {
     syno_backbone_cfg_t c = digits_cfg(names[i], 0.25, 0, op);
     syno_backbone_t bb;
     build(&c, &bb);
@@ -199,8 +225,9 @@ static void test_train_one_epoch(void **state) {
     const char *name;
     int depth;
     const char *op;
-  } runs[] = {{"resnet18", 1, NULL},    {"resnet34", 0, NULL},     {"resnext29", 1, NULL},
-              {"densenet121", 1, NULL}, {"resnext29", 1, conv1x1}, {"densenet121", 1, conv1x1}};
+  } runs[] = {{"resnet18", 1, NULL},       {"resnet34", 0, NULL},          {"resnext29", 1, NULL},
+              {"densenet121", 1, NULL},    {"efficientnetv2s", 1, NULL},   {"resnext29", 1, conv1x1},
+              {"densenet121", 1, conv1x1}, {"efficientnetv2s", 1, conv1x1}};
   for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
     syno_train_cfg_t cfg = {0};
     cfg.backbone = runs[i].name;

@@ -171,7 +171,7 @@ static void test_bad_command_lines(void **state) {
       {{"eval", "--seed", "-1", NULL}, "--seed -1: must be a non-negative integer"},
       {{"eval", "--time-limit", "-1", NULL}, "--time-limit -1: must be a finite number in [0, 1000000000]"},
       {{"eval", "--backbone", "gpt", NULL},
-       "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, vgg"},
+       "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg"},
       {{"eval", "--frobnicate", NULL}, "unknown option '--frobnicate'"},
       {{"eval", "--epochs", NULL}, "--epochs: needs a value (an integer in 1..20000)"},
       {{"eval", "--plan=1", NULL}, "--plan=1: the flag takes no value"},
