@@ -291,7 +291,9 @@ int cli_cmd_search(int argc, char **argv) {
       SYNO_OPT_INT("batch", "B", &c.batch, 1, 65536, "proxy training batch size (default 64)"),
       SYNO_OPT_REAL("lr", "X", &c.lr, 0, 100, SYNO_OPT_OPEN_MIN, "proxy learning rate (default 0.1)"),
       SYNO_OPT_REAL("width", "W", &c.width, 0, 16, SYNO_OPT_OPEN_MIN, "the backbone's channel multiplier (default 1)"),
-      SYNO_OPT_INT("depth", "D", &c.depth, 1, 8, "the backbone's blocks per stage (default 2)"),
+      SYNO_OPT_INT("depth", "D", &c.depth, 1, 8,
+                   "the backbone's blocks per stage (default 2; resnet34, resnext29,\n"
+                   "densenet121, efficientnetv2s: at most D, default as published)"),
       SYNO_OPT_INT("pad", "P", &c.pad, 0, 64,
                    "zero-pad the images by P pixels per side (2 puts Fashion-MNIST\n"
                    "at 32x32: every ResNet stage then has an even side, so the\n"

@@ -62,7 +62,9 @@ static const opt_t opts[] = {
     OPT("--seed", K_SEED, seed, W_ALWAYS, 0, 0, 0, NULL, "S", "seed (default 1)"),
     OPT("--width", K_REAL, width, W_POSITIVE, 0, 16, SYNO_OPT_OPEN_MIN, NULL, "W",
         "the backbone's channel multiplier (default 1)"),
-    OPT("--depth", K_INT, depth, W_POSITIVE, 1, 8, 0, NULL, "D", "the backbone's blocks per stage (default 2)"),
+    OPT("--depth", K_INT, depth, W_POSITIVE, 1, 8, 0, NULL, "D",
+        "the backbone's blocks per stage (default 2; resnet34, resnext29,\n"
+        "densenet121, efficientnetv2s: at most D, default as published)"),
     OPT("--subset", K_LONG, subset, W_POSITIVE, 0, 200000000, 0, NULL, "N", "train on N images (default 0: all)"),
     OPT("--pad", K_INT, pad, W_POSITIVE, 0, 64, 0, NULL, "P", "zero-pad the images by P pixels per side"),
     OPT("--time-limit", K_REAL, time_limit, W_POSITIVE, 0, 1e9, 0, NULL, "T",
