@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages one task of syno needs, if any are missing.
 #   scripts/deps.sh [build|test|demo|bench|valgrind|fuzz]   (default: build)
-# build: the compiler and the libraries the library links (no PyTorch);
-# test:  build + cmocka, Python with PyTorch (to check the exported PyTorch
-#        code), gnuplot, Graphviz and Fashion-MNIST (tests skip, with a
-#        printed reason, what they cannot run, but `make test` installs it);
+# build: the compiler and the libraries the library links, MPICH included
+#        (syno search --mpi; no PyTorch);
+# test:  build + cmocka, Python with PyTorch and torchvision (to check the
+#        exported PyTorch code, and examples/), gnuplot, Graphviz and
+#        Fashion-MNIST (tests skip, with a printed reason, what they cannot
+#        run, but `make test` installs it);
 # demo:  build + gnuplot and Graphviz (the report's plots);
 # bench: test's set (the benchmarks compare against PyTorch);
 # valgrind: build + valgrind (scripts/valgrind.sh).
@@ -22,7 +24,7 @@ BUILD=(
 )
 PLOTS=(gnuplot-nox graphviz)
 FUZZ=(clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev)
-TEST=(libcmocka-dev python3 python3-torch python3-numpy dataset-fashion-mnist "${PLOTS[@]}")
+TEST=(libcmocka-dev python3 python3-torch python3-torchvision python3-numpy dataset-fashion-mnist "${PLOTS[@]}")
 
 case "${1:-build}" in
   build) PACKAGES=("${BUILD[@]}") ;;

@@ -133,6 +133,7 @@ typedef struct syno_backbone {
   int64_t flops;                                /* forward FLOPs per image (gpt: per sequence of T tokens) of conv,
                                                  * linear and slot layers (gpt: and the attention's two matmuls) */
   int64_t params;
+  syno_backbone_cfg_t cfg; /* what it was built from (op NULL; the name is the caller's) */
 } syno_backbone_t;
 
 /* Builds the network. Every CNN downsamples with AvgPool2d(2) before a stride-1 slot (and
@@ -198,7 +199,9 @@ typedef struct syno_latency_cmp {
 
 /* Builds the standard network of cfg (cfg->op ignored) once with oneDNN and once with im2col
  * convolutions and times inference of cand->net against both, round-robin, on batches of
- * `batch` random images; then each distinct slot binding alike. Returns 0, or -1 with err. */
+ * `batch` random images (gpt: sequences of token ids); then each distinct slot binding alike
+ * (a linear slot on [batch, S, C_in]). For gpt the two standard networks are the same (no
+ * convolution: every linear layer is one sgemm). Returns 0, or -1 with err. */
 int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng, int64_t batch,
                               int repeats, syno_latency_cmp_t *out, syno_error_t *err);
 /* The faster standard implementation of a timing triple: SYNO_LAT_ONEDNN or SYNO_LAT_IM2COL. */

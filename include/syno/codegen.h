@@ -8,7 +8,14 @@
  *
  *   dot      a Graphviz drawing of the operator's graph (for `dot -Tpng`)
  *   pytorch  a torch.nn.Module whose forward computes the operator
- *   c        a self-contained C function computing the forward pass */
+ *   tvm      a Python file of TVM TE compute definitions (forward) and a
+ *            Relax wrapper (spec 9.2)
+ *   c        self-contained C functions for the forward pass and the
+ *            gradients of the input and of every weight
+ *
+ * pytorch, tvm and c start from the same lowered loop nests (syno/lower.h)
+ * the interpreter evaluates, and print their index expressions with one
+ * shared printer (src/codegen/emit.h). */
 #ifndef SYNO_CODEGEN_H
 #define SYNO_CODEGEN_H
 
@@ -19,6 +26,7 @@
 
 int syno_codegen_dot(const syno_operator_t *op, char *buf, size_t n, syno_error_t *err);
 int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
+int syno_codegen_tvm(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
 int syno_codegen_c(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
 
 #endif

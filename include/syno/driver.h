@@ -12,7 +12,10 @@
  *
  * The first evaluation of a new database is the backbone with its standard
  * operator (the baseline row); the reward's accuracy bounds default to
- * [baseline - 0.3, baseline]. The baseline is always trained; a candidate
+ * [baseline - 0.3, baseline]. A language model (backbone gpt, operators of
+ * the linear presets in its linear slots) is rewarded by validation
+ * perplexity instead, lower being better: 1 at the baseline's, 0 at 1.3
+ * times it, with the same power. The baseline is always trained; a candidate
  * less than min_speedup times faster than the standard network is not (the
  * worker times it first): it is recorded as a failure with reward 0.
  *
@@ -73,7 +76,8 @@ typedef struct syno_driver_cfg {
   int resume; /* continue an existing database (settings from it) */
   /* What to train: passed to every `syno eval` worker (syno/evalproto.h). */
   const char *backbone, *dataset;
-  const char *preset; /* the operators' preset (syno/signature.h): conv2d (default) or conv2d-wide */
+  const char *preset; /* the operators' preset (syno/signature.h): conv2d (default) or conv2d-wide;
+                       * linear or linear-wide for gpt */
   int epochs, batch, depth;
   double width; /* channel multiplier; 0 = the backbone's default */
   int pad;      /* zero-padding of the images per side */
@@ -82,7 +86,7 @@ typedef struct syno_driver_cfg {
   uint64_t seed;
   /* The space. */
   int space_depth;                         /* max primitives; 0 = the preset's */
-  double max_flops_ratio, min_flops_ratio; /* vs the standard operator in the slots */
+  double max_flops_ratio, min_flops_ratio; /* vs the standard operator in the slots; < 0: the preset's */
   double max_params_ratio;                 /* vs the standard operator in the first slot; 0 = no limit */
   int max_tensors;                         /* input + weights; 0 = the preset's (2) */
   const char *max_count;                   /* per-kind caps, "merge=1,split=3,shift=2"; NULL = none */
@@ -136,7 +140,10 @@ struct syno_driver_progress {
   int slower;                                     /* this run: failed because slower than min_speedup (not trained) */
   double best_reward, best_acc, best_acc_speedup; /* best reward (-1: none yet), and that candidate's */
   double base_acc;                                /* the baseline network's accuracy */
-  double best_speedup;                            /* the fastest candidate within 1 pp of base_acc, 0 if none */
+  double best_speedup;                            /* the fastest candidate within 1 pp of base_acc (a language
+                                                   * model: within 1 point of base_ppl), 0 if none */
+  double base_ppl, best_ppl;                      /* a language model's: the baseline's perplexity, the best
+                                                   * reward's (0 for images) */
   double reward_lb, reward_ub;
   double elapsed; /* seconds since the baseline phase began */
   int stopped;    /* DONE: the stop flag ended the run */

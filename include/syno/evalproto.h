@@ -22,9 +22,9 @@
  * exactly); a value that does not parse whole, or lies outside what a worker
  * accepts (the search's own ranges, doubled where a confirmation doubles the
  * value: epochs 1..20000, subset 0..2e8), is a usage error naming the option
- * and its range. backbone (the image backbones of syno_backbone_names), dataset
- * (digits, fashion-mnist) and preset (conv2d, conv2d-wide) are names from fixed
- * lists.
+ * and its range. backbone (syno_backbone_names), dataset (digits,
+ * fashion-mnist, kjv) and preset (conv2d, conv2d-wide, linear, linear-wide) are
+ * names from fixed lists.
  *
  * Reply: one JSON object on one line of the worker's standard output; other
  * lines (none today) are ignored, the last line starting with '{' is the
@@ -34,8 +34,9 @@
  *     {"slots":[{"c_in":..,"c_out":..,"h":..,"w":..,"flops":..},...],
  *      "flops":..,"params":..}
  *   Required: "slots", an array, and in each slot the numbers "c_in",
- *   "c_out", "h" and "w". "flops" (per slot and whole network) and "params"
- *   are informative.
+ *   "c_out", "h" and "w". A linear slot (gpt) has "s", the sequence length,
+ *   and h = w = 0. "flops" (per slot and whole network) and "params" are
+ *   informative.
  * - Otherwise, the evaluation: the record of the results database
  *   (syno_db_cand_t of syno/store.h, one key per field, docs/search.md lists
  *   them). Required: "status" (0 ok, 1 failed), and "accuracy" when status is
@@ -78,8 +79,8 @@
 
 typedef struct {
   const char *exe;      /* the syno binary (argv[0] of the request); not an option */
-  const char *backbone; /* resnet or vgg */
-  const char *dataset;  /* digits or fashion-mnist */
+  const char *backbone; /* resnet, vgg or gpt */
+  const char *dataset;  /* digits or fashion-mnist; kjv for gpt */
   int epochs;
   long batch;
   double lr;
@@ -181,8 +182,9 @@ void syno_evalres_stand_in(const syno_evalreq_t *r, syno_db_cand_t *rec, double 
 /* ---- the slot plan (--plan) */
 
 typedef struct {
-  long c_in, c_out, h, w;
-  double flops; /* the standard operator's in this slot, whole batch of 1 */
+  long c_in, c_out, h, w; /* a conv slot [N, c_in, h, w] -> [N, c_out, h, w] */
+  double flops;           /* the standard operator's in this slot, whole batch of 1 */
+  long s;                 /* > 0: a linear slot [N, s, c_in] -> [N, s, c_out] (h, w 0) */
 } syno_evalslot_t;
 
 /* The distinct slot shapes, in the order of their first appearance. */

@@ -21,10 +21,11 @@
  *
  * Schema versions: 1 had the candidate columns up to finished_at; 2 added
  * epochs_done and the confirmation columns (confirmed, confirmed_accuracy,
- * confirm_reason, confirm_seconds). syno_db_open upgrades an older file in
- * place, in one transaction, by adding the missing columns: its rows keep
- * every value, epochs_done reads -1 (unknown) in rows recorded before
- * version 2, the confirmation columns 0 / NULL (not confirmed). An older
+ * confirm_reason, confirm_seconds); 3 added perplexity (language-model
+ * searches). syno_db_open upgrades an older file in place, in one
+ * transaction, by adding the missing columns: its rows keep every value,
+ * epochs_done reads -1 (unknown) in rows recorded before version 2, the
+ * confirmation columns 0 / NULL (not confirmed), perplexity 0. An older
  * syno then refuses the upgraded file (a newer schema).
  *
  * Meta keys written by `syno search`: "spec" (the search spec as JSON, read
@@ -39,7 +40,7 @@
 
 #include "syno/error.h"
 
-#define SYNO_DB_SCHEMA_VERSION 2
+#define SYNO_DB_SCHEMA_VERSION 3
 
 typedef struct syno_db syno_db_t;
 
@@ -72,6 +73,9 @@ typedef struct {
   double confirmed_accuracy; /* max test accuracy of the re-training at the larger proxy */
   char *confirm_reason;      /* why the re-training failed */
   double confirm_seconds;    /* wall time of the re-training's worker */
+  /* Schema 3. */
+  double perplexity; /* a language model's validation perplexity (its reward's measure;
+                      * accuracy then holds next-token accuracy); 0 for images */
 } syno_db_cand_t;
 
 /* flags: 0 opens an existing file for reading and writing; SYNO_DB_CREATE makes the file if

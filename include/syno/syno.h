@@ -16,9 +16,10 @@
  *   search   MCTS and random search (search.h), worker processes (pool.h),
  *            the evaluation protocol (evalproto.h), the search driver (driver.h), the
  *            results database (store.h)
+ *   dist     the search's evaluations on MPI ranks (dist.h; a stub without MPI)
  *
  * Link with the libraries of the layers used (syno_base, syno_core,
- * syno_exec, syno_nn, syno_model, syno_search), or all of them. Every
+ * syno_exec, syno_nn, syno_model, syno_search, syno_dist), or all of them. Every
  * function that can fail on user input returns 0 or -1 and fills a
  * syno_error_t (error.h) with a message naming what is wrong. */
 #ifndef SYNO_SYNO_H
@@ -54,5 +55,7 @@
 #include "syno/pool.h"
 #include "syno/search.h"
 #include "syno/store.h"
+
+#include "syno/dist.h"
 
 #endif /* SYNO_SYNO_H */

@@ -8,6 +8,7 @@
 #define SYNO_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "syno/graph.h"
 #include "syno/opt.h"
@@ -28,12 +29,12 @@ int cli_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(p
  * convolutions), NULL-terminated, from the library's own lists. */
 const char *const *cli_builtin_names(void);
 const char *const *cli_preset_names(void);
-const char *const *cli_conv_preset_names(void);
 
 /* Options naming an operator, shared by show and run. */
 typedef struct {
   const char *builtin;
   const char *preset; /* shapes and variables from a search preset */
+  const char *spec;   /* ... or from a search spec file */
   const char *text;
   const char *input, *output;
   const char *vars;
@@ -63,6 +64,8 @@ typedef struct {
                    "with an uppercase letter, coefficients otherwise"),                                                \
       SYNO_OPT_ENUM("preset", "NAME", &(sel)->preset, cli_preset_names(),                                              \
                     "take --input, --output and the variables from a search preset"),                                  \
+      SYNO_OPT_PATH("spec", "FILE", &(sel)->spec, SYNO_OPT_FILE,                                                       \
+                    "take them from a search spec in JSON instead (see README)"),                                      \
       SYNO_OPT_LIST("bind", "V=X,...", (sel)->bind, SYNO_MAX_BINDINGS, &(sel)->n_bind,                                 \
                     "a concrete binding; repeat for several (one per slot)")
 
@@ -105,7 +108,14 @@ int cli_spec_resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
 /* Monotonic seconds, for timing summaries. */
 double cli_now(void);
 
+/* --to of export (and --emit of show): pytorch, tvm, c, dot; NULL-terminated. */
+extern const char *const cli_export_langs[];
+/* Writes op's code in `lang` for `binding` to `out`; the one path from an operator to its code
+ * (export, show --emit). Prints the error and returns a status on failure. */
+int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE *out);
+
 int cli_cmd_show(int argc, char **argv);
+int cli_cmd_export(int argc, char **argv);
 int cli_cmd_sample(int argc, char **argv);
 int cli_cmd_space(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* syno eval: one candidate's evaluation, as the search's worker runs it. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,11 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
   syno_latency_cmp_t lc;
   if (syno_backbone_latency_cmp(cand, bc, rng, lat_batch, repeats, &lc, err)) return -1;
   int fast = syno_latency_fastest(lc.net);
+  /* gpt has no convolution: its two standard networks are one, every linear layer an sgemm. */
+  int gpt = !strcmp(bc->name, "gpt");
   rec->latency_s = lc.net[SYNO_LAT_CAND];
   rec->base_latency_s = lc.net[fast];
-  rec->base_impl = strdup(fast == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+  rec->base_impl = strdup(gpt ? "sgemm" : fast == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
   rec->nnconv_latency_s = lc.net[SYNO_LAT_IM2COL];
   rec->speedup = rec->base_latency_s / rec->latency_s;
   rec->speedup_nnconv = rec->nnconv_latency_s / rec->latency_s;
@@ -47,10 +50,11 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
     cJSON_AddNumberToObject(s, "c_out", (double)lc.slot[i].c_out);
     cJSON_AddNumberToObject(s, "h", (double)lc.slot[i].h);
     cJSON_AddNumberToObject(s, "w", (double)lc.slot[i].w);
+    if (lc.slot[i].kind == SYNO_SLOT_LINEAR) cJSON_AddNumberToObject(s, "s", (double)lc.slot[i].s);
     cJSON_AddNumberToObject(s, "latency_s", st[SYNO_LAT_CAND]);
     cJSON_AddNumberToObject(s, "onednn_latency_s", st[SYNO_LAT_ONEDNN]);
     cJSON_AddNumberToObject(s, "im2col_latency_s", st[SYNO_LAT_IM2COL]);
-    cJSON_AddStringToObject(s, "base_impl", sf == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+    cJSON_AddStringToObject(s, "base_impl", gpt ? "sgemm" : sf == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
     cJSON_AddNumberToObject(s, "speedup", st[sf] / st[SYNO_LAT_CAND]);
     cJSON_AddNumberToObject(s, "speedup_im2col", st[SYNO_LAT_IM2COL] / st[SYNO_LAT_CAND]);
     cJSON_AddItemToArray(a, s);
@@ -65,6 +69,42 @@ static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, i
   if (!strcmp(name, "digits")) return *h = *w = 8, 0;
   if (!strcmp(name, "fashion-mnist")) return *h = *w = 28, 0;
   return -1;
+}
+
+/* The candidate network: images from the data set's known shape (no data loaded); gpt through
+ * the training driver, which reads the text for its vocabulary. 0, or the exit status. */
+static int build_candidate(const syno_train_cfg_t *tc, syno_backbone_t *cand) {
+  syno_error_t err;
+  if (!strcmp(tc->backbone, "gpt")) {
+    if (strcmp(tc->dataset, "kjv")) return cli_usage_error("the gpt backbone trains on kjv (got '%s')", tc->dataset);
+    if (strncmp(tc->preset, "linear", 6))
+      return cli_usage_error("--preset %s: the gpt backbone's slots are linear (linear, linear-wide)", tc->preset);
+    return syno_train_build(tc, cand, &err) ? cli_usage_error("%s", err.msg) : 0;
+  }
+  if (strncmp(tc->preset, "conv2d", 6))
+    return cli_usage_error("--preset %s: the %s backbone's slots are convolutions (conv2d, conv2d-wide)", tc->preset,
+                           tc->backbone);
+  int64_t in_c, in_h, in_w;
+  int classes;
+  if (dataset_shape(tc->dataset, &in_c, &in_h, &in_w, &classes))
+    return cli_usage_error("the %s backbone trains on images: digits or fashion-mnist (got '%s')", tc->backbone,
+                           tc->dataset);
+  syno_slotop_t *op = NULL;
+  if (tc->op_text && syno_slotop_parse_preset(tc->preset, tc->op_text, &op, &err))
+    return cli_usage_error("--op: %s", err.msg);
+  syno_backbone_cfg_t bc = {.name = tc->backbone,
+                            .in_c = in_c,
+                            .in_h = in_h + 2 * tc->pad,
+                            .in_w = in_w + 2 * tc->pad,
+                            .nclasses = classes,
+                            .width = tc->width,
+                            .depth = tc->depth,
+                            .op = op};
+  syno_rng_t rng;
+  syno_rng_seed(&rng, tc->seed, 99);
+  int rc = syno_backbone_build(&bc, &rng, cand, &err);
+  syno_slotop_free(op);
+  return rc ? cli_usage_error("%s", err.msg) : 0;
 }
 
 int cli_cmd_eval(int argc, char **argv) {
@@ -95,38 +135,20 @@ int cli_cmd_eval(int argc, char **argv) {
   int plan = req.plan, repeats = req.repeats, threads = req.threads, lat_threads = req.latency_threads;
   long lat_batch = req.latency_batch;
   syno_nn_threads_set(req.confirm ? threads : lat_threads);
-  int64_t in_c, in_h, in_w;
-  int classes;
-  if (dataset_shape(tc.dataset, &in_c, &in_h, &in_w, &classes))
-    return cli_usage_error("unknown dataset '%s' (known: digits, fashion-mnist)", tc.dataset);
   if (tc.pad < 0 || tc.pad > 64) return cli_usage_error("--pad must be in 0..64 (got %d)", tc.pad);
-  in_h += 2 * tc.pad;
-  in_w += 2 * tc.pad;
-
-  syno_slotop_t *op = NULL;
-  if (tc.op_text && syno_slotop_parse_preset(tc.preset, tc.op_text, &op, &err))
-    return cli_usage_error("--op: %s", err.msg);
-  syno_backbone_cfg_t bc = {.name = tc.backbone,
-                            .in_c = in_c,
-                            .in_h = in_h,
-                            .in_w = in_w,
-                            .nclasses = classes,
-                            .width = tc.width,
-                            .depth = tc.depth,
-                            .op = op};
   syno_backbone_t cand;
+  if ((rc = build_candidate(&tc, &cand))) return rc;
+  const syno_backbone_cfg_t *bc = &cand.cfg;
+  int gpt = !strcmp(tc.backbone, "gpt");
   syno_rng_t rng;
   syno_rng_seed(&rng, tc.seed, 99);
-  if (syno_backbone_build(&bc, &rng, &cand, &err)) {
-    syno_slotop_free(op);
-    return cli_usage_error("%s", err.msg);
-  }
   if (plan) {
     syno_evalslot_t *slots = calloc((size_t)(cand.nslots > 0 ? cand.nslots : 1), sizeof *slots);
     for (int i = 0; slots && i < cand.nslots; i++) {
       syno_slot_info_t si;
       syno_slot_info(cand.slots[i], &si);
-      slots[i] = (syno_evalslot_t){(long)si.c_in, (long)si.c_out, (long)si.h, (long)si.w, (double)si.flops};
+      slots[i] = (syno_evalslot_t){(long)si.c_in, (long)si.c_out,   (long)si.h,
+                                   (long)si.w,    (double)si.flops, si.kind == SYNO_SLOT_LINEAR ? (long)si.s : 0};
     }
     char *s = slots ? syno_evalplan_json(slots, cand.nslots, (double)cand.flops, (double)cand.params) : NULL;
     int ok = s != NULL;
@@ -134,7 +156,6 @@ int cli_cmd_eval(int argc, char **argv) {
     free(s);
     free(slots);
     syno_backbone_free(&cand);
-    syno_slotop_free(op);
     return ok ? 0 : SYNO_EXIT_FAIL;
   }
 
@@ -152,7 +173,7 @@ int cli_cmd_eval(int argc, char **argv) {
     /* Latency first, before anything has trained in this process: no training, nor the threads
      * it leaves spinning, shares the CPU with the measurement. A candidate that is not fast
      * enough is then not trained at all; the standard operator always is. */
-    if (measure_latency(&cand, &bc, &rng, lat_batch, repeats, &rec, &err)) {
+    if (measure_latency(&cand, bc, &rng, lat_batch, repeats, &rec, &err)) {
       rec.status = 1;
       rec.reason = strdup(err.msg);
     } else if (tc.op_text && req.min_speedup > 0 && !(rec.speedup >= req.min_speedup)) {
@@ -171,6 +192,7 @@ int cli_cmd_eval(int argc, char **argv) {
       rec.reason = strdup(res.failure);
     }
     rec.accuracy = res.max_test_acc;
+    if (gpt) rec.perplexity = exp(res.final_test_loss);
     rec.final_accuracy = res.final_test_acc;
     rec.train_loss = res.final_train_loss;
     rec.flops = (double)res.flops;
@@ -191,6 +213,5 @@ int cli_cmd_eval(int argc, char **argv) {
   }
   syno_db_cand_clear(&rec);
   syno_backbone_free(&cand);
-  syno_slotop_free(op);
   return rc;
 }

@@ -12,6 +12,7 @@ typedef struct {
 
 static const command_t commands[] = {
     {"show", cli_cmd_show, "print an operator: shapes, FLOPs, parameters, loop nests"},
+    {"export", cli_cmd_export, "write an operator as PyTorch, TVM or C code, or a Graphviz drawing"},
     {"run", cli_cmd_run, "run an operator through the reference interpreter on seeded data"},
     {"sample", cli_cmd_sample, "draw random operators from the search space"},
     {"space", cli_cmd_space, "count the search space per depth; find missed duplicates"},
@@ -35,7 +36,8 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    return cli_usage_error("give a command (show, run, sample, space, eval, search, report, train); see syno --help");
+    return cli_usage_error(
+        "give a command (show, export, run, sample, space, eval, search, report, train); see syno --help");
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
     return 0;

@@ -66,21 +66,6 @@ const char *const *cli_preset_names(void) {
   return names;
 }
 
-const char *const *cli_conv_preset_names(void) {
-  static const char *names[MAX_NAMES];
-  if (!names[0]) {
-    const char *const *all = cli_preset_names();
-    int k = 0;
-    for (int i = 0; all[i]; i++) {
-      syno_signature_t sig;
-      syno_error_t err;
-      if (!syno_signature_preset(all[i], "", &sig, &err) && sig.kind == SYNO_SIG_CONV) names[k++] = all[i];
-    }
-    names[k] = NULL;
-  }
-  return names;
-}
-
 /* The last step of every selection: the operator itself. */
 static int parse_operator(syno_cliop_t *c, const char *text) {
   syno_error_t err;
@@ -111,17 +96,19 @@ int cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
       return cli_usage_error("unknown builtin '%s' (known: %s)", sel->builtin, names);
     }
     if (text) return cli_usage_error("give either --builtin or an operator text, not both");
-    if (sel->preset) return cli_usage_error("--preset cannot be combined with --builtin");
+    if (sel->preset || sel->spec) return cli_usage_error("--preset/--spec cannot be combined with --builtin");
     if (input || output) return cli_usage_error("--input/--output cannot be combined with --builtin");
     if (vars) return cli_usage_error("--vars cannot be combined with --builtin (its variables are fixed)");
     vars = c->builtin->vars;
     input = c->builtin->input;
     output = c->builtin->output;
     text = c->builtin->text;
-  } else if (sel->preset) {
-    if (!text) return cli_usage_error("--preset needs an operator text");
-    if (input || output || vars) return cli_usage_error("--input/--output/--vars cannot be combined with --preset");
-    cli_spec_t cs = {.preset = sel->preset, .n_bind = sel->n_bind};
+  } else if (sel->preset || sel->spec) {
+    const char *which = sel->preset ? "--preset" : "--spec";
+    if (sel->preset && sel->spec) return cli_usage_error("give either --preset or --spec, not both");
+    if (!text) return cli_usage_error("%s needs an operator text", which);
+    if (input || output || vars) return cli_usage_error("--input/--output/--vars cannot be combined with %s", which);
+    cli_spec_t cs = {.preset = sel->preset, .file = sel->spec, .n_bind = sel->n_bind};
     memcpy(cs.bind, sel->bind, sizeof cs.bind);
     syno_space_spec_t spec;
     int rc = cli_spec_resolve(&cs, &spec);

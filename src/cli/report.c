@@ -1,6 +1,7 @@
 /* syno report: what a search found, from its results database. */
 #include <cjson/cJSON.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 static const char *usage =
     "usage: syno report --db FILE [--top K] [--json | --csv] [--out DIR]\n"
+    "       syno report --table FILE [--table FILE ...] [--json] [--out DIR]\n"
     "\n"
     "Shows what a search recorded: its settings, the baseline (the backbone with\n"
     "the standard operator), the best operators - ranked by their confirmed\n"
@@ -25,7 +27,38 @@ static const char *usage =
     "DIR/NAME-best.dot and -best.png (graphviz) of the best operator, NAME being the\n"
     "database's name without .db and DIR its directory unless --out is given.\n"
     "The database is only read (a file that is not a syno results database, or is\n"
-    "damaged, is refused with status 2 and left as it is).\n";
+    "damaged, is refused with status 2 and left as it is).\n"
+    "\n"
+    "--table: the results table over several searches (one per backbone, say), in\n"
+    "the form of the paper's figure 5: per search, the fastest operator within 1 pp\n"
+    "of its baseline's accuracy (1 point of perplexity for gpt), its speed-up, FLOPs\n"
+    "and parameters against the standard network, then the geometric mean of the\n"
+    "speed-ups (a search with none counts 1x); writes DIR/syno-table.png.\n";
+
+/* What a record's quality is: its test accuracy, or for a language model (the gpt backbone) its
+ * validation perplexity, lower being better. Every table, the Pareto front and the plot go
+ * through these. */
+static int lm;
+static double quality(const syno_db_cand_t *c) { return lm ? -c->perplexity : c->accuracy; }
+static const char *quality_name(void) { return lm ? "ppl" : "acc"; }
+static void show_quality(char *buf, size_t n, const syno_db_cand_t *c) {
+  if (lm)
+    snprintf(buf, n, "%.3f", c->perplexity);
+  else
+    snprintf(buf, n, "%.2f%%", 100 * c->accuracy);
+}
+static void show_delta(char *buf, size_t n, const syno_db_cand_t *c, const syno_db_cand_t *base) {
+  if (!base)
+    snprintf(buf, n, "-");
+  else if (lm)
+    snprintf(buf, n, "%+.3f", c->perplexity - base->perplexity);
+  else
+    snprintf(buf, n, "%+.2fpp", 100 * (c->accuracy - base->accuracy));
+}
+/* Within the paper's tolerance of the baseline: 1 point of accuracy, or of perplexity. */
+static int near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base) {
+  return lm ? c->perplexity <= base->perplexity + 1 : c->accuracy >= base->accuracy - 0.01;
+}
 
 static int by_reward(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
@@ -57,19 +90,19 @@ static double speedup_nnconv_of(const syno_db_cand_t *c) {
 static int by_speedup(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
   if (speedup_of(x) != speedup_of(y)) return speedup_of(x) > speedup_of(y) ? -1 : 1;
-  if (x->accuracy != y->accuracy) return x->accuracy > y->accuracy ? -1 : 1;
+  if (quality(x) != quality(y)) return quality(x) > quality(y) ? -1 : 1;
   return x->id < y->id ? -1 : 1;
 }
 
-/* Non-dominated records (higher accuracy, higher speed-up), fastest first. */
+/* Non-dominated records (higher quality, higher speed-up), fastest first. */
 static int pareto(syno_db_cand_t **ok, int n, syno_db_cand_t **front) {
   syno_db_cand_t **s = malloc((size_t)(n ? n : 1) * sizeof *s);
   memcpy(s, ok, (size_t)n * sizeof *s);
   qsort(s, (size_t)n, sizeof *s, by_speedup);
   int m = 0;
-  double best = -1;
+  double best = -HUGE_VAL;
   for (int i = 0; i < n; i++)
-    if (s[i]->accuracy > best) best = s[i]->accuracy, front[m++] = s[i];
+    if (quality(s[i]) > best) best = quality(s[i]), front[m++] = s[i];
   free(s);
   return m;
 }
@@ -99,6 +132,8 @@ static int have_program(const char *name) {
   return system(cmd) == 0;
 }
 
+static double plotted(const syno_db_cand_t *c) { return lm ? c->perplexity : 100 * c->accuracy; }
+
 static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **front, int m,
                 const syno_db_cand_t *base) {
   if (!have_program("gnuplot")) return -1;
@@ -107,19 +142,21 @@ static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **fr
   if (!g) return -1;
   fprintf(g, "set terminal %s size 900,600\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
   fprintf(g,
-          "set title 'syno search: accuracy against inference speed-up'\n"
+          "set title 'syno search: %s against inference speed-up'\n"
           "set xlabel 'whole-network speed-up against the standard network (same run)'\n"
-          "set ylabel 'test accuracy (%%)'\nset grid\nset key bottom left\n");
+          "set ylabel '%s'\nset grid\nset key %s left\n",
+          lm ? "perplexity" : "accuracy", lm ? "validation perplexity (lower is better)" : "test accuracy (%)",
+          lm ? "top" : "bottom");
   fprintf(g,
           "plot '-' with points pt 7 ps 0.8 lc rgb '#7f7f7f' title 'candidates', "
           "'-' with linespoints pt 7 lw 2 lc rgb '#d62728' title 'Pareto front', "
           "'-' with points pt 9 ps 2 lc rgb '#1f77b4' title 'baseline (standard operator)'\n");
   for (int i = 0; i < n; i++)
-    if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", speedup_of(ok[i]), 100 * ok[i]->accuracy);
+    if (!ok[i]->is_baseline) fprintf(g, "%g %g\n", speedup_of(ok[i]), plotted(ok[i]));
   fprintf(g, "e\n");
-  for (int i = 0; i < m; i++) fprintf(g, "%g %g\n", speedup_of(front[i]), 100 * front[i]->accuracy);
+  for (int i = 0; i < m; i++) fprintf(g, "%g %g\n", speedup_of(front[i]), plotted(front[i]));
   fprintf(g, "e\n");
-  if (base) fprintf(g, "%g %g\n", speedup_of(base), 100 * base->accuracy);
+  if (base) fprintf(g, "%g %g\n", speedup_of(base), plotted(base));
   fprintf(g, "e\n");
   return pclose(g) == 0 ? 0 : -1;
 }
@@ -154,12 +191,159 @@ static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_
   return system(cmd) == 0 ? 0 : syno_error_set(err, "dot failed on %s", dot_path);
 }
 
+/* One search's row of the results table. */
+typedef struct {
+  char db[256], backbone[64];
+  int lm, candidates;
+  syno_db_cand_t base, best; /* best.id 0: none within the tolerance */
+} table_row_t;
+
+/* The fastest candidate within the tolerance of one search. 0, or the exit status. */
+static int table_row(const char *path, table_row_t *t) {
+  syno_error_t err;
+  syno_db_t *db;
+  memset(t, 0, sizeof *t);
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  snprintf(t->db, sizeof t->db, "%s", basename(tmp));
+  if (syno_db_open(path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("report", "%s", err.msg);
+  char *bb = NULL;
+  snprintf(t->backbone, sizeof t->backbone, "?");
+  if (syno_db_meta_get(db, "backbone", &bb, &err) == 1) snprintf(t->backbone, sizeof t->backbone, "%s", bb);
+  free(bb);
+  t->lm = lm = !strcmp(t->backbone, "gpt");
+  syno_db_cand_t *rows;
+  int n;
+  if (syno_db_list(db, &rows, &n, &err)) {
+    syno_db_close(db);
+    return cli_cmd_error("report", "%s", err.msg);
+  }
+  const syno_db_cand_t *base = NULL, *best = NULL;
+  for (int i = 0; i < n; i++)
+    if (rows[i].is_baseline) base = &rows[i];
+  for (int i = 0; base && i < n; i++) {
+    const syno_db_cand_t *c = &rows[i];
+    if (c->is_baseline) continue;
+    t->candidates++;
+    if (c->status == 0 && near_baseline(c, base) && (!best || speedup_of(c) > speedup_of(best))) best = c;
+  }
+  int rc = 0;
+  if (!base)
+    rc = cli_cmd_error("report", "%s has no baseline record (not a finished search's start?)", path);
+  else {
+    /* Only numbers are kept: the strings stay with the rows. */
+    t->base = *base;
+    if (best) t->best = *best;
+    t->base.op_text = t->base.path = t->base.reason = t->base.base_impl = t->base.slots_json = NULL;
+    t->base.confirm_reason = NULL;
+    t->best.op_text = t->best.path = t->best.reason = t->best.base_impl = t->best.slots_json = NULL;
+    t->best.confirm_reason = NULL;
+  }
+  syno_db_list_free(rows, n);
+  syno_db_close(db);
+  return rc;
+}
+
+static int table_plot(const char *png, const table_row_t *t, int n, double geo) {
+  if (!have_program("gnuplot")) return -1;
+  int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
+  FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
+  if (!g) return -1;
+  fprintf(g, "set terminal %s size 900,500\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
+  fprintf(g,
+          "set title 'syno: fastest operator within 1 pp (1 point of perplexity) per search; geomean %.2fx'\n"
+          "set ylabel 'inference speed-up over the standard network'\nset style fill solid 0.6\n"
+          "set boxwidth 0.6\nset yrange [0:*]\nset grid y\nset key top left\nset xtics rotate by -20\n"
+          "plot '-' using 0:2:xtic(1) with boxes lc rgb '#1f77b4' notitle, 1 with lines lc rgb '#d62728' "
+          "title 'standard network'\n",
+          geo);
+  for (int i = 0; i < n; i++)
+    fprintf(g, "\"%s (%s)\" %g\n", t[i].backbone, t[i].db, t[i].best.id ? speedup_of(&t[i].best) : 1.0);
+  fprintf(g, "e\n");
+  return pclose(g) == 0 ? 0 : -1;
+}
+
+/* syno report --table: the results table over several searches. */
+static int report_table(const char *const *paths, int n, const char *out_dir, int json) {
+  table_row_t *t = calloc((size_t)n, sizeof *t);
+  if (!t) return cli_cmd_error("report", "out of memory");
+  for (int i = 0; i < n; i++) {
+    int rc = table_row(paths[i], &t[i]);
+    if (rc) {
+      free(t);
+      return rc;
+    }
+  }
+  double logsum = 0;
+  for (int i = 0; i < n; i++) logsum += log(t[i].best.id ? speedup_of(&t[i].best) : 1.0);
+  double geo = exp(logsum / n);
+  char png[1100];
+  snprintf(png, sizeof png, "%s/syno-table.png", out_dir ? out_dir : ".");
+  int plotted = table_plot(png, t, n, geo) == 0;
+  if (json) {
+    for (int i = 0; i < n; i++) {
+      cJSON *o = cJSON_CreateObject();
+      lm = t[i].lm;
+      cJSON_AddStringToObject(o, "db", t[i].db);
+      cJSON_AddStringToObject(o, "backbone", t[i].backbone);
+      cJSON_AddStringToObject(o, "quality", lm ? "perplexity" : "accuracy");
+      cJSON_AddNumberToObject(o, "candidates", t[i].candidates);
+      cJSON_AddNumberToObject(o, "baseline", lm ? t[i].base.perplexity : t[i].base.accuracy);
+      if (t[i].best.id) {
+        cJSON_AddNumberToObject(o, "best_id", (double)t[i].best.id);
+        cJSON_AddNumberToObject(o, "best", lm ? t[i].best.perplexity : t[i].best.accuracy);
+        cJSON_AddNumberToObject(o, "speedup", speedup_of(&t[i].best));
+        cJSON_AddNumberToObject(o, "flops_ratio", t[i].best.flops_ratio);
+        cJSON_AddNumberToObject(o, "params_ratio", t[i].base.params > 0 ? t[i].best.params / t[i].base.params : 0);
+      }
+      char *s = cJSON_PrintUnformatted(o);
+      printf("%s\n", s);
+      free(s);
+      cJSON_Delete(o);
+    }
+    printf("{\"summary\":true,\"searches\":%d,\"geomean_speedup\":%.6g%s%s%s}\n", n, geo, plotted ? ",\"png\":\"" : "",
+           plotted ? png : "", plotted ? "\"" : "");
+  } else {
+    printf("%-8s %-24s %5s %10s %5s %10s %10s %9s %7s %7s\n", "backbone", "search", "cands", "baseline", "id", "best",
+           "delta", "speed-up", "FLOPs", "params");
+    for (int i = 0; i < n; i++) {
+      lm = t[i].lm;
+      char b[24], q[24] = "-", d[24] = "-", id[16] = "none", sp[16] = "1.00x", fl[16] = "-", pr[16] = "-";
+      show_quality(b, sizeof b, &t[i].base);
+      if (t[i].best.id) {
+        show_quality(q, sizeof q, &t[i].best);
+        show_delta(d, sizeof d, &t[i].best, &t[i].base);
+        snprintf(id, sizeof id, "%ld", t[i].best.id);
+        snprintf(sp, sizeof sp, "%.2fx", speedup_of(&t[i].best));
+        snprintf(fl, sizeof fl, "%.2fx", t[i].best.flops_ratio);
+        if (t[i].base.params > 0) snprintf(pr, sizeof pr, "%.2fx", t[i].best.params / t[i].base.params);
+      }
+      printf("%-8s %-24.24s %5d %10s %5s %10s %10s %9s %7s %7s\n", t[i].backbone, t[i].db, t[i].candidates, b, id, q, d,
+             sp, fl, pr);
+    }
+    printf(
+        "geometric mean speed-up over %d search(es): %.2fx (a search with no operator within the tolerance counts "
+        "1x)\n",
+        n, geo);
+    if (plotted)
+      printf("wrote %s\n", png);
+    else
+      printf("no plot: gnuplot is missing or failed\n");
+  }
+  free(t);
+  return 0;
+}
+
 int cli_cmd_report(int argc, char **argv) {
   const char *db_path = NULL, *out_dir = NULL;
   long top = 10;
-  int json = 0, csv = 0;
+  int json = 0, csv = 0, ntable = 0;
+  const char *tables[32];
   syno_opt_t opts[] = {
       SYNO_OPT_PATH("db", "FILE", &db_path, SYNO_OPT_FILE, "the results database of `syno search`"),
+      SYNO_OPT_LIST("table", "FILE", tables, 32, &ntable,
+                    "the results table over these searches' databases\n"
+                    "(repeat it, up to 32)"),
       SYNO_OPT_INT("top", "K", &top, 1, 1000000, "how many operators to list (default 10)"),
       SYNO_OPT_FLAG("json", &json, "one JSON object per record, then a summary object"),
       SYNO_OPT_FLAG("csv", &csv, "a header and one row per record"),
@@ -171,10 +355,17 @@ int cli_cmd_report(int argc, char **argv) {
   int rc = cli_parse("report", usage, NULL, opts, argc, argv);
   if (rc >= 0) return rc;
   syno_error_t err;
-  if (!db_path) return cli_cmd_error("report", "give the results database with --db FILE");
+  if (syno_opt_conflict(opts, "db", "table", &err) || syno_opt_conflict(opts, "table", "csv", &err) ||
+      syno_opt_conflict(opts, "table", "top", &err))
+    return cli_cmd_error("report", "%s", err.msg);
+  if (ntable > 0) return report_table(tables, ntable, out_dir, json);
+  if (!db_path) return cli_cmd_error("report", "give the results database with --db FILE (or --table FILE ...)");
   if (syno_opt_conflict(opts, "json", "csv", &err)) return cli_cmd_error("report", "%s", err.msg);
   syno_db_t *db;
   if (syno_db_open(db_path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("report", "%s", err.msg);
+  char *bb = NULL;
+  lm = syno_db_meta_get(db, "backbone", &bb, &err) == 1 && !strcmp(bb, "gpt");
+  free(bb);
   syno_db_cand_t *rows;
   int n;
   if (syno_db_list(db, &rows, &n, &err)) {
@@ -238,6 +429,8 @@ int cli_cmd_report(int argc, char **argv) {
       cJSON_AddNumberToObject(o, "too_slow", n_slow);
       cJSON_AddNumberToObject(o, "confirmed", n_confirmed);
       if (base) cJSON_AddNumberToObject(o, "baseline_accuracy", base->accuracy);
+      if (base && lm) cJSON_AddNumberToObject(o, "baseline_perplexity", base->perplexity);
+      cJSON_AddStringToObject(o, "quality", lm ? "perplexity" : "accuracy");
       cJSON_AddStringToObject(o, "ranking", "confirmed_accuracy, then reward");
       cJSON *rk = cJSON_AddArrayToObject(o, "ranked_ids");
       for (int i = 0; i < n_ok; i++)
@@ -246,6 +439,7 @@ int cli_cmd_report(int argc, char **argv) {
         cJSON_AddStringToObject(o, "best_op", best->op_text);
         cJSON_AddNumberToObject(o, "best_reward", best->reward);
         cJSON_AddNumberToObject(o, "best_accuracy", best->accuracy);
+        if (lm) cJSON_AddNumberToObject(o, "best_perplexity", best->perplexity);
         if (best->confirmed == 1) cJSON_AddNumberToObject(o, "best_confirmed_accuracy", best->confirmed_accuracy);
         cJSON_AddNumberToObject(o, "best_speedup", best->speedup);
       }
@@ -266,7 +460,13 @@ int cli_cmd_report(int argc, char **argv) {
       if (syno_db_meta_get(db, keys[k], &v, &err) == 1) printf("  %-10s %s\n", keys[k], v);
       if (v) free(v), v = NULL;
     }
-    if (base)
+    if (base && lm)
+      printf(
+          "\nbaseline (standard linear layers): perplexity %.3f (next-token accuracy %.2f%%), %.3g MFLOPs, %.0f "
+          "params, latency %.3f ms (%s)\n",
+          base->perplexity, 100 * base->accuracy, base->flops / 1e6, base->params, 1e3 * base->base_latency_s,
+          base->base_impl ? base->base_impl : "?");
+    else if (base)
       printf(
           "\nbaseline (standard operator): accuracy %.2f%%, %.3g MFLOPs, %.0f params, latency %.3f ms (%s), "
           "%.3f ms with syno's im2col conv\n",
@@ -282,8 +482,10 @@ int cli_cmd_report(int argc, char **argv) {
              setting);
     } else
       printf("\nbest operators by reward (none confirmed yet; confirmed ones would rank first):\n");
-    printf("  %4s %7s %8s %8s %8s %7s %9s %9s  %s\n", "id", "reward", "acc", "conf-acc", "d-acc", "FLOPs", "speed-up",
-           "vs im2col", "operator");
+    char dname[8];
+    snprintf(dname, sizeof dname, "d-%s", quality_name());
+    printf("  %4s %7s %8s %8s %8s %7s %9s %9s  %s\n", "id", "reward", quality_name(), "conf-acc", dname, "FLOPs",
+           "speed-up", "vs im2col", "operator");
     int shown = 0;
     for (int i = 0; i < n_ok && shown < top; i++) {
       const syno_db_cand_t *c = ok[i];
@@ -292,9 +494,11 @@ int cli_cmd_report(int argc, char **argv) {
       char conf[16] = "-";
       if (c->confirmed == 1) snprintf(conf, sizeof conf, "%.2f%%", 100 * c->confirmed_accuracy);
       if (c->confirmed == -1) snprintf(conf, sizeof conf, "failed");
-      printf("  %4ld %7.4f %7.2f%% %8s %+7.2fpp %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, 100 * c->accuracy, conf,
-             base ? 100 * (c->accuracy - base->accuracy) : 0.0, c->flops_ratio, speedup_of(c), speedup_nnconv_of(c),
-             c->op_text);
+      char q[24], d[24];
+      show_quality(q, sizeof q, c);
+      show_delta(d, sizeof d, c, base);
+      printf("  %4ld %7.4f %8s %8s %9s %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, q, conf, d, c->flops_ratio,
+             speedup_of(c), speedup_nnconv_of(c), c->op_text);
     }
     if (n_failed) {
       printf("\nfailures:\n");
@@ -303,11 +507,11 @@ int cli_cmd_report(int argc, char **argv) {
           printf("  %4ld  %s\n        %s\n", rows[i].id, rows[i].reason ? rows[i].reason : "?", rows[i].op_text);
     }
     if (base) {
-      /* The question the search answers: how much faster at (almost) the same accuracy. */
+      /* The question the search answers: how much faster at (almost) the same quality. */
       const syno_db_cand_t *fast[5] = {0};
       for (int i = 0; i < n_ok; i++) {
         const syno_db_cand_t *c = ok[i];
-        if (c->is_baseline || c->accuracy < base->accuracy - 0.01) continue;
+        if (c->is_baseline || !near_baseline(c, base)) continue;
         for (int k = 0; k < 5; k++)
           if (!fast[k] || speedup_of(c) > speedup_of(fast[k])) {
             memmove(&fast[k + 1], &fast[k], sizeof fast[0] * (size_t)(4 - k));
@@ -315,20 +519,26 @@ int cli_cmd_report(int argc, char **argv) {
             break;
           }
       }
-      printf("\nfastest within 1 pp of the baseline's accuracy:\n  %4s %8s %9s %8s %9s  %s\n", "id", "acc", "d-acc",
-             "speed-up", "vs im2col", "operator");
+      printf("\nfastest within 1 %s of the baseline's %s:\n  %4s %8s %9s %8s %9s  %s\n", lm ? "point" : "pp",
+             lm ? "perplexity" : "accuracy", "id", quality_name(), dname, "speed-up", "vs im2col", "operator");
       if (!fast[0]) printf("  none yet\n");
-      for (int k = 0; k < 5 && fast[k]; k++)
-        printf("  %4ld %7.2f%% %+7.2fpp %8.2fx %8.2fx  %s\n", fast[k]->id, 100 * fast[k]->accuracy,
-               100 * (fast[k]->accuracy - base->accuracy), speedup_of(fast[k]), speedup_nnconv_of(fast[k]),
+      for (int k = 0; k < 5 && fast[k]; k++) {
+        char q[24], d[24];
+        show_quality(q, sizeof q, fast[k]);
+        show_delta(d, sizeof d, fast[k], base);
+        printf("  %4ld %8s %9s %8.2fx %8.2fx  %s\n", fast[k]->id, q, d, speedup_of(fast[k]), speedup_nnconv_of(fast[k]),
                fast[k]->op_text);
+      }
       if (fast[0]) printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
     }
-    printf("\nPareto front (accuracy against speed-up):\n  %4s %8s %8s %9s  %s\n", "id", "acc", "speed-up", "vs im2col",
-           "operator");
-    for (int i = 0; i < n_front; i++)
-      printf("  %4ld %7.2f%% %7.2fx %8.2fx  %s\n", front[i]->id, 100 * front[i]->accuracy, speedup_of(front[i]),
-             speedup_nnconv_of(front[i]), front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
+    printf("\nPareto front (%s against speed-up):\n  %4s %8s %8s %9s  %s\n", lm ? "perplexity" : "accuracy", "id",
+           quality_name(), "speed-up", "vs im2col", "operator");
+    for (int i = 0; i < n_front; i++) {
+      char q[24];
+      show_quality(q, sizeof q, front[i]);
+      printf("  %4ld %8s %7.2fx %8.2fx  %s\n", front[i]->id, q, speedup_of(front[i]), speedup_nnconv_of(front[i]),
+             front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
+    }
     printf("\n");
     if (plotted)
       printf("wrote %s\n", png);

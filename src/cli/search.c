@@ -63,11 +63,15 @@ static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
   }
   char of[24] = "";
   if (c->budget > 0) snprintf(of, sizeof of, "/%d", c->budget);
+  int lm = !strcmp(c->backbone, "gpt");
   char best[128] = "no candidate yet", fast[48] = "";
-  if (p->best_reward >= 0)
+  if (p->best_reward >= 0 && lm)
+    snprintf(best, sizeof best, "best reward %.4f (ppl %.3f, %.2fx)", p->best_reward, p->best_ppl, p->best_acc_speedup);
+  else if (p->best_reward >= 0)
     snprintf(best, sizeof best, "best reward %.4f (acc %.2f%%, %.2fx)", p->best_reward, 100 * p->best_acc,
              p->best_acc_speedup);
-  if (p->best_speedup > 0) snprintf(fast, sizeof fast, ", fastest within 1 pp %.2fx", p->best_speedup);
+  if (p->best_speedup > 0)
+    snprintf(fast, sizeof fast, ", fastest within 1 %s %.2fx", lm ? "point" : "pp", p->best_speedup);
   char slow[32] = "";
   if (p->slower) snprintf(slow, sizeof slow, " (%d too slow)", p->slower);
   fprintf(stderr, "%s[search] %d%s recorded (%d new, %d failed%s, %d replayed, %d running) %s%s  %.0f s%s%s",
@@ -124,9 +128,16 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
       fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
       break;
     case SYNO_DRIVER_BASELINE_DONE:
-      fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
-              100 * p->base_acc, p->reward_lb, p->reward_ub, c->random ? "random" : "MCTS",
-              (unsigned long long)c->seed);
+      if (!strcmp(c->backbone, "gpt"))
+        fprintf(stderr,
+                "[search] baseline perplexity %.3f (next-token accuracy %.2f%%), reward 1 at perplexity %.3f and 0 "
+                "at %.3f, %s search, seed %llu\n",
+                p->base_ppl, 100 * p->base_acc, -p->reward_ub, -p->reward_lb, c->random ? "random" : "MCTS",
+                (unsigned long long)c->seed);
+      else
+        fprintf(stderr, "[search] baseline accuracy %.2f%%, reward bounds [%.3f, %.3f], %s search, seed %llu\n",
+                100 * p->base_acc, p->reward_lb, p->reward_ub, c->random ? "random" : "MCTS",
+                (unsigned long long)c->seed);
       break;
     case SYNO_DRIVER_PROGRESS: show_progress(p, pr); break;
     case SYNO_DRIVER_INTERRUPTED:
@@ -152,8 +163,9 @@ static int applies_on_resume(const char *name) {
   return 0;
 }
 
-/* Contradictions and values that do not fit together; 0 or the exit status. */
-static int check_settings(const syno_driver_cfg_t *c, const syno_opt_t *opts) {
+/* Contradictions and values that do not fit together, and the defaults that depend on the
+ * backbone (gpt: text, the linear preset, AdamW's rate); 0 or the exit status. */
+static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
   syno_error_t err;
   if (syno_opt_conflict(opts, "db", "resume", &err)) return cli_cmd_error("search", "%s", err.msg);
   if (!c->db_path) return cli_cmd_error("search", "give --db FILE for a new search or --resume FILE");
@@ -170,6 +182,35 @@ static int check_settings(const syno_driver_cfg_t *c, const syno_opt_t *opts) {
   if (access(c->db_path, F_OK) == 0)
     return cli_cmd_error("search", "--db %s: already exists; continue it with --resume, or choose another --db",
                          c->db_path);
+  if (!strcmp(c->backbone, "gpt")) {
+    /* The language model: its data, preset and training defaults, and what does not apply. */
+    if (syno_opt_given(opts, "reward-lb") || syno_opt_given(opts, "reward-ub"))
+      return cli_cmd_error("search",
+                           "--reward-lb/--reward-ub are accuracies; gpt is rewarded by perplexity, with "
+                           "bounds from its baseline (1.0 to 1.3 times its perplexity)");
+    if (c->confirm > 0)
+      return cli_cmd_error("search",
+                           "--confirm ranks by accuracy; it is not available for gpt (rewarded by perplexity)");
+    if (syno_opt_given(opts, "pad")) return cli_cmd_error("search", "--pad pads images; gpt trains on text");
+    c->confirm = 0;
+    if (!syno_opt_given(opts, "dataset")) c->dataset = "kjv";
+    if (!syno_opt_given(opts, "preset")) c->preset = "linear";
+    if (!syno_opt_given(opts, "lr")) c->lr = 3e-3;
+    if (!syno_opt_given(opts, "batch")) c->batch = 32;
+    if (!syno_opt_given(opts, "max-flops")) c->max_flops_ratio = -1;
+    if (!syno_opt_given(opts, "min-flops")) c->min_flops_ratio = -1;
+    if (strcmp(c->dataset, "kjv")) return cli_cmd_error("search", "--dataset %s: gpt trains on kjv", c->dataset);
+    if (strncmp(c->preset, "linear", 6))
+      return cli_cmd_error("search", "--preset %s: gpt's slots are linear layers (linear, linear-wide)", c->preset);
+  } else {
+    if (!strcmp(c->dataset, "kjv")) return cli_cmd_error("search", "--dataset kjv is text: it is for --backbone gpt");
+    if (c->width > 16)
+      return cli_cmd_error("search", "--width %g: the %s backbone's channel multiplier is at most 16", c->width,
+                           c->backbone);
+    if (strncmp(c->preset, "conv2d", 6))
+      return cli_cmd_error("search", "--preset %s: the %s backbone's slots are convolutions (conv2d, conv2d-wide)",
+                           c->preset, c->backbone);
+  }
   if (c->max_flops_ratio > 0 && c->min_flops_ratio > c->max_flops_ratio)
     return cli_cmd_error("search", "--min-flops %g is above --max-flops %g%s", c->min_flops_ratio, c->max_flops_ratio,
                          syno_opt_given(opts, "max-flops") ? "" : " (the default)");
@@ -245,8 +286,8 @@ static int search_mpi(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
 }
 
 int cli_cmd_search(int argc, char **argv) {
-  static const char *const datasets[] = {"digits", "fashion-mnist", NULL};
-  const char *const *backbones = syno_backbone_names(1);
+  static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
+  const char *const *backbones = syno_backbone_names(0);
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
   const char *resume = NULL;
@@ -257,12 +298,16 @@ int cli_cmd_search(int argc, char **argv) {
                     "continue the search recorded in FILE (its settings are\n"
                     "used; only --budget, --time, --workers, --timeout, --confirm,\n"
                     "--log and --quiet apply)"),
-      SYNO_OPT_ENUM("backbone", "NAME", &c.backbone, backbones, "the network (default resnet)"),
-      SYNO_OPT_ENUM("preset", "NAME", &c.preset, cli_conv_preset_names(),
+      SYNO_OPT_ENUM("backbone", "NAME", &c.backbone, backbones,
+                    "the network (default resnet); gpt is the small transformer\n"
+                    "on characters, rewarded by validation perplexity"),
+      SYNO_OPT_ENUM("preset", "NAME", &c.preset, cli_preset_names(),
                     "the space: conv2d (default; the space the original Syno\n"
                     "searches: square H, no weight over H) or conv2d-wide\n"
-                    "(weights and reductions may range over H and W)"),
-      SYNO_OPT_ENUM("dataset", "NAME", &c.dataset, datasets, "the data (default digits)"),
+                    "(weights and reductions may range over H and W); for gpt\n"
+                    "linear (default; the original's GPT-2 space, filling the\n"
+                    "fused QKV projections) or linear-wide (every linear slot)"),
+      SYNO_OPT_ENUM("dataset", "NAME", &c.dataset, datasets, "the data (default digits; kjv for gpt)"),
       SYNO_OPT_INT("budget", "N", &c.budget, 0, 1000000000,
                    "candidates to record in all, failures included (default 20;\n"
                    "0 = until --time or the space runs out)"),
@@ -288,9 +333,11 @@ int cli_cmd_search(int argc, char **argv) {
                     "with the search, so at most 2^53)"),
       SYNO_OPT_INT("epochs", "E", &c.epochs, 1, 10000, "proxy training epochs (default 2)"),
       SYNO_OPT_INT("subset", "N", &c.subset, 0, 100000000, "proxy training images (default 0: all)"),
-      SYNO_OPT_INT("batch", "B", &c.batch, 1, 65536, "proxy training batch size (default 64)"),
-      SYNO_OPT_REAL("lr", "X", &c.lr, 0, 100, SYNO_OPT_OPEN_MIN, "proxy learning rate (default 0.1)"),
-      SYNO_OPT_REAL("width", "W", &c.width, 0, 16, SYNO_OPT_OPEN_MIN, "the backbone's channel multiplier (default 1)"),
+      SYNO_OPT_INT("batch", "B", &c.batch, 1, 65536, "proxy training batch size (default 64; gpt 32)"),
+      SYNO_OPT_REAL("lr", "X", &c.lr, 0, 100, SYNO_OPT_OPEN_MIN, "proxy learning rate (default 0.1; gpt 3e-3, AdamW)"),
+      SYNO_OPT_REAL("width", "W", &c.width, 0, 4096, SYNO_OPT_OPEN_MIN,
+                    "the backbone's channel multiplier (default 1, at most 16);\n"
+                    "gpt: the model dim (default 64)"),
       SYNO_OPT_INT("depth", "D", &c.depth, 1, 8,
                    "the backbone's blocks per stage (default 2; resnet34, resnext29,\n"
                    "densenet121, efficientnetv2s: at most D, default as published)"),
@@ -301,8 +348,10 @@ int cli_cmd_search(int argc, char **argv) {
       SYNO_OPT_INT("space-depth", "D", &c.space_depth, 1, 40, "max primitives per operator (default: the preset's)"),
       SYNO_OPT_REAL("max-flops", "R", &c.max_flops_ratio, 0, 1000, 0,
                     "max FLOPs vs the standard operator in the slots (default 0.9,\n"
-                    "as the original's vision searches; 0 = no limit)"),
-      SYNO_OPT_REAL("min-flops", "R", &c.min_flops_ratio, 0, 1000, 0, "min FLOPs ratio (default 0.15)"),
+                    "as the original's vision searches; gpt: the preset's, 1.2;\n"
+                    "0 = no limit)"),
+      SYNO_OPT_REAL("min-flops", "R", &c.min_flops_ratio, 0, 1000, 0,
+                    "min FLOPs ratio (default 0.15; gpt: the preset's, 0.1)"),
       SYNO_OPT_REAL("max-params", "R", &c.max_params_ratio, 0, 1e6, 0,
                     "max parameters vs the standard operator in the first slot\n"
                     "(default 0: no limit)"),
@@ -325,7 +374,7 @@ int cli_cmd_search(int argc, char **argv) {
       SYNO_OPT_INT("confirm", "K", &c.confirm, 0, 1000,
                    "at the end, re-train the top K candidates by reward that\n"
                    "have no confirmed accuracy yet at twice the epochs, twice\n"
-                   "the subset and seed + 1 (default 3; 0 = none)"),
+                   "the subset and seed + 1 (default 3; 0 = none; gpt: none)"),
       SYNO_OPT_PATH("log", "FILE", &c.log_path, SYNO_OPT_NEW, "append one line per evaluation started"),
       SYNO_OPT_FLAG("quiet", &c.quiet, "no progress line"),
       SYNO_OPT_END,

@@ -19,24 +19,6 @@ static const char *epilog =
     "  syno show --builtin conv2d --bind N=2,C_in=4,C_out=8,H=9,W=9,k=3\n"
     "  syno show --builtin linear --emit pytorch > op.py\n";
 
-typedef int (*emitter_fn)(const syno_operator_t *, int, char *, size_t, syno_error_t *);
-
-static int emit(const syno_cliop_t *c, const char *lang, long binding) {
-  emitter_fn fn = strcmp(lang, "pytorch") == 0 ? syno_codegen_pytorch : syno_codegen_c;
-  syno_error_t err;
-  int len = fn(&c->op, (int)binding, NULL, 0, &err);
-  if (len < 0) {
-    fprintf(stderr, "syno: %s\n", err.msg);
-    return SYNO_EXIT_FAIL;
-  }
-  char *code = malloc((size_t)len + 1);
-  if (!code) return SYNO_EXIT_FAIL;
-  fn(&c->op, (int)binding, code, (size_t)len + 1, &err);
-  fputs(code, stdout);
-  free(code);
-  return 0;
-}
-
 static cJSON *shape_values(const syno_vars_t *v, const syno_shape_t *s, int b) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; i < s->rank; i++) {
@@ -228,7 +210,8 @@ int cli_cmd_show(int argc, char **argv) {
       SYNO_OPT_FLAG("json", &json, "print one JSON object instead"),
       SYNO_OPT_ENUM("emit", "LANG", &lang, langs,
                     "print generated code instead: pytorch (a torch.nn.Module)\n"
-                    "or c (a C99 function syno_op_forward), see docs/codegen.md"),
+                    "or c (C functions syno_op_forward, syno_op_backward); an alias\n"
+                    "of syno export --to pytorch|c, see docs/codegen.md"),
       SYNO_OPT_INT("binding", "B", &binding, 0, SYNO_MAX_BINDINGS - 1,
                    "the binding the generated code is for, from 0 (default 0)"),
       SYNO_OPT_END,
@@ -241,7 +224,7 @@ int cli_cmd_show(int argc, char **argv) {
   rc = cli_opsel_finish("show", &sel, binding, &c);
   if (rc) return rc;
   if (lang) {
-    rc = emit(&c, lang, binding);
+    rc = cli_export_write(&c, lang, binding, stdout);
     cli_op_free(&c);
     return rc;
   }

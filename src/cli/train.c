@@ -81,13 +81,24 @@ static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[3
     snprintf(strs[2], 256, "%s", cJSON_IsString(ps) ? ps->valuestring : SYNO_DRIVER_LEGACY_PRESET);
     cfg->preset = strs[2];
     const cJSON *x;
-    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "pad"))) cfg->pad = (int)x->valuedouble;
-    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "width")) && x->valuedouble > 0)
-      cfg->width = x->valuedouble;
-    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "depth")) && x->valuedouble > 0)
-      cfg->depth = (int)x->valuedouble;
-    if (!c->is_baseline && c->op_text) *op = strdup(c->op_text);
-    if (!c->is_baseline && !*op)
+    /* Range-checked before converting: a damaged database must not overflow a conversion. */
+    int bad = 0;
+    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "pad"))) {
+      bad |= !(x->valuedouble >= 0 && x->valuedouble <= 64);
+      if (!bad) cfg->pad = (int)x->valuedouble;
+    }
+    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "width")) && x->valuedouble != 0) {
+      bad |= !(x->valuedouble > 0 && x->valuedouble <= 4096);
+      if (!bad) cfg->width = x->valuedouble;
+    }
+    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "depth")) && x->valuedouble != 0) {
+      bad |= !(x->valuedouble >= 1 && x->valuedouble <= 8);
+      if (!bad) cfg->depth = (int)x->valuedouble;
+    }
+    if (!bad && !c->is_baseline && c->op_text) *op = strdup(c->op_text);
+    if (bad)
+      fprintf(stderr, "syno: %s: the search settings' pad, width or depth is out of range (damaged?)\n", path);
+    else if (!c->is_baseline && !*op)
       fprintf(stderr, "syno: candidate %ld of %s has no operator text\n", id, path);
     else {
       rc = 0;

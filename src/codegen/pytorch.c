@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "emit.h"
 #include "syno/alloc.h"
 #include "syno/codegen.h"
 #include "syno/lower.h"
@@ -24,12 +25,16 @@
 
 #define FW_CAP (1 << 16)
 
-/* Loop variable j (outer first, then inner) as an einsum letter. */
-static char letter(int j) { return j < 26 ? (char)('a' + j) : (char)('A' + j - 26); }
-
-static int loop_of(const syno_nest_t *n, const syno_expr_t *x) {
-  return x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var;
-}
+static const codegen_dialect_t py = {
+    .who = "codegen pytorch",
+    .letters = true,
+    .num_pre = "",
+    .num_post = "",
+    .div = "_fdiv(",
+    .mod = "_emod(",
+    .pad = "_pad(",
+    .pad_post = ", ok)",
+};
 
 static bool has_restrict(const syno_nest_t *n, int i) {
   const syno_expr_t *x = &n->node[i];
@@ -41,51 +46,6 @@ static bool has_restrict(const syno_nest_t *n, int i) {
     case SYNO_EXPR_RESTRICT: return true;
     default: return has_restrict(n, x->a) || has_restrict(n, x->b);
   }
-}
-
-static int expr_py(syno_strbuf_t *sb, const syno_nest_t *n, int i, const syno_vars_t *v, int b, unsigned *used,
-                   syno_error_t *err) {
-  const syno_expr_t *x = &n->node[i];
-  int64_t val;
-  switch (x->kind) {
-    case SYNO_EXPR_OUTER:
-    case SYNO_EXPR_INNER:
-      *used |= 1u << loop_of(n, x);
-      syno_strbuf_printf(sb, "%c", letter(loop_of(n, x)));
-      return 0;
-    case SYNO_EXPR_SIZE:
-      if (syno_size_eval(v, x->size, b, &val, err)) return -1;
-      syno_strbuf_printf(sb, "%" PRId64, val);
-      return 0;
-    case SYNO_EXPR_IMM: syno_strbuf_printf(sb, "(%" PRId64 ")", x->imm); return 0;
-    default: break;
-  }
-  const char *pre = "(", *mid = NULL, *post = ")";
-  switch (x->kind) {
-    case SYNO_EXPR_ADD: mid = " + "; break;
-    case SYNO_EXPR_SUB: mid = " - "; break;
-    case SYNO_EXPR_MUL: mid = " * "; break;
-    case SYNO_EXPR_DIV:
-      pre = "_fdiv(";
-      mid = ", ";
-      break;
-    case SYNO_EXPR_MOD:
-      pre = "_emod(";
-      mid = ", ";
-      break;
-    case SYNO_EXPR_RESTRICT:
-      pre = "_pad(";
-      mid = ", ";
-      post = ", ok)";
-      break;
-    default: return syno_error_set(err, "codegen pytorch: unknown index expression kind %d", (int)x->kind);
-  }
-  syno_strbuf_printf(sb, "%s", pre);
-  if (expr_py(sb, n, x->a, v, b, used, err)) return -1;
-  syno_strbuf_printf(sb, "%s", mid);
-  if (expr_py(sb, n, x->b, v, b, used, err)) return -1;
-  syno_strbuf_printf(sb, "%s", post);
-  return 0;
 }
 
 int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err) {
@@ -160,7 +120,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
    * is then one gather per factor and one einsum. */
   syno_strbuf_printf(&sb, "        # index buffers: one broadcastable arange per loop\n");
   for (int j = 0; j < L; j++) {
-    syno_strbuf_printf(&sb, "        %c = torch.arange(%" PRId64 ").view(", letter(j), ext[j]);
+    syno_strbuf_printf(&sb, "        %c = torch.arange(%" PRId64 ").view(", codegen_letter(j), ext[j]);
     for (int k = 0; k < L; k++) syno_strbuf_printf(&sb, "%s%s", k == j ? "-1" : "1", k + 1 < L || L == 1 ? ", " : "");
     syno_strbuf_printf(&sb, ")\n");
   }
@@ -191,13 +151,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     bool padded = false;
     syno_strbuf_printf(&sb, "        # factor %d: %s\n        ok = []\n        off = zero", f,
                        a->tensor == 0 ? "the input" : "a weight");
-    int64_t strides[SYNO_MAX_RANK];
-    if (syno_access_strides(a, v, binding, strides, NULL, err)) goto fail;
-    for (int i = 0; i < a->rank; i++) {
-      syno_strbuf_printf(&sb, " + ");
-      if (expr_py(&sb, nest, a->idx[i], v, binding, &used, err)) goto fail;
-      syno_strbuf_printf(&sb, " * %" PRId64, strides[i]);
-    }
+    if (codegen_offset(&sb, nest, a, v, binding, &py, &used, err)) goto fail;
     for (int i = 0; i < a->rank; i++) padded |= has_restrict(nest, a->idx[i]);
     all |= used;
     char full[256], own[256];
@@ -225,18 +179,18 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     }
     if (f) syno_strbuf_printf(&es, ",");
     for (int j = 0; j < L; j++)
-      if (used >> j & 1) syno_strbuf_printf(&es, "%c", letter(j));
+      if (used >> j & 1) syno_strbuf_printf(&es, "%c", codegen_letter(j));
   }
   /* A loop no factor reads: a broadcast output axis or a summed constant. */
   int extra = 0;
   for (int j = 0; j < L; j++)
     if (!(all >> j & 1)) {
       syno_strbuf_printf(&fs, "        e%d = torch.ones(%" PRId64 ", dtype=x.dtype, device=x.device)\n", extra, ext[j]);
-      syno_strbuf_printf(&es, "%s%c", es.len ? "," : "", letter(j));
+      syno_strbuf_printf(&es, "%s%c", es.len ? "," : "", codegen_letter(j));
       extra++;
     }
   syno_strbuf_printf(&es, "->");
-  for (int j = 0; j < nest->n_outer; j++) syno_strbuf_printf(&es, "%c", letter(j));
+  for (int j = 0; j < nest->n_outer; j++) syno_strbuf_printf(&es, "%c", codegen_letter(j));
   if (es.len >= sizeof spec) {
     syno_error_set(err, "codegen pytorch: einsum equation too long");
     goto fail;

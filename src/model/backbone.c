@@ -269,7 +269,7 @@ static int64_t scaled(int64_t base, double width) {
 /* Blocks in a stage: the published count, capped by the depth knob when given. */
 static int stage_blocks(int published, int depth) { return depth > 0 && depth < published ? depth : published; }
 
-int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err) {
+static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err) {
   memset(bb, 0, sizeof *bb);
   const char *name = cfg->name ? cfg->name : "resnet";
   if (syno_backbone_known(name, err)) return -1;
@@ -418,6 +418,13 @@ int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_ba
   return 0;
 }
 
+int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err) {
+  if (build(cfg, rng, bb, err)) return -1;
+  bb->cfg = *cfg;
+  bb->cfg.op = NULL;
+  return 0;
+}
+
 void syno_backbone_free(syno_backbone_t *bb) {
   if (!bb) return;
   syno_nn_layer_free(bb->net);
@@ -458,27 +465,19 @@ static int cmp_d(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
-                       double *medians, syno_error_t *err) {
-  if (n < 1 || batch < 1 || repeats < 1 || repeats > 1000)
-    return syno_error_set(err, "latency: nets, batch and repeats must be positive (repeats <= 1000)");
-  syno_tensor_t x = SYNO_TENSOR_EMPTY;
-  int64_t d[4] = {batch, c, h, w};
-  if (syno_nn_tensor_alloc(&x, 4, d)) return syno_error_set(err, "latency: out of memory");
-  syno_rng_t rng;
-  syno_rng_seed(&rng, 1, 99);
-  syno_nn_fill_normal(&rng, &x, 0, 1);
+/* Times n nets on input x, round-robin; medians[k] is net k's median. */
+static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x, int repeats, double *medians,
+                        syno_error_t *err) {
   double *t = malloc(sizeof(double) * (size_t)repeats * (size_t)n);
   int rc = t ? 0 : SYNO_NN_ENOMEM;
-  for (int k = 0; !rc && k < n; k++) rc = syno_nn_forward(nets[k], &x, 0); /* warm-up: primitives, scratch buffers */
+  for (int k = 0; !rc && k < n; k++) rc = syno_nn_forward(nets[k], x, 0); /* warm-up: primitives, scratch buffers */
   /* Round-robin, so that a change of load on a shared machine hits every net alike. */
   for (int i = 0; !rc && i < repeats; i++)
     for (int k = 0; !rc && k < n; k++) {
       double t0 = now_s();
-      rc = syno_nn_forward(nets[k], &x, 0);
+      rc = syno_nn_forward(nets[k], x, 0);
       t[(size_t)k * (size_t)repeats + (size_t)i] = now_s() - t0;
     }
-  syno_nn_tensor_free(&x);
   if (rc) {
     free(t);
     return syno_error_set(err, "latency: forward failed: %s", syno_nn_status_str(rc));
@@ -490,6 +489,39 @@ int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t 
   }
   free(t);
   return 0;
+}
+
+/* A random input of the given shape (normal values), seeded alike for every measurement. */
+static int random_input(int ndim, const int64_t *d, syno_tensor_t *x, syno_error_t *err) {
+  if (syno_nn_tensor_alloc(x, ndim, d)) return syno_error_set(err, "latency: out of memory");
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 1, 99);
+  syno_nn_fill_normal(&rng, x, 0, 1);
+  return 0;
+}
+
+/* The input of cfg's network for `batch` samples: random images, or (gpt) token ids. */
+static int net_input(const syno_backbone_cfg_t *cfg, int64_t batch, syno_tensor_t *x, syno_error_t *err) {
+  if (cfg->name && !strcmp(cfg->name, "gpt")) {
+    int64_t d[2] = {batch, cfg->context > 0 ? cfg->context : 64};
+    if (syno_nn_tensor_alloc(x, 2, d)) return syno_error_set(err, "latency: out of memory");
+    for (int64_t i = 0; i < d[0] * d[1]; i++) x->data[i] = (float)((i * 7) % (cfg->vocab > 0 ? cfg->vocab : 1));
+    return 0;
+  }
+  int64_t d[4] = {batch, cfg->in_c, cfg->in_h, cfg->in_w};
+  return random_input(4, d, x, err);
+}
+
+int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                       double *medians, syno_error_t *err) {
+  if (n < 1 || batch < 1 || repeats < 1 || repeats > 1000)
+    return syno_error_set(err, "latency: nets, batch and repeats must be positive (repeats <= 1000)");
+  syno_tensor_t x = SYNO_TENSOR_EMPTY;
+  int64_t d[4] = {batch, c, h, w};
+  if (random_input(4, d, &x, err)) return -1;
+  int rc = latencies_on(nets, n, &x, repeats, medians, err);
+  syno_nn_tensor_free(&x);
+  return rc;
 }
 
 int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
@@ -524,7 +556,12 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
   if (!rc) {
     out->std_flops = std[0].flops;
     syno_layer_t *nets[3] = {cand->net, std[0].net, std[1].net};
-    rc = syno_net_latencies(nets, 3, batch, cfg->in_c, cfg->in_h, cfg->in_w, repeats, out->net, err);
+    syno_tensor_t x = SYNO_TENSOR_EMPTY;
+    rc = batch < 1 || repeats < 1 || repeats > 1000
+             ? syno_error_set(err, "latency: batch and repeats must be positive (repeats <= 1000)")
+             : net_input(cfg, batch, &x, err);
+    if (!rc) rc = latencies_on(nets, 3, &x, repeats, out->net, err);
+    syno_nn_tensor_free(&x);
   }
   for (int i = 0; !rc && i < cand->nslots; i++) {
     syno_slot_info_t si;
@@ -532,11 +569,16 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
     int dup = 0;
     for (int j = 0; j < out->nslots; j++)
       dup |= si.c_in == out->slot[j].c_in && si.c_out == out->slot[j].c_out && si.h == out->slot[j].h &&
-             si.w == out->slot[j].w && si.groups == out->slot[j].groups;
+             si.w == out->slot[j].w && si.s == out->slot[j].s && si.kind == out->slot[j].kind &&
+             si.groups == out->slot[j].groups;
     if (dup) continue;
     syno_layer_t *sl[3] = {cand->slots[i], std[0].slots[i], std[1].slots[i]};
     out->slot[out->nslots] = si;
-    rc = syno_net_latencies(sl, 3, batch, si.c_in, si.h, si.w, repeats, out->slot_t[out->nslots], err);
+    syno_tensor_t x = SYNO_TENSOR_EMPTY;
+    int64_t conv[4] = {batch, si.c_in, si.h, si.w}, lin[3] = {batch, si.s, si.c_in};
+    rc = si.kind == SYNO_SLOT_LINEAR ? random_input(3, lin, &x, err) : random_input(4, conv, &x, err);
+    if (!rc) rc = latencies_on(sl, 3, &x, repeats, out->slot_t[out->nslots], err);
+    syno_nn_tensor_free(&x);
     out->nslots++;
   }
   for (int k = 0; k < built; k++) syno_backbone_free(&std[k]);

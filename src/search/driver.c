@@ -90,6 +90,20 @@ typedef struct {
   char backbone[64], dataset[256], max_count[256], preset[32];
 } owned_t;
 
+/* A recorded number, when present: it must lie in [lo, hi] (and be whole when `whole`), or the
+ * settings are refused: a damaged or hand-edited database must not turn into an overflowing
+ * conversion. 1 read, 0 absent, -1 out of range (err set). */
+static int setting(const cJSON *o, const char *key, double lo, double hi, int whole, double *v, syno_error_t *err) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsNumber(x)) return 0;
+  double d = x->valuedouble;
+  if (!(d >= lo && d <= hi) || (whole && d != (double)(long long)d))
+    return syno_error_set(err, "the database's search settings have %s %g, outside %s%g..%g", key, d,
+                          whole ? "the integers " : "", lo, hi);
+  *v = d;
+  return 1;
+}
+
 static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, syno_error_t *err) {
   cJSON *o = cJSON_Parse(json);
   if (!cJSON_IsObject(o)) {
@@ -97,23 +111,29 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
     return syno_error_set(err, "the database's search settings are not valid JSON");
   }
   const cJSON *x;
+  double v = 0;
+  int bad = 0;
   c->min_speedup = 0; /* a search recorded before the check existed trained every candidate */
-#define NUM(field, key) \
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = x->valuedouble;
-#define INT(field, key) \
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, key))) c->field = (int)x->valuedouble;
-  INT(epochs, "epochs") INT(batch, "batch") INT(depth, "depth") INT(pad, "pad") INT(space_depth, "space_depth");
-  NUM(width, "width") NUM(lr, "lr") NUM(max_flops_ratio, "max_flops_ratio") NUM(min_flops_ratio, "min_flops_ratio");
-  NUM(reward_lb, "reward_lb") NUM(reward_ub, "reward_ub") NUM(max_params_ratio, "max_params_ratio");
-  INT(max_tensors, "max_tensors") NUM(min_speedup, "min_speedup");
+  /* The ranges are the command line's (flops and reward bounds: -1 is "unset"). */
+#define NUM(field, key, lo, hi) \
+  if (!bad && (bad = setting(o, key, lo, hi, 0, &v, err)) == 1) c->field = v, bad = 0;
+#define INT(field, key, lo, hi, T) \
+  if (!bad && (bad = setting(o, key, lo, hi, 1, &v, err)) == 1) c->field = (T)v, bad = 0;
+  INT(epochs, "epochs", 1, 10000, int) INT(batch, "batch", 1, 65536, int) INT(depth, "depth", 0, 8, int);
+  INT(pad, "pad", 0, 64, int) INT(space_depth, "space_depth", 0, 40, int) INT(max_tensors, "max_tensors", 0, 64, int);
+  NUM(width, "width", 0, 4096) NUM(lr, "lr", 1e-12, 100) NUM(max_flops_ratio, "max_flops_ratio", -1, 1000);
+  NUM(min_flops_ratio, "min_flops_ratio", -1, 1000)
+  NUM(reward_lb, "reward_lb", -1, 1) NUM(reward_ub, "reward_ub", -1, 1);
+  NUM(max_params_ratio, "max_params_ratio", 0, 1e6) NUM(min_speedup, "min_speedup", 0, 1000);
+  INT(subset, "subset", 0, 1e8, long) INT(seed, "seed", 0, 9007199254740992.0, uint64_t);
+  if (c->budget < 0) INT(budget, "budget", 0, 1e9, int);
+  if (c->confirm < 0) INT(confirm, "confirm", 0, 1000, int);
 #undef NUM
 #undef INT
-  if (c->budget < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "budget")))
-    c->budget = (int)x->valuedouble;
-  if (c->confirm < 0 && cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "confirm")))
-    c->confirm = (int)x->valuedouble;
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "subset"))) c->subset = (long)x->valuedouble;
-  if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "seed"))) c->seed = (uint64_t)x->valuedouble;
+  if (bad) {
+    cJSON_Delete(o);
+    return -1;
+  }
   c->ordered = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "ordered"));
   c->stand_in = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "stand_in"));
   if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "algorithm")))
@@ -184,14 +204,26 @@ static void set_str(char **dst, const char *s) {
   *dst = s ? strdup(s) : NULL;
 }
 
-static void note_best(syno_driver_progress_t *p, const syno_db_cand_t *r) {
+/* A language model (the gpt backbone) is judged by validation perplexity, lower being better;
+ * the image backbones by test accuracy. */
+static int is_lm(const syno_driver_cfg_t *c) { return c->backbone && !strcmp(c->backbone, "gpt"); }
+
+/* The measure the reward grows with: accuracy, or minus the perplexity. */
+static double score(const syno_driver_cfg_t *c, const syno_db_cand_t *r) {
+  return is_lm(c) ? -r->perplexity : r->accuracy;
+}
+
+static void note_best(const syno_driver_cfg_t *c, syno_driver_progress_t *p, const syno_db_cand_t *r) {
   if (r->status != 0 || r->is_baseline) return;
   if (r->reward > p->best_reward) {
     p->best_reward = r->reward;
     p->best_acc = r->accuracy;
+    p->best_ppl = r->perplexity;
     p->best_acc_speedup = r->speedup;
   }
-  if (r->accuracy >= p->base_acc - 0.01 && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
+  /* Within the paper's tolerance: 1 point of accuracy, or of perplexity. */
+  int near = is_lm(c) ? r->perplexity <= p->base_ppl + 1 : r->accuracy >= p->base_acc - 0.01;
+  if (near && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
 }
 
 /* ------------------------------------------------------------ workers */
@@ -299,28 +331,41 @@ static int run_open(run_t *r, syno_error_t *err) {
 static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, syno_error_t *err) {
   syno_signature_t sig;
   if (syno_signature_preset(c->preset, "", &sig, err)) return NULL;
-  if (sig.kind != SYNO_SIG_CONV)
-    return syno_error_set(err, "the %s backbone's slots are convolutions; preset %s is not", c->backbone, c->preset),
+  int linear = sig.kind == SYNO_SIG_LINEAR;
+  if (linear != is_lm(c))
+    return syno_error_set(err, "the %s backbone's slots are %s; preset %s is not", c->backbone,
+                          is_lm(c) ? "linear layers (presets linear, linear-wide)" : "convolutions", c->preset),
            NULL;
   const syno_evalslot_t *p = plan->slot;
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "preset", c->preset);
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
+  const syno_evalslot_t *first = NULL;
   for (int i = 0; i < plan->n; i++) {
     char s[128];
-    if (syno_signature_conv_binding(&sig, 1, p[i].c_in, p[i].c_out, p[i].h, p[i].w, s, sizeof s, err)) {
+    /* A QKV-only preset (linear, t*H_in) fills the fused QKV projections alone. */
+    if (linear && sig.qkv_only && p[i].c_out != 3 * p[i].c_in) continue;
+    if (linear ? syno_signature_linear_binding(&sig, 1, p[i].s, p[i].c_in, p[i].c_out, s, sizeof s, err)
+               : syno_signature_conv_binding(&sig, 1, p[i].c_in, p[i].c_out, p[i].h, p[i].w, s, sizeof s, err)) {
       cJSON_Delete(o);
       return NULL;
     }
     cJSON_AddItemToArray(b, cJSON_CreateString(s));
+    if (!first) first = &p[i];
+  }
+  if (!first) {
+    cJSON_Delete(o);
+    return syno_error_set(err, "no slot of the %s backbone fits preset %s", c->backbone, c->preset), NULL;
   }
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
-  /* Ratios of the standard operator over the distinct slots, per image (batch 1). */
-  cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
-  cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
+  /* Ratios of the standard operator over the distinct slots, per image (batch 1); negative:
+   * the preset's own. */
+  if (c->max_flops_ratio >= 0) cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
+  if (c->min_flops_ratio >= 0) cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
   /* Params are counted on the first binding (syno_node_final_cost). */
   if (c->max_params_ratio > 0)
-    cJSON_AddNumberToObject(o, "max_params", c->max_params_ratio * 9.0 * (double)p[0].c_in * (double)p[0].c_out);
+    cJSON_AddNumberToObject(o, "max_params",
+                            c->max_params_ratio * (linear ? 1.0 : 9.0) * (double)first->c_in * (double)first->c_out);
   if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
   int caps[SYNO_PRIM_KINDS];
   for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -2; /* not named: the preset's cap stays */
@@ -335,7 +380,7 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
    * every slot, so the smallest slot side (4 in the last ResNet stage) must
    * admit a window of 3: relax the ratio to that side / 3. */
   long side = 0;
-  for (int i = 0; i < plan->n; i++) {
+  for (int i = 0; !linear && i < plan->n; i++) {
     long m = p[i].h < p[i].w ? p[i].h : p[i].w;
     if (side == 0 || m < side) side = m;
   }
@@ -412,6 +457,8 @@ static int train_baseline(run_t *r, syno_error_t *err) {
   syno_pool_job_free(job);
   if (r->base.status != 0)
     return syno_error_set(err, "the baseline network failed: %s", r->base.reason ? r->base.reason : "unknown");
+  if (is_lm(&r->c) && !(r->base.perplexity > 0))
+    return syno_error_set(err, "the baseline language model reported no perplexity");
   r->base.is_baseline = 1;
   set_str(&r->base.op_text, "(standard operator)");
   set_str(&r->base.path, "");
@@ -428,9 +475,17 @@ static int run_baseline(run_t *r, syno_error_t *err) {
   if (have < 0) return -1;
   if (!have && train_baseline(r, err)) return -1;
   syno_reward_default(&r->rw);
-  r->rw.ub = c->reward_ub >= 0 ? c->reward_ub : r->base.accuracy;
-  r->rw.lb = c->reward_lb >= 0 ? c->reward_lb : (r->rw.ub - 0.3 > 0 ? r->rw.ub - 0.3 : 0);
+  if (is_lm(c)) {
+    /* Perplexity, as minus itself: 1 at the baseline's, 0 at 1.3 times it (the accuracy
+     * bounds' 0.3 below, relative). */
+    r->rw.ub = -r->base.perplexity;
+    r->rw.lb = -1.3 * r->base.perplexity;
+  } else {
+    r->rw.ub = c->reward_ub >= 0 ? c->reward_ub : r->base.accuracy;
+    r->rw.lb = c->reward_lb >= 0 ? c->reward_lb : (r->rw.ub - 0.3 > 0 ? r->rw.ub - 0.3 : 0);
+  }
   r->prog.base_acc = r->base.accuracy;
+  r->prog.base_ppl = r->base.perplexity;
   r->prog.reward_lb = r->rw.lb;
   r->prog.reward_ub = r->rw.ub;
   emit(r, SYNO_DRIVER_BASELINE_DONE);
@@ -447,7 +502,7 @@ static int replay(run_t *r, const syno_candidate_t *cand, syno_error_t *err) {
   if (f != 1) return f;
   int rc = syno_search_tell(r->search, cand, known.reward, err);
   if (rc == 0) {
-    note_best(&r->prog, &known);
+    note_best(&r->c, &r->prog, &known);
     r->prog.replayed++;
   }
   syno_db_cand_clear(&known);
@@ -520,7 +575,7 @@ static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
   rec.worker = (int)job->tag;
   int slow = syno_evalres_too_slow(&rec);
   /* Too slow is a verdict on the operator, not a breakdown: reward 0, not a failure's -1. */
-  rec.reward = slow ? 0 : syno_reward(&r->rw, rec.status == 0, rec.accuracy, rec.flops_ratio);
+  rec.reward = slow ? 0 : syno_reward(&r->rw, rec.status == 0, score(&r->c, &rec), rec.flops_ratio);
   syno_pool_job_free(job);
   int rc = syno_db_insert(r->db, &rec, err) || syno_search_tell(r->search, &pe->cand, rec.reward, err) ? -1 : 0;
   if (rc == 0) {
@@ -529,7 +584,7 @@ static int collect(run_t *r, syno_job_t *job, syno_error_t *err) {
     r->prog.evaluated++;
     r->prog.failed += rec.status != 0;
     r->prog.slower += slow;
-    note_best(&r->prog, &rec);
+    note_best(&r->c, &r->prog, &rec);
   }
   syno_db_cand_clear(&rec);
   return rc;

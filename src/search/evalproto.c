@@ -42,12 +42,12 @@ typedef struct {
   const char *meta, *help;
 } opt_t;
 
-/* The image backbones of syno_backbone_names(1): the search layer cannot reach the model's
- * list, so tests/model/test_backbones.c checks that a worker takes every name on it. */
-static const char *const backbones[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
-                                        "densenet121", "efficientnetv2s", "vgg",      NULL};
-static const char *const datasets[] = {"digits", "fashion-mnist", NULL};
-static const char *const presets[] = {"conv2d", "conv2d-wide", NULL};
+/* syno_backbone_names(0): the search layer cannot reach the model's list, so
+ * tests/model/test_backbones.c checks that a worker takes every name on it. */
+static const char *const backbones[] = {"resnet18",        "resnet", "resnet34", "resnext29", "densenet121",
+                                        "efficientnetv2s", "vgg",    "gpt",      NULL};
+static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
+static const char *const presets[] = {"conv2d", "conv2d-wide", "linear", "linear-wide", NULL};
 
 #define OPT(flag, kind, field, when, lo, hi, fl, choices, meta, help) \
   { flag, kind, offsetof(syno_evalreq_t, field), when, lo, hi, fl, choices, meta, help }
@@ -361,9 +361,11 @@ int syno_evalplan_parse(const char *out, syno_evalplan_t *p, syno_error_t *err) 
         rc = syno_error_set(err, "slot %d of the worker's slot plan has no number \"%s\"", i, slot_keys[k]);
     }
     int dup = 0;
+    const cJSON *sx = cJSON_GetObjectItemCaseSensitive(s, "s");
+    long seq = cJSON_IsNumber(sx) ? (long)sx->valuedouble : 0;
     for (int j = 0; rc == 0 && j < p->n; j++) {
       const syno_evalslot_t *e = &p->slot[j];
-      dup |= e->c_in == v[0] && e->c_out == v[1] && e->h == v[2] && e->w == v[3];
+      dup |= e->c_in == v[0] && e->c_out == v[1] && e->h == v[2] && e->w == v[3] && e->s == seq;
     }
     if (rc || dup) continue;
     if (p->n == SYNO_MAX_BINDINGS) {
@@ -371,7 +373,7 @@ int syno_evalplan_parse(const char *out, syno_evalplan_t *p, syno_error_t *err) 
       break;
     }
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "flops");
-    p->slot[p->n++] = (syno_evalslot_t){v[0], v[1], v[2], v[3], cJSON_IsNumber(f) ? f->valuedouble : 0};
+    p->slot[p->n++] = (syno_evalslot_t){v[0], v[1], v[2], v[3], cJSON_IsNumber(f) ? f->valuedouble : 0, seq};
   }
   cJSON_Delete(o);
   if (rc == 0 && p->n == 0) rc = syno_error_set(err, "the backbone has no operator slots");
@@ -387,6 +389,7 @@ char *syno_evalplan_json(const syno_evalslot_t *slots, int n, double flops, doub
     cJSON_AddNumberToObject(s, slot_keys[2], (double)slots[i].h);
     cJSON_AddNumberToObject(s, slot_keys[3], (double)slots[i].w);
     cJSON_AddNumberToObject(s, "flops", slots[i].flops);
+    if (slots[i].s > 0) cJSON_AddNumberToObject(s, "s", (double)slots[i].s);
     cJSON_AddItemToArray(a, s);
   }
   cJSON_AddNumberToObject(o, "flops", flops);

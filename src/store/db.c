@@ -39,6 +39,8 @@ typedef struct {
   { #name, type, offsetof(syno_db_cand_t, name), 1, NULL }
 #define FLD2(name, type, old) \
   { #name, type, offsetof(syno_db_cand_t, name), 2, old }
+#define FLD3(name, type, old) \
+  { #name, type, offsetof(syno_db_cand_t, name), 3, old }
 static const field_t fields[] = {
     FLD(id, F_LONG),
     FLD(is_baseline, F_INT),
@@ -69,9 +71,11 @@ static const field_t fields[] = {
     FLD2(confirmed_accuracy, F_REAL, NULL),
     FLD2(confirm_reason, F_TEXT, NULL),
     FLD2(confirm_seconds, F_REAL, NULL),
+    FLD3(perplexity, F_REAL, NULL),
 };
 #undef FLD
 #undef FLD2
+#undef FLD3
 #define NFIELDS ((int)(sizeof fields / sizeof *fields))
 
 #define AT(c, f, T) ((T *)((char *)(c) + (f)->off))
@@ -565,12 +569,23 @@ int syno_db_cand_from_json(const char *json, syno_db_cand_t *c, syno_error_t *er
     if (f->type == F_TEXT) {
       if (cJSON_IsString(x)) *AT(c, f, char *) = strdup(x->valuestring);
     } else if (cJSON_IsNumber(x)) {
+      double d = x->valuedouble;
+      if (f->type != F_REAL) {
+        /* Checked before converting: an out-of-range conversion is undefined. */
+        double lim = f->type == F_INT ? 2147483647.0 : 9007199254740992.0;
+        if (!(d >= -lim && d <= lim) || d != (double)(long long)d) {
+          cJSON_Delete(o);
+          syno_db_cand_clear(c);
+          return syno_error_set(err, "a candidate record's \"%s\" must be an integer within +-%.0f (got %g)", f->name,
+                                lim, d);
+        }
+      }
       if (f->type == F_INT)
-        *AT(c, f, int) = (int)x->valuedouble;
+        *AT(c, f, int) = (int)d;
       else if (f->type == F_LONG)
-        *AT(c, f, long) = (long)x->valuedouble;
+        *AT(c, f, long) = (long)d;
       else
-        *AT(c, f, double) = x->valuedouble;
+        *AT(c, f, double) = d;
     }
   }
   cJSON_Delete(o);

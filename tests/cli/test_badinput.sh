@@ -145,6 +145,17 @@ t "--input: needs a value" "$SYNO" show 'in[i0]' --input --output '[H]'
 t "share" "$SYNO" show 'in[share(i0, 1)]' --input '[H]' --output '[H]' --bind H=4
 
 # run
+# export: nothing is written when a case is refused (-o points into the fixture directory).
+t "give --to LANG" "$SYNO" export --builtin linear -o "$fx/op.c"
+t "--to halide: must be one of pytorch, tvm, c, dot" "$SYNO" export --to halide --builtin linear
+t "--png applies to --to dot only" "$SYNO" export --to c --png --builtin linear -o "$fx/op.png"
+t "does not exist" "$SYNO" export --to c --builtin linear -o "$fx/nodir/op.c"
+t "is a directory" "$SYNO" export --to c --builtin linear -o "$fx"
+t "--binding 1 does not exist" "$SYNO" export --to tvm --builtin linear --binding 1 -o "$fx/op.py"
+t "column 4" "$SYNO" export --to pytorch 'in[i0]' --input '[H W]' --output '[H]' -o "$fx/op.py"
+t "found 'i1' at column 7" "$SYNO" export --to c 'in[i0 i1]' --input '[H, W]' --output '[H, W]' --bind H=2,W=2 -o "$fx/op.c"
+t "give either --preset or --spec" "$SYNO" export --to c "$OP" --preset conv2d --spec "$fx/empty.json"
+t "--spec" "$SYNO" export --to c "$OP" --spec "$fx/empty.json"
 t "--seed x: must be a non-negative integer" "$SYNO" run --builtin conv2d --seed x
 t "--seed -1: must be a non-negative integer" "$SYNO" run --builtin conv2d --seed -1
 t "--seed 18446744073709551616" "$SYNO" run --builtin conv2d --seed 18446744073709551616
@@ -200,13 +211,15 @@ t "unknown option '--frob'" "$SYNO" space --preset conv2d --frob
 t "--depth abc: must be an integer" "$SYNO" space --preset conv2d --depth abc
 
 # eval (the worker)
-t "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg" "$SYNO" eval --backbone gpt
-t "--dataset imagenet: must be one of digits, fashion-mnist" "$SYNO" eval --dataset imagenet
+t "--backbone bert: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "$SYNO" eval --backbone bert
+t "--preset linear: the resnet backbone's slots are convolutions" "$SYNO" eval --preset linear
+t "--dataset imagenet: must be one of digits, fashion-mnist, kjv" "$SYNO" eval --dataset imagenet
+t "the gpt backbone trains on kjv" "$SYNO" eval --backbone gpt --dataset digits
+t "trains on images: digits or fashion-mnist (got 'kjv')" "$SYNO" eval --backbone resnet --dataset kjv
 t "--epochs 0: must be an integer" "$SYNO" eval --epochs 0
 t "--lr nan: must be a finite number" "$SYNO" eval --lr nan
 t "--time-limit -1: must be a finite number" "$SYNO" eval --time-limit -1
 t "--op" "$SYNO" eval --op 'in[bogus]' --plan
-t "--preset linear: must be one of conv2d, conv2d-wide" "$SYNO" eval --preset linear
 t "--plan and --confirm exclude each other" "$SYNO" eval --plan --confirm
 t "--threads 300: must be an integer in 0..256" "$SYNO" eval --threads 300
 t "--repeats 0: must be an integer" "$SYNO" eval --repeats 0
@@ -224,7 +237,7 @@ t "--subset -5: must be an integer in 0..100000000" "${S[@]}" --subset -5
 t "--timeout -5: must be a finite number in (0, " "${S[@]}" --timeout -5
 t "--timeout nan: must be a finite number in (0, " "${S[@]}" --timeout nan
 t "--timeout 0: must be a finite number in (0, " "${S[@]}" --timeout 0
-t "--width 0: must be a finite number in (0, 16]" "${S[@]}" --width 0
+t "--width 0: must be a finite number in (0, 4096]" "${S[@]}" --width 0
 t "--epochs 4294967297: must be an integer in 1..10000" "${S[@]}" --epochs 4294967297
 t "--workers 4294967297: must be an integer in 1..256" "${S[@]}" --workers 4294967297
 t "--workers 0: must be an integer in 1..256" "${S[@]}" --workers 0
@@ -252,9 +265,15 @@ t "--db and --resume exclude each other" "$SYNO" search --db "$fx/x.db" --resume
 t "--mpi and --workers exclude each other" "$SYNO" search --db "$fx/x.db" --mpi --workers 2
 t "--ordered does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --ordered
 t "--stand-in does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --stand-in
-t "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg" "${S[@]}" --backbone gpt
-t "--dataset imagenet: must be one of digits, fashion-mnist" "${S[@]}" --dataset imagenet
-t "--preset linear: must be one of conv2d, conv2d-wide" "${S[@]}" --preset linear
+t "--backbone bert: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "${S[@]}" --backbone bert
+t "--dataset imagenet: must be one of digits, fashion-mnist, kjv" "${S[@]}" --dataset imagenet
+t "--preset linear: the resnet backbone's slots are convolutions" "${S[@]}" --preset linear
+t "--preset conv2d: gpt's slots are linear layers" "${S[@]}" --backbone gpt --preset conv2d
+t "--dataset kjv is text: it is for --backbone gpt" "${S[@]}" --dataset kjv
+t "--width 20: the resnet backbone's channel multiplier is at most 16" "${S[@]}" --width 20
+t "--dataset digits: gpt trains on kjv" "${S[@]}" --backbone gpt --dataset digits
+t "--confirm ranks by accuracy; it is not available for gpt" "${S[@]}" --backbone gpt --confirm 2
+t "gpt is rewarded by perplexity" "${S[@]}" --backbone gpt --reward-lb 0.5
 t "--max-tensors 1: must be an integer in 2..4" "${S[@]}" --max-tensors 1
 t "--max-tensors 5: must be an integer in 2..4" "${S[@]}" --max-tensors 5
 t "'merg' is not a primitive" "${S[@]}" --max-count merg=1
@@ -275,6 +294,10 @@ t "--epochs: needs a value" "${S[@]}" --epochs
 # report
 t "give the results database with --db FILE" "$SYNO" report
 t "not a syno results database (not an SQLite file)" "$SYNO" report --db "$fx/junk.db"
+t "not a syno results database (not an SQLite file)" "$SYNO" report --table "$fx/s.db" --table "$fx/junk.db"
+t "is damaged" "$SYNO" report --table "$fx/damaged.db"
+t "--table and --csv exclude each other" "$SYNO" report --table "$fx/s.db" --csv
+t "/nonexistent.db: no such results database" "$SYNO" report --table /nonexistent.db
 t "another application" "$SYNO" report --db "$fx/foreign.db"
 t "is damaged" "$SYNO" report --db "$fx/damaged.db"
 t "is damaged" "$SYNO" report --db "$fx/truncated.db"

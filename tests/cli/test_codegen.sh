@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# syno show --emit as a user runs it: the C output compiles with cc -O2 -c
-# and no syno header, the PyTorch output is valid Python (and, with torch,
-# runs), and bad choices are usage errors (exit 2, message, empty stdout).
+# syno export and its alias show --emit as a user runs them: the C output
+# compiles with cc -O2 -std=c11 -Wall -Werror and no syno header and defines
+# the forward and backward functions, the PyTorch and TVM outputs are valid
+# Python, -o writes the file, --png draws through Graphviz when it is there,
+# and bad choices are usage errors (exit 2, message, empty stdout, no file).
 set -u
 SYNO=${1:?usage: test_codegen.sh path/to/syno}
 pass=0 fail=0
@@ -20,6 +22,27 @@ for b in conv2d grouped-conv2d depthwise-conv2d strided-conv2d linear avgpool2d;
   else bad "emit pytorch $b"; cat "$tmp/err"; fi
 done
 
+for b in conv2d grouped-conv2d depthwise-conv2d strided-conv2d linear avgpool2d; do
+  if "$SYNO" export --to c --builtin "$b" -o "$tmp/x$b.c" >"$tmp/out" 2>"$tmp/err" && [ ! -s "$tmp/out" ] &&
+     cc -std=c11 -O2 -Wall -Werror -c -o "$tmp/x$b.o" "$tmp/x$b.c" 2>>"$tmp/err" &&
+     nm "$tmp/x$b.o" | grep -q ' T syno_op_forward' && nm "$tmp/x$b.o" | grep -q ' T syno_op_backward'; then ok
+  else bad "export --to c $b"; cat "$tmp/err"; fi
+  if "$SYNO" export --to tvm --builtin "$b" >"$tmp/$b.tvm.py" 2>"$tmp/err" &&
+     grep -q 'te.compute(OUT_SHAPE, body' "$tmp/$b.tvm.py" &&
+     /usr/bin/env python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read())" "$tmp/$b.tvm.py"; then ok
+  else bad "export --to tvm $b"; cat "$tmp/err"; fi
+  # show --emit is an alias: the same text.
+  "$SYNO" export --to pytorch --builtin "$b" >"$tmp/e.py"
+  if cmp -s "$tmp/e.py" "$tmp/$b.py"; then ok; else bad "show --emit pytorch differs from export --to pytorch ($b)"; fi
+done
+if "$SYNO" export --to dot --builtin conv2d | grep -q '^digraph'; then ok; else bad "export --to dot"; fi
+if command -v dot >/dev/null; then
+  if "$SYNO" export --to dot --png --builtin conv2d -o "$tmp/c.png" && head -c 4 "$tmp/c.png" | grep -q PNG; then ok
+  else bad "export --to dot --png"; fi
+else
+  echo "SKIP: export --png (no Graphviz dot on PATH)"
+fi
+
 # The second binding's sizes end up in the code.
 "$SYNO" show --builtin linear --bind N=2,C_in=5,C_out=3 --bind N=4,C_in=9,C_out=6 --binding 1 --emit pytorch >"$tmp/l.py"
 if grep -q 'in_shape = (4, 9, )' "$tmp/l.py"; then ok; else bad "--binding 1 not used"; fi
@@ -34,6 +57,21 @@ expect_usage() {
 expect_usage "--emit tvm: must be one of pytorch, c" show --builtin linear --emit tvm
 expect_usage "--binding 3 does not exist" show --builtin linear --emit c --binding 3
 expect_usage "--binding x: must be an integer in 0\.\." show --builtin linear --emit c --binding x
+
+expect_usage "give --to LANG" export --builtin linear
+expect_usage "--to bogus: must be one of pytorch, tvm, c, dot" export --to bogus --builtin linear
+expect_usage "--png applies to --to dot only" export --to tvm --png --builtin linear
+expect_usage "-o $tmp/no/x.c: its directory $tmp/no does not exist" export --to c --builtin linear -o "$tmp/no/x.c"
+expect_usage "-o $tmp: is a directory" export --to c --builtin linear -o "$tmp"
+expect_usage "--binding 2 does not exist" export --to c --builtin linear --binding 2 -o "$tmp/b2.c"
+if [ ! -e "$tmp/b2.c" ]; then ok; else bad "a refused export left $tmp/b2.c behind"; fi
+expect_usage "expected ',' but found 'i2' at column 67" export --to pytorch --preset linear \
+  'r0=sum(H_in); in[i0, i1, share(r0, 1)] expand[share(i2, 1)] w1[r0 i2]'
+expect_usage "found 'Q' at column 8" export --to c --preset conv2d 'in[i0, Q]'
+PATH=/nonexistent "$SYNO" export --to dot --png --builtin linear -o "$tmp/n.png" >"$tmp/out" 2>"$tmp/err"
+st=$?
+if [ "$st" -eq 2 ] && grep -q "needs Graphviz's 'dot' on PATH" "$tmp/err" && [ ! -e "$tmp/n.png" ]; then ok
+else bad "--png without dot -> exit $st, stderr: $(cat "$tmp/err")"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

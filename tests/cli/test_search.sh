@@ -149,6 +149,42 @@ rows_of "$tmp/o2.db" >"$tmp/o2.txt"
 cmp -s "$tmp/o1.txt" "$tmp/o2.txt" || fail "two --ordered searches differ: $(diff "$tmp/o1.txt" "$tmp/o2.txt")"
 echo "search --ordered: two runs with 2 workers, the same 10 candidates in the same order"
 
+# The results table over several searches: one row each, the fastest within 1 pp, the geometric mean.
+"$bin" report --table "$tmp/o1.db" --table "$tmp/o2.db" --json --out "$tmp" >"$tmp/table.json" ||
+  fail "report --table failed"
+python3 - "$tmp/table.json" "$tmp/o1.db" <<'PY' || fail "report --table: $(cat "$tmp/table.json")"
+import json, math, sqlite3, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+summary = rows.pop()
+assert len(rows) == 2 and rows[0] == dict(rows[1], db="o1.db"), rows
+db = sqlite3.connect(sys.argv[2])
+base = db.execute("select accuracy from candidates where is_baseline = 1").fetchone()[0]
+near = db.execute("select id, speedup from candidates where is_baseline = 0 and status = 0 and accuracy >= ? "
+                  "order by speedup desc, id limit 1", (base - 0.01,)).fetchone()
+want = near[1] if near else 1.0
+assert (rows[0].get("best_id") == (near[0] if near else None)), (rows[0], near)
+assert abs(summary["geomean_speedup"] - want) < 1e-6 * want, (summary, want)
+PY
+"$bin" report --table "$tmp/o1.db" --db "$tmp/o1.db" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--table with --db should exit 2"
+echo "report --table: one row per search, the fastest within 1 pp, their geometric mean"
+
+# A damaged settings record (a number no search writes) is refused on resume, the file untouched.
+cp "$tmp/o1.db" "$tmp/bad.db"
+python3 - "$tmp/bad.db" <<'PY'
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+s = json.loads(c.execute("select value from meta where key = 'driver'").fetchone()[0])
+s["epochs"] = 1e300
+c.execute("update meta set value = ? where key = 'driver'", (json.dumps(s),))
+c.commit()
+PY
+cp "$tmp/bad.db" "$tmp/bad.orig"
+"$bin" search --resume "$tmp/bad.db" --quiet 2>"$tmp/bad.err" && fail "damaged settings were accepted"
+grep -q "search settings have epochs 1e+300, outside the integers 1..10000" "$tmp/bad.err" ||
+  fail "the message does not name the setting: $(cat "$tmp/bad.err")"
+cmp -s "$tmp/bad.db" "$tmp/bad.orig" || fail "a refused resume changed the database"
+echo "search --resume: damaged settings refused, naming the value, file unchanged"
+
 # Retraining a recorded candidate takes its operator and the search's settings.
 "$bin" train --db "$tmp/k.db" --id 2 --epochs 1 --subset 100 --json > "$tmp/re" 2>"$tmp/re.err" ||
   fail "train --db --id failed: $(cat "$tmp/re.err")"

@@ -49,6 +49,7 @@ static void lower_and_print(const syno_operator_t *op, const syno_vars_t *v) {
     }
     syno_codegen_c(op, 0, buf, 1 << 16, &err);
     syno_codegen_pytorch(op, 0, buf, 1 << 16, &err);
+    syno_codegen_tvm(op, 0, buf, 1 << 16, &err);
   }
   free(buf);
   free(low);

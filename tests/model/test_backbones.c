@@ -255,7 +255,7 @@ static void test_train_one_epoch(void **state) {
   }
 }
 
-/* Every command takes the same names: a worker (syno eval) the image ones. */
+/* Every command takes the same names, a worker (syno eval) too. */
 static void test_names(void **state) {
   (void)state;
   const char *const *all = syno_backbone_names(0), *const *img = syno_backbone_names(1);
@@ -264,13 +264,15 @@ static void test_names(void **state) {
   for (; img[n]; n++) {
     assert_int_equal(syno_backbone_known(img[n], &err), 0);
     assert_string_equal(all[n], img[n]);
-    syno_evalreq_t r;
-    char *argv[] = {"eval", "--backbone", (char *)img[n], NULL};
-    if (syno_evalreq_from_argv(3, argv, &r, &err)) fail_msg("a worker refuses %s: %s", img[n], err.msg);
-    assert_string_equal(r.backbone, img[n]);
   }
   assert_string_equal(all[n], "gpt");
   assert_null(all[n + 1]);
+  for (int i = 0; all[i]; i++) {
+    syno_evalreq_t r;
+    char *argv[] = {"eval", "--backbone", (char *)all[i], "--dataset", strcmp(all[i], "gpt") ? "digits" : "kjv", NULL};
+    if (syno_evalreq_from_argv(5, argv, &r, &err)) fail_msg("a worker refuses %s: %s", all[i], err.msg);
+    assert_string_equal(r.backbone, all[i]);
+  }
   assert_int_equal(syno_backbone_known("lenet", &err), -1);
   assert_non_null(strstr(err.msg, "unknown backbone 'lenet' (known: resnet18, resnet, resnet34, resnext29"));
   syno_backbone_cfg_t c = digits_cfg("densenet", 0.25, 0, NULL);

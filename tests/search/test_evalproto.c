@@ -170,8 +170,8 @@ static void test_bad_command_lines(void **state) {
       {{"eval", "--seed", "", NULL}, "--seed '': must be a non-negative integer"},
       {{"eval", "--seed", "-1", NULL}, "--seed -1: must be a non-negative integer"},
       {{"eval", "--time-limit", "-1", NULL}, "--time-limit -1: must be a finite number in [0, 1000000000]"},
-      {{"eval", "--backbone", "gpt", NULL},
-       "--backbone gpt: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg"},
+      {{"eval", "--backbone", "bert", NULL},
+       "--backbone bert: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt"},
       {{"eval", "--frobnicate", NULL}, "unknown option '--frobnicate'"},
       {{"eval", "--epochs", NULL}, "--epochs: needs a value (an integer in 1..20000)"},
       {{"eval", "--plan=1", NULL}, "--plan=1: the flag takes no value"},
@@ -315,18 +315,25 @@ static void test_result_from_job(void **state) {
 
 static void test_plan(void **state) {
   (void)state;
-  syno_evalslot_t slots[] = {{16, 16, 8, 8, 1}, {16, 16, 8, 8, 1}, {16, 32, 4, 4, 2}, {32, 32, 4, 4, 3}};
-  char *s = syno_evalplan_json(slots, 4, 5000, 77);
+  /* Conv slots, and linear slots [N, s, c_in] -> [N, s, c_out] told apart by s. */
+  syno_evalslot_t slots[] = {{16, 16, 8, 8, 1, 0},  {16, 16, 8, 8, 1, 0},   {16, 32, 4, 4, 2, 0},
+                             {32, 32, 4, 4, 3, 0},  {64, 192, 0, 0, 4, 64}, {64, 192, 0, 0, 4, 64},
+                             {64, 192, 0, 0, 5, 32}};
+  char *s = syno_evalplan_json(slots, 7, 5000, 77);
   assert_non_null(s);
   syno_evalplan_t p;
   syno_error_t err;
   assert_int_equal(syno_evalplan_parse(s, &p, &err), 0);
   free(s);
-  assert_int_equal(p.n, 3); /* the repeated shape once */
+  assert_int_equal(p.n, 5); /* each repeated shape once */
   assert_int_equal(p.slot[1].c_in, 16);
   assert_int_equal(p.slot[1].c_out, 32);
   assert_int_equal(p.slot[2].h, 4);
   assert_true(p.slot[2].flops == 3);
+  assert_int_equal(p.slot[2].s, 0);
+  assert_int_equal(p.slot[3].s, 64);
+  assert_int_equal(p.slot[3].c_out, 192);
+  assert_int_equal(p.slot[4].s, 32);
 
   struct {
     const char *out, *msg;
@@ -347,7 +354,7 @@ static void test_plan(void **state) {
 
   /* More distinct shapes than the space has bindings. */
   syno_evalslot_t many[SYNO_MAX_BINDINGS + 1];
-  for (int i = 0; i <= SYNO_MAX_BINDINGS; i++) many[i] = (syno_evalslot_t){i + 1, 8, 4, 4, 0};
+  for (int i = 0; i <= SYNO_MAX_BINDINGS; i++) many[i] = (syno_evalslot_t){i + 1, 8, 4, 4, 0, 0};
   s = syno_evalplan_json(many, SYNO_MAX_BINDINGS + 1, 0, 0);
   assert_int_equal(syno_evalplan_parse(s, &p, &err), -1);
   assert_non_null(strstr(err.msg, "more than 32 distinct slot shapes"));

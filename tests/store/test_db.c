@@ -105,6 +105,15 @@ static void test_roundtrip(void **state) {
   free(j), free(j2);
   syno_db_cand_clear(&back);
   assert_int_not_equal(syno_db_cand_from_json("[1,2]", &back, &err), 0);
+  /* Integers out of range or not whole are refused, not converted (undefined behaviour). */
+  const char *bad[] = {"{\"status\": 1e300}", "{\"worker\": -3e9}", "{\"id\": 1e17}", "{\"epochs_done\": 2.5}"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_int_equal(syno_db_cand_from_json(bad[i], &back, &err), -1);
+    assert_non_null(strstr(err.msg, "must be an integer"));
+  }
+  assert_int_equal(syno_db_cand_from_json("{\"worker\": -2, \"id\": 9007199254740992}", &back, &err), 0);
+  assert_int_equal(back.worker, -2);
+  syno_db_cand_clear(&back);
   syno_db_list_free(list, n);
   syno_db_close(db);
   syno_db_cand_clear(&base), syno_db_cand_clear(&a), syno_db_cand_clear(&b);

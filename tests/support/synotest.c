@@ -29,6 +29,53 @@ int st_sample(const char *spec_json, uint64_t seed, int n,
   return drawn;
 }
 
+typedef struct {
+  void (*each)(const syno_operator_t *op, void *user);
+  void *user;
+  int want, n_seen, drawn;
+  char **seen;
+} distinct_t;
+
+static void take_distinct(syno_space_t *s, uint32_t node, uint32_t final, void *user) {
+  distinct_t *d = user;
+  d->drawn++;
+  if (d->n_seen >= d->want) return;
+  syno_operator_t op;
+  syno_error_t err;
+  if (syno_node_final(s, node, final, &op, &err)) fail_msg("%s", err.msg);
+  char text[4096];
+  syno_operator_print(&op, text, sizeof text);
+  for (int i = 0; i < d->n_seen; i++)
+    if (!strcmp(d->seen[i], text)) return;
+  d->seen[d->n_seen] = strdup(text);
+  assert_non_null(d->seen[d->n_seen]);
+  d->n_seen++;
+  d->each(&op, d->user);
+}
+
+int st_sample_distinct(const char *spec_json, uint64_t seed, int n, void (*each)(const syno_operator_t *op, void *user),
+                       void *user, int *drawn) {
+  distinct_t d = {.each = each, .user = user, .want = n, .seen = calloc((size_t)(n > 0 ? n : 1), sizeof(char *))};
+  assert_non_null(d.seen);
+  for (uint64_t r = 0; d.n_seen < n && r < 20; r++) st_sample(spec_json, seed + r, n - d.n_seen, take_distinct, &d);
+  for (int i = 0; i < d.n_seen; i++) free(d.seen[i]);
+  free(d.seen);
+  if (drawn) *drawn = d.drawn;
+  return d.n_seen;
+}
+
+const char *st_builtin_small_binding(const char *name) {
+  static const char *small[] = {"conv2d",           "N=2, C_in=3, C_out=4, H=7, W=6, k=3",
+                                "grouped-conv2d",   "N=2, C_in=4, C_out=6, H=5, W=5, k=3, g=2",
+                                "depthwise-conv2d", "N=2, C_in=3, H=6, W=5, k=3",
+                                "strided-conv2d",   "N=2, C_in=3, C_out=4, H=8, W=6, k=3, s=2",
+                                "linear",           "N=3, C_in=10, C_out=7",
+                                "avgpool2d",        "N=2, C_in=3, H=8, W=6, k=2"};
+  for (size_t j = 0; j < sizeof small / sizeof *small; j += 2)
+    if (strcmp(small[j], name) == 0) return small[j + 1];
+  return "";
+}
+
 void st_op_make(st_op_t *o, const char *vars, const char *input, const char *output, const char *text,
                 const char *const *binds) {
   syno_error_t err = {{0}};
@@ -58,6 +105,41 @@ void st_op_builtin(st_op_t *o, const char *name, const char *bind) {
 void st_op_free(st_op_t *o) {
   syno_graph_free(o->g);
   o->g = NULL;
+}
+
+void st_write_floats(const char *path, const float *x, int64_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) fail_msg("cannot write %s", path);
+  assert_int_equal(fwrite(x, sizeof(float), (size_t)n, f), (size_t)n);
+  fclose(f);
+}
+
+float *st_read_floats(const char *path, int64_t n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("%s was not written", path);
+  float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  assert_non_null(x);
+  size_t got = fread(x, sizeof(float), (size_t)n, f);
+  int extra = fgetc(f);
+  fclose(f);
+  if (got != (size_t)n || extra != EOF) fail_msg("%s: expected %lld floats", path, (long long)n);
+  return x;
+}
+
+const char *st_find_python(const char *modules) {
+  static char buf[512];
+  const char *env = getenv("SYNO_PYTHON");
+  const char *cands[] = {env, "python3", "/usr/bin/python3"};
+  for (size_t i = 0; i < sizeof cands / sizeof *cands; i++) {
+    if (!cands[i] || !*cands[i]) continue;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s -c 'import %s' >/dev/null 2>&1", cands[i], modules);
+    if (system(cmd) == 0) {
+      snprintf(buf, sizeof buf, "%s", cands[i]);
+      return buf;
+    }
+  }
+  return NULL;
 }
 
 float *st_random(syno_rng_t *rng, int64_t n) {

@@ -27,6 +27,8 @@ void st_op_make(st_op_t *o, const char *vars, const char *input, const char *out
 /* A builtin under one binding ("" for its defaults). */
 void st_op_builtin(st_op_t *o, const char *name, const char *bind);
 void st_op_free(st_op_t *o);
+/* A small binding of a builtin, for tests that run generated code ("" for its defaults). */
+const char *st_builtin_small_binding(const char *name);
 
 float *st_random(syno_rng_t *rng, int64_t n);
 /* max |a - b| / max |b| (or the absolute error when b is all zero). */
@@ -45,7 +47,23 @@ void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float
  * (seed), calling each(space, node, final, user) for every one; stops early when the space
  * is exhausted. Returns how many were drawn. */
 struct syno_space;
+/* Raw float32 files, for exchanging tensors with another process (python3 in the codegen
+ * tests). st_read_floats fails the test unless the file holds exactly n floats. */
+void st_write_floats(const char *path, const float *x, int64_t n);
+float *st_read_floats(const char *path, int64_t n);
+
+/* The first python interpreter that can `import <modules>` ("torch, numpy"): $SYNO_PYTHON,
+ * then python3 on PATH, then /usr/bin/python3 (Debian's packages live there while a pyenv
+ * python3 may come first on PATH). NULL when none can. */
+const char *st_find_python(const char *modules);
+
 int st_sample(const char *spec_json, uint64_t seed, int n,
               void (*each)(struct syno_space *s, uint32_t node, uint32_t final, void *user), void *user);
+
+/* n distinct operators (by text) of the space `spec_json`, from rounds of random walks with
+ * seeds seed, seed+1, ... (at most 20 rounds); each is passed to `each`. Returns how many
+ * were passed; *drawn (may be NULL) gets how many walks finalized. */
+int st_sample_distinct(const char *spec_json, uint64_t seed, int n, void (*each)(const syno_operator_t *op, void *user),
+                       void *user, int *drawn);
 
 #endif

@@ -1,0 +1,175 @@
+/* syno export: one operator as code for another tool (PyTorch, TVM, C) or as a Graphviz
+ * drawing. The operator is chosen exactly as `syno show` chooses it (opsel.c), and
+ * `syno show --emit` calls cli_export_write below, so there is one path from an operator to
+ * its code. Every check a user can fail (the output path, the operator text, the binding,
+ * a missing Graphviz) happens before any code is generated, so a refused command leaves no
+ * half-written file behind. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "syno/codegen.h"
+
+static const char *usage =
+    "usage: syno export --to LANG (--builtin NAME | TEXT --input SHAPE --output SHAPE) [OPTIONS]\n"
+    "\n"
+    "Writes an operator as code for one concrete binding: a PyTorch nn.Module, a TVM\n"
+    "script (TE compute plus a Relax wrapper), a dependency-free C file with the forward\n"
+    "pass and the gradients of the input and every weight, or a Graphviz drawing.\n";
+static const char *epilog =
+    "\n"
+    "examples:\n"
+    "  syno export --to pytorch --builtin conv2d --bind N=8,C_in=16,C_out=32,H=28,W=28,k=3 -o conv.py\n"
+    "  syno export --to c --preset conv2d 'TEXT' --bind N=1,C_in=4,C_out=4,H=8,W=8 -o op.c\n"
+    "  syno export --to dot --builtin conv2d --png -o conv2d.png\n";
+
+const char *const cli_export_langs[] = {"pytorch", "tvm", "c", "dot", NULL};
+
+int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE *out) {
+  syno_error_t err;
+  int b = (int)binding, len;
+  int is_dot = strcmp(lang, "dot") == 0;
+  int (*fn)(const syno_operator_t *, int, char *, size_t, syno_error_t *) = NULL;
+  if (!strcmp(lang, "pytorch"))
+    fn = syno_codegen_pytorch;
+  else if (!strcmp(lang, "tvm"))
+    fn = syno_codegen_tvm;
+  else if (!strcmp(lang, "c"))
+    fn = syno_codegen_c;
+  else if (!is_dot)
+    return cli_usage_error("'%s' is not a code generator (pytorch, tvm, c, dot)", lang);
+  len = is_dot ? syno_codegen_dot(&c->op, NULL, 0, &err) : fn(&c->op, b, NULL, 0, &err);
+  if (len < 0) {
+    fprintf(stderr, "syno: %s\n", err.msg);
+    return SYNO_EXIT_FAIL;
+  }
+  char *code = malloc((size_t)len + 1);
+  if (!code) {
+    fprintf(stderr, "syno: out of memory\n");
+    return SYNO_EXIT_FAIL;
+  }
+  if (is_dot)
+    syno_codegen_dot(&c->op, code, (size_t)len + 1, &err);
+  else
+    fn(&c->op, b, code, (size_t)len + 1, &err);
+  int bad = fputs(code, out) == EOF;
+  free(code);
+  if (bad) {
+    fprintf(stderr, "syno: cannot write the code: %s\n", strerror(errno));
+    return SYNO_EXIT_FAIL;
+  }
+  return 0;
+}
+
+/* Whether `prog` is an executable file on PATH. */
+static int on_path(const char *prog) {
+  const char *path = getenv("PATH");
+  if (!path) return 0;
+  char dir[4096];
+  while (*path) {
+    size_t n = strcspn(path, ":");
+    if (n > 0 && n < sizeof dir - strlen(prog) - 2) {
+      snprintf(dir, sizeof dir, "%.*s/%s", (int)n, path, prog);
+      if (access(dir, X_OK) == 0) return 1;
+    }
+    path += n;
+    if (*path == ':') path++;
+  }
+  return 0;
+}
+
+/* Pipes the DOT text into `dot -Tpng` (to `file`, or our stdout). Run without a shell, so
+ * no file name needs quoting. */
+static int write_png(const syno_cliop_t *c, const char *file) {
+  int fd[2];
+  if (pipe(fd)) {
+    fprintf(stderr, "syno: pipe: %s\n", strerror(errno));
+    return SYNO_EXIT_FAIL;
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "syno: fork: %s\n", strerror(errno));
+    close(fd[0]);
+    close(fd[1]);
+    return SYNO_EXIT_FAIL;
+  }
+  if (pid == 0) {
+    dup2(fd[0], 0);
+    close(fd[0]);
+    close(fd[1]);
+    if (file)
+      execlp("dot", "dot", "-Tpng", "-o", file, (char *)NULL);
+    else
+      execlp("dot", "dot", "-Tpng", (char *)NULL);
+    _exit(127);
+  }
+  close(fd[0]);
+  FILE *to = fdopen(fd[1], "w");
+  int rc = to ? cli_export_write(c, "dot", 0, to) : SYNO_EXIT_FAIL;
+  if (to)
+    fclose(to);
+  else
+    close(fd[1]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) continue;
+  if (rc) return rc;
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "syno: export: Graphviz 'dot -Tpng' failed (exit %d)\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return SYNO_EXIT_FAIL;
+  }
+  return 0;
+}
+
+int cli_cmd_export(int argc, char **argv) {
+  const char *lang = NULL, *file = NULL;
+  long binding = 0;
+  int png = 0;
+  syno_opsel_t sel = {0};
+  syno_opt_t opts[] = {
+      CLI_OPSEL_OPTIONS(&sel),
+      SYNO_OPT_ENUM("to", "LANG", &lang, cli_export_langs,
+                    "what to write (required): pytorch (a torch.nn.Module), tvm\n"
+                    "(TE compute and a Relax wrapper), c (forward and backward\n"
+                    "C11 functions) or dot (Graphviz); see docs/codegen.md"),
+      SYNO_OPT_INT("binding", "B", &binding, 0, SYNO_MAX_BINDINGS - 1,
+                   "the binding the code is for, from 0 (default 0)"),
+      SYNO_OPT_PATH("o", "FILE", &file, SYNO_OPT_NEW, "write to FILE instead of stdout"),
+      SYNO_OPT_FLAG("png", &png, "with --to dot: a PNG drawn by Graphviz's dot instead"),
+      SYNO_OPT_END,
+  };
+  int rc = cli_parse("export", usage, epilog, opts, argc, argv);
+  if (rc >= 0) return rc;
+  if (!lang) return cli_cmd_error("export", "give --to LANG (pytorch, tvm, c, dot)");
+  if (png && strcmp(lang, "dot") != 0) return cli_cmd_error("export", "--png applies to --to dot only");
+  if (png && !on_path("dot"))
+    return cli_cmd_error("export", "--png needs Graphviz's 'dot' on PATH (Debian: apt-get install graphviz)");
+  /* SYNO_OPT_NEW checked the directory; an existing file must be writable too. */
+  if (file && access(file, F_OK) == 0 && access(file, W_OK) != 0)
+    return cli_cmd_error("export", "-o %s: %s", file, strerror(EACCES));
+  syno_cliop_t c;
+  rc = cli_opsel_finish("export", &sel, binding, &c);
+  if (rc) return rc;
+  if (png) {
+    rc = write_png(&c, file);
+    cli_op_free(&c);
+    return rc;
+  }
+  FILE *out = stdout;
+  if (file && !(out = fopen(file, "w"))) {
+    cli_op_free(&c);
+    return cli_cmd_error("export", "-o %s: %s", file, strerror(errno));
+  }
+  rc = cli_export_write(&c, lang, binding, out);
+  if (file && fclose(out) && !rc) {
+    fprintf(stderr, "syno: export: writing %s: %s\n", file, strerror(errno));
+    rc = SYNO_EXIT_FAIL;
+  }
+  if (rc && file) remove(file);
+  cli_op_free(&c);
+  return rc;
+}

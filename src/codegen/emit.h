@@ -1,0 +1,36 @@
+/* emit.h - what the code generators share (internal to src/codegen): printing an index
+ * expression of a loop nest in a target language. PyTorch, TVM and C differ only in how a
+ * loop variable, a number, floor division, the Euclidean remainder and zero padding are
+ * spelled, so each emitter describes its spelling once as a dialect and all three print the
+ * same trees the same way: the code they generate reads exactly what the interpreter reads. */
+#ifndef SYNO_CODEGEN_EMIT_H
+#define SYNO_CODEGEN_EMIT_H
+
+#include <stdbool.h>
+
+#include "syno/error.h"
+#include "syno/lower.h"
+#include "syno/strbuf.h"
+
+typedef struct {
+  const char *who;                /* "codegen c", the prefix of error messages */
+  bool letters;                   /* loop variables as einsum letters (outer ones first), else i<k> and r<k> */
+  const char *num_pre, *num_post; /* around a size's value or an immediate */
+  const char *div, *mod;          /* floor division and Euclidean remainder: "fdiv(" */
+  const char *pad, *pad_post;     /* restrict(a, n): pad "a, n" pad_post */
+} codegen_dialect_t;
+
+/* Loop variable j of a nest (outer ones first, then the inner ones) as an einsum letter. */
+char codegen_letter(int j);
+
+/* Prints node i of nest n, sizes evaluated under binding b. Sets bit j of *used (may be
+ * NULL) for every loop variable j it reads (outer first, then inner). */
+int codegen_expr(syno_strbuf_t *sb, const syno_nest_t *n, int i, const syno_vars_t *v, int b,
+                 const codegen_dialect_t *d, unsigned *used, syno_error_t *err);
+
+/* Prints the flat row-major offset of access a, " + e0 * s0 + e1 * s1 ...", each stride in
+ * the dialect's number spelling. */
+int codegen_offset(syno_strbuf_t *sb, const syno_nest_t *n, const syno_access_t *a, const syno_vars_t *v, int b,
+                   const codegen_dialect_t *d, unsigned *used, syno_error_t *err);
+
+#endif

@@ -1,0 +1,173 @@
+/* The TVM emitter against the reference interpreter, as far as it can be checked without
+ * TVM (which cannot be installed here). Every builtin and 50 distinct conv2d-preset
+ * operators are exported with syno_codegen_tvm; one python3 process imports each file
+ * against a stand-in `tvm` package (tests/codegen/tvmstub: te.placeholder, reduce_axis,
+ * compute, sum, tir.if_then_else and the relax BlockBuilder/VirtualMachine names the
+ * export uses, evaluated with numpy broadcasting) and calls the file's run(x, weights),
+ * which builds the Relax module, "compiles" it and runs main. The output must match
+ * syno_interp_nest to 1e-4 relative error. The stand-in refuses what TVM refuses where it
+ * matters here (a reduction below the top of a compute, Python's // or % on expressions,
+ * a truth value of an expression) and turns an out-of-bounds read into NaN, so a read that
+ * padding should have masked fails the test. What it cannot check: that real TVM accepts
+ * the file, schedules it and compiles it.
+ *
+ * Needs python3 with numpy ($SYNO_PYTHON, python3, /usr/bin/python3); without, exits 77. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "syno/codegen.h"
+#include "syno/space.h"
+#include "synotest.h"
+
+#define MAX_CASES 64
+
+static char tmpdir[256];
+static const char *python;
+
+static const char *driver =
+    "import importlib.util, os, sys\n"
+    "import numpy as np\n"
+    "sys.path.insert(0, sys.argv[2])\n"
+    "import tvm\n"
+    "assert 'tvmstub' in tvm.__file__, tvm.__file__\n"
+    "root = sys.argv[1]\n"
+    "for case in sorted(os.listdir(root)):\n"
+    "    d = os.path.join(root, case)\n"
+    "    if not os.path.isdir(d):\n"
+    "        continue\n"
+    "    spec = importlib.util.spec_from_file_location('op_' + case, os.path.join(d, 'op.py'))\n"
+    "    mod = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(mod)\n"
+    "    def load(name, shape):\n"
+    "        return np.fromfile(os.path.join(d, name), dtype=np.float32).reshape(shape)\n"
+    "    x = load('t0', mod.IN_SHAPE)\n"
+    "    ws = [load('t%d' % t, s) for t, s in enumerate(mod.WEIGHT_SHAPES, 1)]\n"
+    "    y = mod.run(x, ws)\n"
+    "    assert y.shape == mod.OUT_SHAPE, (case, y.shape, mod.OUT_SHAPE)\n"
+    "    assert len(mod.weights()) == len(mod.WEIGHT_SHAPES)\n"
+    "    y.astype(np.float32).tofile(os.path.join(d, 'y'))\n";
+
+typedef struct {
+  char text[4096];
+  int64_t n_out;
+  float *want;
+} case_t;
+
+static case_t cases[MAX_CASES];
+static int n_cases;
+
+static void prepare(const syno_operator_t *op, void *user) {
+  syno_rng_t *rng = user;
+  assert_true(n_cases < MAX_CASES);
+  case_t *c = &cases[n_cases];
+  char dir[320], path[400];
+  snprintf(dir, sizeof dir, "%s/c%03d", tmpdir, n_cases);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  syno_error_t err;
+  syno_operator_print(op, c->text, sizeof c->text);
+  int len = syno_codegen_tvm(op, 0, NULL, 0, &err);
+  if (len < 0) fail_msg("'%s': %s", c->text, err.msg);
+  char *code = malloc((size_t)len + 1);
+  assert_int_equal(syno_codegen_tvm(op, 0, code, (size_t)len + 1, &err), len);
+  snprintf(path, sizeof path, "%s/op.py", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(code, f);
+  fclose(f);
+  free(code);
+  syno_nest_t *nest = malloc(sizeof *nest);
+  if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
+  float *t[SYNO_MAX_TENSORS] = {0};
+  for (int i = 0; i < op->n_tensors; i++) {
+    int64_t numel;
+    assert_int_equal(syno_tensor_numel(op, i, 0, &numel, &err), 0);
+    t[i] = st_random(rng, numel);
+    snprintf(path, sizeof path, "%s/t%d", dir, i);
+    st_write_floats(path, t[i], numel);
+  }
+  assert_int_equal(syno_output_numel(op, 0, &c->n_out, &err), 0);
+  c->want = malloc(sizeof(float) * (size_t)c->n_out);
+  if (syno_interp_nest(nest, syno_graph_vars(op->g), 0, (const float *const *)t, NULL, c->want, &err))
+    fail_msg("%s", err.msg);
+  for (int i = 0; i < op->n_tensors; i++) free(t[i]);
+  free(nest);
+  n_cases++;
+}
+
+static void test_tvm_matches_interpreter(void **state) {
+  (void)state;
+  const char *src = getenv("SYNO_SOURCE_DIR");
+  if (!src) fail_msg("SYNO_SOURCE_DIR is not set (ctest sets it; it locates tests/codegen/tvmstub)");
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 25, 0);
+  int builtins = 0;
+  for (int i = 0; syno_builtin_at(i); i++, builtins++) {
+    st_op_t o;
+    st_op_builtin(&o, syno_builtin_at(i)->name, st_builtin_small_binding(syno_builtin_at(i)->name));
+    prepare(&o.op, &rng);
+    st_op_free(&o);
+  }
+  int drawn,
+      sampled = st_sample_distinct("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6\", \"depth\": 7}", 9,
+                                   50, prepare, &rng, &drawn);
+  char path[400], cmd[1200];
+  snprintf(path, sizeof path, "%s/driver.py", tmpdir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(driver, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "%s %s %s %s/tests/codegen/tvmstub", python, path, tmpdir, src);
+  if (system(cmd) != 0) fail_msg("python failed: %s", cmd);
+  double worst = 0;
+  for (int k = 0; k < n_cases; k++) {
+    case_t *c = &cases[k];
+    snprintf(path, sizeof path, "%s/c%03d/y", tmpdir, k);
+    float *y = st_read_floats(path, c->n_out);
+    double e = st_rel_err(y, c->want, c->n_out);
+    if (!(e <= 1e-4)) fail_msg("'%s': the TVM export differs from the interpreter, rel err %g", c->text, e);
+    if (e > worst) worst = e;
+    free(y);
+    free(c->want);
+  }
+  print_message(
+      "%d TVM exports run on the stand-in and checked (%d builtins, %d distinct conv2d-preset operators); "
+      "max relative error %.3g\n",
+      n_cases, builtins, sampled, worst);
+  assert_int_equal(sampled, 50);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) print_message("could not remove %s\n", tmpdir);
+}
+
+static void test_bad_binding(void **state) {
+  (void)state;
+  st_op_t o;
+  st_op_builtin(&o, "linear", "");
+  syno_error_t err;
+  char buf[64];
+  assert_int_equal(syno_codegen_tvm(&o.op, 1, buf, sizeof buf, &err), -1);
+  assert_non_null(strstr(err.msg, "binding 1 does not exist"));
+  int len = syno_codegen_tvm(&o.op, 0, buf, sizeof buf, &err);
+  assert_true(len > (int)sizeof buf);
+  assert_int_equal(strlen(buf), sizeof buf - 1);
+  st_op_free(&o);
+}
+
+int main(void) {
+  python = st_find_python("numpy");
+  if (!python) {
+    printf("SKIP: no python3 with numpy (set SYNO_PYTHON)\n");
+    return 77;
+  }
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/syno-tvm-XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_binding),
+      cmocka_unit_test(test_tvm_matches_interpreter),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
