@@ -64,6 +64,8 @@ typedef struct syno_slot_info {
   int64_t params;            /* weight scalars */
   int kind;                  /* a syno_slot_kind value */
   int64_t s;                 /* linear slots: the sequence length S (0 in conv slots) */
+  int64_t groups;            /* groups of the standard grouped conv it runs (1: a full conv, a
+                              * linear slot, or a synthesized operator) */
 } syno_slot_info_t;
 
 /* A conv slot for [N, c_in, h, w] -> [N, c_out, h, w]. op NULL: the standard 3x3 conv2d
@@ -73,6 +75,12 @@ typedef struct syno_slot_info {
  * 0 and *out, or -1 with err naming the slot's binding and the problem. */
 int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w, int conv_backend,
                      syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
+/* A conv slot whose standard operator is the grouped 3x3 conv2d (groups must divide c_in and
+ * c_out; 1 is syno_slot_create). A synthesized operator replaces the whole grouped conv: it is
+ * bound to the full C_in -> C_out like any conv slot, and may mix every channel or group them
+ * itself (the conv2d preset's g); the slot's groups then reads 1. */
+int syno_slot_create_grouped(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w, int64_t groups,
+                             int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err);
 /* A linear slot for [N, s, c_in] -> [N, s, c_out]. op NULL: the standard bias-free linear
  * (weights drawn from rng exactly as syno_nn_linear_create(c_in, c_out, 0, rng) draws them).
  * Otherwise op must come from the linear preset; it is compiled for the binding
@@ -89,13 +97,25 @@ const char *syno_slot_error(const syno_layer_t *l);
 
 #define SYNO_BACKBONE_MAX_SLOTS 64
 
+/* The backbone names syno_backbone_build knows, NULL-terminated: resnet18, resnet (the same
+ * network, its older name), resnet34, resnext29, densenet121, efficientnetv2s, vgg and,
+ * unless images_only, gpt. The one list every command's --backbone takes its choices from. */
+const char *const *syno_backbone_names(int images_only);
+/* 0 if name is a known backbone, else -1 with err "unknown backbone 'x' (known: ...)". */
+int syno_backbone_known(const char *name, syno_error_t *err);
+
 typedef struct syno_backbone_cfg {
-  const char *name;         /* "resnet", "vgg" or "gpt" */
-  int64_t in_c, in_h, in_w; /* images (resnet, vgg) */
-  int nclasses;             /* images (resnet, vgg) */
-  double width;             /* resnet/vgg: channel multiplier, 0 means 1 (ResNet widths
-                             * 16/32/64/128); gpt: the model dim C (an integer), 0 means 64 */
-  int depth;                /* blocks (ResNet, gpt) or convs (VGG) per stage; 0 means 2 */
+  const char *name;         /* one of syno_backbone_names(0) */
+  int64_t in_c, in_h, in_w; /* images (every backbone but gpt) */
+  int nclasses;             /* images */
+  double width;             /* CNNs: channel multiplier, 0 means 1 (ResNet widths
+                             * 16/32/64/128; ResNeXt a quarter of the published widths;
+                             * DenseNet growth rate 32 x width; EfficientNet the published
+                             * widths x width); gpt: the
+                             * model dim C (an integer), 0 means 64 */
+  int depth;                /* resnet18, gpt: blocks per stage (0 means 2); vgg: convs per
+                             * stage (0 means 2); the other CNNs: at most
+                             * this many blocks per stage (0: the published counts) */
   const syno_slotop_t *op;  /* NULL: the standard operator in every slot; a conv2d-preset
                              * operator for resnet/vgg, a linear-preset one for gpt */
   int64_t vocab;            /* gpt: tokens in the vocabulary */
@@ -116,12 +136,27 @@ typedef struct syno_backbone {
   syno_backbone_cfg_t cfg; /* what it was built from (op NULL; the name is the caller's) */
 } syno_backbone_t;
 
-/* Builds the network. resnet: 3x3 stem conv (standard), 4 stages of BasicBlocks whose 3x3
- * convs are slots; a stage that halves the resolution starts with AvgPool2d(2) then a slot,
- * its 1x1 shortcut conv (standard) also follows an AvgPool2d(2). A stage downsamples only
- * while the side stays >= 2 (28x28: 28,14,7,3; 8x8: 8,4,2,2). vgg: 3 stages of depth x
- * (slot, BN, ReLU) then MaxPool2d(2) (while the side is >= 2), widths 16/32/64 x width.
- * Both end with global average pooling and a linear classifier.
+/* Builds the network. Every CNN downsamples with AvgPool2d(2) before a stride-1 slot (and
+ * before the 1x1 shortcut conv, standard) where the published net has a stride-2 conv, and
+ * only while the side stays >= 2 (28x28: 28,14,7,3; 8x8: 8,4,2,2).
+ * resnet18 (alias resnet), resnet34: 3x3 stem conv (standard), 4 stages of BasicBlocks,
+ * [2,2,2,2] or [3,4,6,3], widths 16/32/64/128 x width, whose 3x3 convs are slots.
+ * resnext29: ResNeXt-29 8x64d at the same quarter scale: 3x3 stem conv to 16, 3 stages of 3
+ * bottleneck blocks (1x1 conv, grouped 3x3 conv of cardinality 8, 1x1 conv; outputs
+ * 64/128/256, grouped widths 128/256/512, all x width); the grouped 3x3 convs are the slots
+ * (syno_slot_create_grouped: what an operator replaces there). densenet121: DenseNet-BC,
+ * growth rate k = 32 x width, 3x3 stem conv to 2k BN ReLU, dense blocks of [6,12,24,16] layers
+ * (BN ReLU 1x1 conv to 4k, BN ReLU 3x3 slot to k, concatenated: syno_nn_dense_create) with
+ * transitions (BN ReLU 1x1 conv halving the channels, AvgPool2d(2)), BN ReLU at the end; its
+ * 58 3x3 convs are the slots. efficientnetv2s: EfficientNetV2-S at the published widths x
+ * width: a 3x3 stem conv (stride 1) to 24, BN, SiLU; 2 fused-MBConv (expansion 1), 4 and 4
+ * fused-MBConv (expansion 4; 48, 64 channels), 6, 9 and 15 MBConv with squeeze-and-excitation
+ * (expansion 4, 6, 6; 128, 160, 256 channels), a 1x1 head conv to 1280, BN, SiLU; a block
+ * adds its input where its shape stays. The slots are the fused blocks' 3x3 convs and the
+ * MBConv blocks' depthwise 3x3 convs (grouped slots with groups = channels): 40.
+ * vgg: 3 stages of depth x (slot, BN, ReLU) then MaxPool2d(2) (while the side is >= 2),
+ * widths 16/32/64 x width.
+ * All the CNNs end with global average pooling and a linear classifier.
  * gpt: a decoder-only transformer (GPT-2 layout, pre-LayerNorm): token + learned position
  * embeddings (N(0, 0.02^2)), depth blocks of x += O(attn(QKV(LN x))) (causal, heads heads;
  * QKV the fused projection C -> 3C) and x += fc2(GELU(fc1(LN x))) (hidden 4C), a final
@@ -186,7 +221,7 @@ typedef struct syno_train_progress {
 } syno_train_progress_t;
 
 typedef struct syno_train_cfg {
-  const char *backbone; /* resnet, vgg, gpt */
+  const char *backbone; /* one of syno_backbone_names(0); NULL: resnet */
   const char *dataset;  /* images: digits, fashion-mnist, or a path (a digits CSV or an IDX
                          * dir); gpt: kjv (committed in data/) or a path to a text file
                          * (gzip or plain); NULL: digits, or kjv for gpt */

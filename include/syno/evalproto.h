@@ -22,9 +22,9 @@
  * exactly); a value that does not parse whole, or lies outside what a worker
  * accepts (the search's own ranges, doubled where a confirmation doubles the
  * value: epochs 1..20000, subset 0..2e8), is a usage error naming the option
- * and its range. backbone (resnet, vgg, gpt), dataset (digits, fashion-mnist,
- * kjv) and preset (conv2d, conv2d-wide, linear, linear-wide) are names from
- * fixed lists.
+ * and its range. backbone (syno_backbone_names), dataset (digits,
+ * fashion-mnist, kjv) and preset (conv2d, conv2d-wide, linear, linear-wide) are
+ * names from fixed lists.
  *
  * Reply: one JSON object on one line of the worker's standard output; other
  * lines (none today) are ignored, the last line starting with '{' is the

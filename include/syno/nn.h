@@ -18,7 +18,7 @@
  *     every parameter's grad, PyTorch-style, so call syno_nn_zero_grad (or the optimizer's
  *     zero_grad) between steps. Setting l->skip_input_grad skips dL/dx (useful for the first
  *     layer of a network, whose input is data).
- *   - A container (sequential, residual) owns its children and frees them with itself.
+ *   - A container (sequential, residual, dense, gate) owns its children and frees them with itself.
  *   - Layers are not thread-safe: one layer object serves one forward/backward at a time.
  * Status codes are the syno_nn_status values below; 0 is success. Arithmetic-heavy paths
  * go through CBLAS sgemm (linear, im2col conv2d) or oneDNN (conv2d by default); reductions
@@ -223,6 +223,11 @@ syno_layer_t *syno_nn_relu_create(void);
  * PyTorch's gelu(approximate="tanh"); differs from the erf form by < 1e-3. */
 syno_layer_t *syno_nn_gelu_create(void);
 
+/* SiLU (swish): x sigmoid(x). */
+syno_layer_t *syno_nn_silu_create(void);
+/* The logistic sigmoid 1 / (1 + exp(-x)). */
+syno_layer_t *syno_nn_sigmoid_create(void);
+
 /* Max pooling over [N, C, H, W]; padding positions never win. Output side
  * floor((H + 2 pad - k) / stride) + 1. stride 0 means stride = kernel; pad may be at most
  * kernel / 2 (as in PyTorch), so every window holds a real pixel. NULL on bad arguments. */
@@ -264,6 +269,16 @@ syno_layer_t *syno_nn_sequential_create(int n, syno_layer_t **layers);
 /* y = body(x) + shortcut(x), or body(x) + x when shortcut is NULL (a ResNet block without
  * its final ReLU). Takes ownership of body and shortcut (also on failure). */
 syno_layer_t *syno_nn_residual_create(syno_layer_t *body, syno_layer_t *shortcut);
+
+/* y = concat(x, body(x)) along dim 1 (channels): a DenseNet layer. body must keep every dim
+ * but dim 1. dL/dx is dy's first x->dims[1] channels plus the body's input gradient. Takes
+ * ownership of body (also on failure). */
+syno_layer_t *syno_nn_dense_create(syno_layer_t *body);
+
+/* y[n, c, ...] = x[n, c, ...] * body(x)[n, c] (squeeze-and-excitation): body maps x to one
+ * gate per image and channel ([N, C], or any shape of N*C elements with dims[0] = N). dL/dx
+ * is dy * gate plus the body's input gradient. Takes ownership of body (also on failure). */
+syno_layer_t *syno_nn_gate_create(syno_layer_t *body);
 
 /* ---------------------------------------------------------------- stateless ops */
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "syno/backbone.h"
 #include "syno/dist.h"
 #include "syno/driver.h"
 #include "syno/store.h"
@@ -285,8 +286,8 @@ static int search_mpi(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
 }
 
 int cli_cmd_search(int argc, char **argv) {
-  static const char *const backbones[] = {"resnet", "vgg", "gpt", NULL}, *const datasets[] = {"digits", "fashion-mnist",
-                                                                                              "kjv", NULL};
+  static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
+  const char *const *backbones = syno_backbone_names(0);
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
   const char *resume = NULL;
@@ -337,7 +338,9 @@ int cli_cmd_search(int argc, char **argv) {
       SYNO_OPT_REAL("width", "W", &c.width, 0, 4096, SYNO_OPT_OPEN_MIN,
                     "the backbone's channel multiplier (default 1, at most 16);\n"
                     "gpt: the model dim (default 64)"),
-      SYNO_OPT_INT("depth", "D", &c.depth, 1, 8, "the backbone's blocks per stage (default 2)"),
+      SYNO_OPT_INT("depth", "D", &c.depth, 1, 8,
+                   "the backbone's blocks per stage (default 2; resnet34, resnext29,\n"
+                   "densenet121, efficientnetv2s: at most D, default as published)"),
       SYNO_OPT_INT("pad", "P", &c.pad, 0, 64,
                    "zero-pad the images by P pixels per side (2 puts Fashion-MNIST\n"
                    "at 32x32: every ResNet stage then has an even side, so the\n"

@@ -117,7 +117,8 @@ out:
 }
 
 int cli_cmd_train(int argc, char **argv) {
-  static const char *const backbones[] = {"resnet", "vgg", "gpt", NULL}, *const optimizers[] = {"sgd", "adamw", NULL};
+  static const char *const optimizers[] = {"sgd", "adamw", NULL};
+  const char *const *backbones = syno_backbone_names(0);
   syno_train_cfg_t cfg = {0};
   cfg.backbone = "resnet";
   cfg.dataset = NULL; /* digits, or kjv for gpt */
@@ -161,7 +162,10 @@ int cli_cmd_train(int argc, char **argv) {
       SYNO_OPT_REAL("width", "W", &cfg.width, 0.01, 4096, 0,
                     "channel multiplier (default 1: widths 16/32/64/128; at most 16);\n"
                     "gpt: the model dim (default 64)"),
-      SYNO_OPT_INT("depth", "D", &cfg.depth, 1, 8, "blocks per stage (default 2; gpt: transformer blocks)"),
+      SYNO_OPT_INT("depth", "D", &cfg.depth, 1, 8,
+                   "blocks per stage (default 2; gpt: transformer blocks; vgg: convs;\n"
+                   "resnet34, resnext29, densenet121, efficientnetv2s: at most D,\n"
+                   "default as published)"),
       SYNO_OPT_INT("heads", "H", &cfg.heads, 1, 256, "gpt: attention heads (default 4)"),
       SYNO_OPT_INT("context", "T", &cfg.context, 1, 4096, "gpt: context length in characters (default 64)"),
       SYNO_OPT_REAL("time-limit", "S", &cfg.time_limit, 0, 1e9, 0, "stop after S seconds (default 0: none)"),
@@ -191,8 +195,7 @@ int cli_cmd_train(int argc, char **argv) {
     cfg.op_text = db_op;
   }
   const int gpt = !strcmp(cfg.backbone, "gpt");
-  if (strcmp(cfg.backbone, "resnet") && strcmp(cfg.backbone, "vgg") && !gpt)
-    return cli_usage_error("unknown backbone '%s' (known: resnet, vgg, gpt)", cfg.backbone);
+  if (syno_backbone_known(cfg.backbone, &err)) return cli_usage_error("%s", err.msg);
   if (!gpt && (cfg.heads || cfg.context)) return cli_usage_error("--heads and --context are gpt options");
   if (!gpt && cfg.width > 16)
     return cli_usage_error("bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);

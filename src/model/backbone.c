@@ -1,4 +1,6 @@
-/* Backbones with operator slots (ResNet-style and VGG-style CNNs). See syno/backbone.h. */
+/* Backbones with operator slots: the CNNs (ResNet-18/34, ResNeXt-29, DenseNet-121,
+ * EfficientNetV2-S, VGG) by name, each a stage plan over a few shared block builders. See
+ * syno/backbone.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,45 @@ typedef struct {
     }                                                          \
   } while (0)
 
-static syno_layer_t *mk_slot(builder_t *b, int64_t ci, int64_t co, int64_t h, int64_t w) {
+/* The backbones by name; aliases share a family and its stage plan. */
+enum family { F_RESNET, F_VGG, F_RESNEXT, F_DENSENET, F_EFFNET, F_GPT };
+
+static const struct {
+  const char *name;
+  enum family f;
+  int blocks[6]; /* blocks per stage, as published; 0: no such stage */
+} nets[] = {
+    {"resnet18", F_RESNET, {2, 2, 2, 2}},
+    {"resnet", F_RESNET, {2, 2, 2, 2}},
+    {"resnet34", F_RESNET, {3, 4, 6, 3}},
+    {"resnext29", F_RESNEXT, {3, 3, 3, 0}},
+    {"densenet121", F_DENSENET, {6, 12, 24, 16}},
+    {"efficientnetv2s", F_EFFNET, {2, 4, 4, 6, 9, 15}},
+    {"vgg", F_VGG, {0}},
+    {"gpt", F_GPT, {0}},
+};
+#define NNETS ((int)(sizeof nets / sizeof nets[0]))
+
+static const char *const all_names[] = {"resnet18",        "resnet", "resnet34", "resnext29", "densenet121",
+                                        "efficientnetv2s", "vgg",    "gpt",      NULL};
+
+const char *const *syno_backbone_names(int images_only) {
+  /* gpt is last, so the image backbones are the list cut before it */
+  static const char *const images[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
+                                       "densenet121", "efficientnetv2s", "vgg",      NULL};
+  return images_only ? images : all_names;
+}
+
+int syno_backbone_known(const char *name, syno_error_t *err) {
+  for (int i = 0; name && i < NNETS; i++)
+    if (!strcmp(name, nets[i].name)) return 0;
+  char known[256] = "";
+  for (int i = 0; all_names[i]; i++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", all_names[i]);
+  return syno_error_set(err, "unknown backbone '%s' (known: %s)", name ? name : "(null)", known);
+}
+
+static syno_layer_t *mk_slot(builder_t *b, int64_t ci, int64_t co, int64_t h, int64_t w, int64_t groups) {
   if (b->failed) return NULL;
   if (b->bb->nslots >= SYNO_BACKBONE_MAX_SLOTS) {
     syno_error_set(b->err, "too many slots (at most %d)", SYNO_BACKBONE_MAX_SLOTS);
@@ -32,7 +72,7 @@ static syno_layer_t *mk_slot(builder_t *b, int64_t ci, int64_t co, int64_t h, in
     return NULL;
   }
   syno_layer_t *l = NULL;
-  if (syno_slot_create(b->op, ci, co, h, w, b->conv_backend, b->rng, &l, b->err)) {
+  if (syno_slot_create_grouped(b->op, ci, co, h, w, groups, b->conv_backend, b->rng, &l, b->err)) {
     b->failed = 1;
     return NULL;
   }
@@ -76,38 +116,149 @@ static syno_layer_t *bn(builder_t *b, int64_t c) {
   return l;
 }
 
+/* The shortcut of a residual block: [AvgPool2d(2)] 1x1 conv (standard) BN when the block
+ * changes the shape, NULL (identity) when it does not. */
+static syno_layer_t *shortcut(builder_t *b, int64_t ci, int64_t co, int64_t ho, int64_t wo, int down) {
+  if (!down && ci == co) return NULL;
+  syno_layer_t *s[3];
+  int m = 0;
+  if (down) s[m++] = syno_nn_avgpool2d_create(2, 2, 0);
+  s[m++] = mk_conv(b, ci, co, 1, 0, ho, wo);
+  s[m++] = bn(b, co);
+  return seq(b, m, s);
+}
+
+/* ReLU(body(x) + shortcut(x)): the end every residual block shares. */
+static syno_layer_t *residual_relu(builder_t *b, syno_layer_t *body, syno_layer_t *sc) {
+  if (b->failed) {
+    syno_nn_layer_free(body);
+    syno_nn_layer_free(sc);
+    return NULL;
+  }
+  syno_layer_t *res = syno_nn_residual_create(body, sc);
+  TRY(res);
+  syno_layer_t *pair[2] = {res, syno_nn_relu_create()};
+  return seq(b, 2, pair);
+}
+
 /* BasicBlock: [pool] slot BN ReLU slot BN (+ shortcut) ReLU. */
 static syno_layer_t *basic_block(builder_t *b, int64_t ci, int64_t co, int64_t *h, int64_t *w, int down) {
   int64_t ho = down ? *h / 2 : *h, wo = down ? *w / 2 : *w;
   syno_layer_t *body[6];
   int n = 0;
   if (down) body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
-  body[n++] = mk_slot(b, ci, co, ho, wo);
+  body[n++] = mk_slot(b, ci, co, ho, wo, 1);
   body[n++] = bn(b, co);
   body[n++] = syno_nn_relu_create();
-  body[n++] = mk_slot(b, co, co, ho, wo);
+  body[n++] = mk_slot(b, co, co, ho, wo, 1);
   body[n++] = bn(b, co);
   syno_layer_t *bodyl = seq(b, n, body);
-  syno_layer_t *sc = NULL;
-  if (down || ci != co) {
-    syno_layer_t *s[3];
-    int m = 0;
-    if (down) s[m++] = syno_nn_avgpool2d_create(2, 2, 0);
-    s[m++] = mk_conv(b, ci, co, 1, 0, ho, wo);
-    s[m++] = bn(b, co);
-    sc = seq(b, m, s);
-  }
-  if (b->failed) {
-    syno_nn_layer_free(bodyl);
-    syno_nn_layer_free(sc);
-    return NULL;
-  }
-  syno_layer_t *res = syno_nn_residual_create(bodyl, sc);
-  TRY(res);
-  syno_layer_t *pair[2] = {res, syno_nn_relu_create()};
+  syno_layer_t *sc = shortcut(b, ci, co, ho, wo, down);
   *h = ho;
   *w = wo;
-  return seq(b, 2, pair);
+  return residual_relu(b, bodyl, sc);
+}
+
+/* ResNeXt bottleneck: 1x1 conv BN ReLU, [pool] grouped 3x3 slot BN ReLU, 1x1 conv BN
+ * (+ shortcut) ReLU. The 1x1 convs stay standard: only the grouped 3x3 conv is a slot. The
+ * stride of the published block sits in the 3x3 conv, so the pool goes right before it. */
+static syno_layer_t *bottleneck_block(builder_t *b, int64_t ci, int64_t inner, int64_t co, int64_t groups, int64_t *h,
+                                      int64_t *w, int down) {
+  int64_t ho = down ? *h / 2 : *h, wo = down ? *w / 2 : *w;
+  syno_layer_t *body[10];
+  int n = 0;
+  body[n++] = mk_conv(b, ci, inner, 1, 0, *h, *w);
+  body[n++] = bn(b, inner);
+  body[n++] = syno_nn_relu_create();
+  if (down) body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
+  body[n++] = mk_slot(b, inner, inner, ho, wo, groups);
+  body[n++] = bn(b, inner);
+  body[n++] = syno_nn_relu_create();
+  body[n++] = mk_conv(b, inner, co, 1, 0, ho, wo);
+  body[n++] = bn(b, co);
+  syno_layer_t *bodyl = seq(b, n, body);
+  syno_layer_t *sc = shortcut(b, ci, co, ho, wo, down);
+  *h = ho;
+  *w = wo;
+  return residual_relu(b, bodyl, sc);
+}
+
+/* DenseNet-BC layer: concat(x, slot(ReLU(BN(conv1x1(ReLU(BN(x))))))), the 1x1 bottleneck
+ * giving 4k channels and the 3x3 slot k (the growth rate). */
+static syno_layer_t *dense_layer(builder_t *b, int64_t ci, int64_t k, int64_t h, int64_t w) {
+  syno_layer_t *body[6] = {
+      bn(b, ci),    syno_nn_relu_create(), mk_conv(b, ci, 4 * k, 1, 0, h, w),
+      bn(b, 4 * k), syno_nn_relu_create(), mk_slot(b, 4 * k, k, h, w, 1),
+  };
+  syno_layer_t *bodyl = seq(b, 6, body);
+  if (!bodyl) return NULL;
+  syno_layer_t *l = syno_nn_dense_create(bodyl);
+  TRY(l);
+  return l;
+}
+
+/* Transition: BN ReLU 1x1 conv (halving the channels) AvgPool2d(2) (while the side stays
+ * >= 2, as the ResNets downsample). */
+static syno_layer_t *transition(builder_t *b, int64_t ci, int64_t co, int64_t *h, int64_t *w) {
+  syno_layer_t *t[4] = {bn(b, ci), syno_nn_relu_create(), mk_conv(b, ci, co, 1, 0, *h, *w), NULL};
+  int n = 3;
+  if (*h / 2 >= 2 && *w / 2 >= 2) {
+    t[n++] = syno_nn_avgpool2d_create(2, 2, 0);
+    *h /= 2;
+    *w /= 2;
+  }
+  return seq(b, n, t);
+}
+
+/* Squeeze-and-excitation on c channels: x * sigmoid(FC(SiLU(FC(GAP(x))))), squeezed to se. */
+static syno_layer_t *squeeze_excite(builder_t *b, int64_t c, int64_t se) {
+  if (b->failed) return NULL;
+  syno_layer_t *l[5] = {syno_nn_global_avgpool_create(), syno_nn_linear_create(c, se, 1, b->rng), syno_nn_silu_create(),
+                        syno_nn_linear_create(se, c, 1, b->rng), syno_nn_sigmoid_create()};
+  syno_layer_t *body = seq(b, 5, l);
+  if (!body) return NULL;
+  b->bb->flops += 4 * c * se;
+  syno_layer_t *g = syno_nn_gate_create(body);
+  TRY(g);
+  return g;
+}
+
+/* EfficientNetV2's blocks, SiLU after every BN but the projection's. Fused-MBConv: [pool]
+ * 3x3 slot (to e*ci, or straight to co when e = 1) BN SiLU, then 1x1 conv to co BN when
+ * e > 1. MBConv: 1x1 conv to e*ci BN SiLU, [pool] depthwise 3x3 slot BN SiLU, SE (squeezed
+ * to ci/4), 1x1 conv to co BN. A block adds its input only when the shape stays (no
+ * projection shortcut, as published); the downsampling pool sits where the stride-2 conv is. */
+static syno_layer_t *mbconv_block(builder_t *b, int fused, int64_t ci, int64_t co, int64_t e, int64_t *h, int64_t *w,
+                                  int down) {
+  int64_t ho = down ? *h / 2 : *h, wo = down ? *w / 2 : *w, mid = e * ci;
+  syno_layer_t *body[12];
+  int n = 0;
+  if (fused) {
+    if (down) body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
+    body[n++] = mk_slot(b, ci, e > 1 ? mid : co, ho, wo, 1);
+    body[n++] = bn(b, e > 1 ? mid : co);
+    body[n++] = syno_nn_silu_create();
+  } else {
+    body[n++] = mk_conv(b, ci, mid, 1, 0, *h, *w);
+    body[n++] = bn(b, mid);
+    body[n++] = syno_nn_silu_create();
+    if (down) body[n++] = syno_nn_avgpool2d_create(2, 2, 0);
+    body[n++] = mk_slot(b, mid, mid, ho, wo, mid);
+    body[n++] = bn(b, mid);
+    body[n++] = syno_nn_silu_create();
+    body[n++] = squeeze_excite(b, mid, ci / 4 > 0 ? ci / 4 : 1);
+  }
+  if (!fused || e > 1) {
+    body[n++] = mk_conv(b, mid, co, 1, 0, ho, wo);
+    body[n++] = bn(b, co);
+  }
+  syno_layer_t *bodyl = seq(b, n, body);
+  *h = ho;
+  *w = wo;
+  if (down || ci != co || !bodyl) return bodyl;
+  syno_layer_t *res = syno_nn_residual_create(bodyl, NULL);
+  TRY(res);
+  return res;
 }
 
 static int64_t scaled(int64_t base, double width) {
@@ -115,10 +266,17 @@ static int64_t scaled(int64_t base, double width) {
   return c < 1 ? 1 : c;
 }
 
+/* Blocks in a stage: the published count, capped by the depth knob when given. */
+static int stage_blocks(int published, int depth) { return depth > 0 && depth < published ? depth : published; }
+
 static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err) {
   memset(bb, 0, sizeof *bb);
   const char *name = cfg->name ? cfg->name : "resnet";
-  if (!strcmp(name, "gpt")) {
+  if (syno_backbone_known(name, err)) return -1;
+  int net = 0;
+  while (strcmp(nets[net].name, name)) net++;
+  const enum family fam = nets[net].f;
+  if (fam == F_GPT) {
     if (cfg->op && cfg->op->sig.kind != SYNO_SIG_LINEAR)
       return syno_error_set(err,
                             "the gpt backbone's slots are linear: its operator must "
@@ -142,26 +300,96 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
   syno_layer_t *layers[64];
   int n = 0;
   int64_t c;
-  if (!strcmp(name, "resnet")) {
+  if (fam == F_RESNET) {
+    /* resnet18 (and its old name resnet) keeps the knob it always had: D blocks in every
+     * stage, the published 2 by default; resnet34 caps its published [3, 4, 6, 3] at D */
+    const int own_depth = !strcmp(nets[net].name, "resnet34");
     c = scaled(16, width);
     layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
     layers[n++] = bn(&b, c);
     layers[n++] = syno_nn_relu_create();
     for (int st = 0; st < 4; st++) {
       int64_t co = scaled(16 << st, width);
-      for (int k = 0; k < depth; k++) {
+      int nb = own_depth ? stage_blocks(nets[net].blocks[st], cfg->depth) : depth;
+      for (int k = 0; k < nb; k++) {
         int down = st > 0 && k == 0 && h / 2 >= 2 && w / 2 >= 2;
         layers[n++] = basic_block(&b, c, co, &h, &w, down);
         c = co;
       }
     }
-  } else if (!strcmp(name, "vgg")) {
+  } else if (fam == F_RESNEXT) {
+    /* ResNeXt-29 8x64d for CIFAR at the ResNets' quarter scale: stem 64 -> 16, stage outputs
+     * 256/512/1024 -> 64/128/256, grouped widths 8 x 64 x 2^stage -> 128/256/512, each times
+     * width; a grouped width is rounded to a multiple of the cardinality 8 */
+    const int64_t card = 8;
+    c = scaled(16, width);
+    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
+    layers[n++] = bn(&b, c);
+    layers[n++] = syno_nn_relu_create();
+    for (int st = 0; st < 3; st++) {
+      int64_t co = scaled(64 << st, width), inner = (scaled(128 << st, width) + card / 2) / card * card;
+      if (inner < card) inner = card;
+      for (int k = 0; k < stage_blocks(nets[net].blocks[st], cfg->depth); k++) {
+        int down = st > 0 && k == 0 && h / 2 >= 2 && w / 2 >= 2;
+        layers[n++] = bottleneck_block(&b, c, inner, co, card, &h, &w, down);
+        c = co;
+      }
+    }
+  } else if (fam == F_DENSENET) {
+    /* DenseNet-BC-121 on small images: the stem is one 3x3 conv to 2k channels, BN, ReLU (the
+     * published 7x7 stride-2 conv and max pool would leave nothing of an 8x8 image); growth
+     * rate k = 32 x width, compression 0.5, BN ReLU before the classifier */
+    int64_t k = scaled(32, width);
+    c = 2 * k;
+    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
+    layers[n++] = bn(&b, c);
+    layers[n++] = syno_nn_relu_create();
+    for (int st = 0; st < 4; st++) {
+      syno_layer_t *blk[24];
+      int nb = stage_blocks(nets[net].blocks[st], cfg->depth);
+      for (int i = 0; i < nb; i++, c += k) blk[i] = dense_layer(&b, c, k, h, w);
+      layers[n++] = seq(&b, nb, blk);
+      if (st < 3) {
+        layers[n++] = transition(&b, c, c / 2, &h, &w);
+        c /= 2;
+      }
+    }
+    layers[n++] = bn(&b, c);
+    layers[n++] = syno_nn_relu_create();
+  } else if (fam == F_EFFNET) {
+    /* EfficientNetV2-S (its table 4) at the published widths x width, the stem at stride 1
+     * for small images: stages of fused-MBConv (expansion 1, 4, 4) then MBConv with SE
+     * (4, 6, 6); stride 2 in stages 2, 3, 4 and 6; a 1x1 head conv to 1280 BN SiLU */
+    static const struct {
+      int fused, e, down, c;
+    } st_plan[6] = {{1, 1, 0, 24}, {1, 4, 1, 48}, {1, 4, 1, 64}, {0, 4, 1, 128}, {0, 6, 0, 160}, {0, 6, 1, 256}};
+    c = scaled(24, width);
+    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
+    layers[n++] = bn(&b, c);
+    layers[n++] = syno_nn_silu_create();
+    for (int st = 0; st < 6; st++) {
+      int64_t co = scaled(st_plan[st].c, width);
+      syno_layer_t *blk[16];
+      int nb = stage_blocks(nets[net].blocks[st], cfg->depth);
+      for (int k = 0; k < nb; k++) {
+        int down = st_plan[st].down && k == 0 && h / 2 >= 2 && w / 2 >= 2;
+        blk[k] = mbconv_block(&b, st_plan[st].fused, c, co, st_plan[st].e, &h, &w, down);
+        c = co;
+      }
+      layers[n++] = seq(&b, nb, blk);
+    }
+    int64_t head = scaled(1280, width);
+    layers[n++] = mk_conv(&b, c, head, 1, 0, h, w);
+    layers[n++] = bn(&b, head);
+    layers[n++] = syno_nn_silu_create();
+    c = head;
+  } else {
     c = cfg->in_c;
     for (int st = 0; st < 3; st++) {
       int64_t co = scaled(16 << st, width);
       for (int k = 0; k < depth; k++) {
         /* the first conv of the network sees the raw image: a standard conv */
-        layers[n++] = (st == 0 && k == 0) ? mk_conv(&b, c, co, 3, 1, h, w) : mk_slot(&b, c, co, h, w);
+        layers[n++] = (st == 0 && k == 0) ? mk_conv(&b, c, co, 3, 1, h, w) : mk_slot(&b, c, co, h, w, 1);
         layers[n++] = bn(&b, co);
         layers[n++] = syno_nn_relu_create();
         c = co;
@@ -172,8 +400,6 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
         w /= 2;
       }
     }
-  } else {
-    return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", name);
   }
   layers[n++] = syno_nn_global_avgpool_create();
   layers[n++] = syno_nn_linear_create(c, cfg->nclasses, 1, rng);
@@ -212,14 +438,16 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n) {
     syno_slot_info_t s;
     syno_slot_info(bb->slots[i], &s);
     if (used < n) {
+      char groups[32] = "";
+      if (s.groups > 1) snprintf(groups, sizeof groups, " groups=%lld", (long long)s.groups);
       int k =
           s.kind == SYNO_SLOT_LINEAR
               ? snprintf(buf + used, n - used, "slot %d: linear S=%lld C_in=%lld C_out=%lld flops=%lld params=%lld\n",
                          i, (long long)s.s, (long long)s.c_in, (long long)s.c_out, (long long)s.flops,
                          (long long)s.params)
-              : snprintf(buf + used, n - used, "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld flops=%lld params=%lld\n",
-                         i, (long long)s.c_in, (long long)s.c_out, (long long)s.h, (long long)s.w, (long long)s.flops,
-                         (long long)s.params);
+              : snprintf(buf + used, n - used, "slot %d: C_in=%lld C_out=%lld H=%lld W=%lld%s flops=%lld params=%lld\n",
+                         i, (long long)s.c_in, (long long)s.c_out, (long long)s.h, (long long)s.w, groups,
+                         (long long)s.flops, (long long)s.params);
       if (k > 0) used += (size_t)k;
     }
   }
@@ -341,7 +569,8 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
     int dup = 0;
     for (int j = 0; j < out->nslots; j++)
       dup |= si.c_in == out->slot[j].c_in && si.c_out == out->slot[j].c_out && si.h == out->slot[j].h &&
-             si.w == out->slot[j].w && si.s == out->slot[j].s && si.kind == out->slot[j].kind;
+             si.w == out->slot[j].w && si.s == out->slot[j].s && si.kind == out->slot[j].kind &&
+             si.groups == out->slot[j].groups;
     if (dup) continue;
     syno_layer_t *sl[3] = {cand->slots[i], std[0].slots[i], std[1].slots[i]};
     out->slot[out->nslots] = si;

@@ -314,10 +314,18 @@ static int slot_set_child(slot_t *s, syno_layer_t *child, syno_layer_t **out, sy
 
 int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w, int conv_backend,
                      syno_rng_t *rng, syno_layer_t **out, syno_error_t *err) {
+  return syno_slot_create_grouped(op, c_in, c_out, h, w, 1, conv_backend, rng, out, err);
+}
+
+int syno_slot_create_grouped(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64_t h, int64_t w, int64_t groups,
+                             int conv_backend, syno_rng_t *rng, syno_layer_t **out, syno_error_t *err) {
   *out = NULL;
   if (c_in < 1 || c_out < 1 || h < 1 || w < 1)
     return syno_error_set(err, "slot sizes must be positive (C_in=%lld C_out=%lld H=%lld W=%lld)", (long long)c_in,
                           (long long)c_out, (long long)h, (long long)w);
+  if (groups < 1 || c_in % groups || c_out % groups)
+    return syno_error_set(err, "slot groups=%lld must divide C_in=%lld and C_out=%lld", (long long)groups,
+                          (long long)c_in, (long long)c_out);
   int nw = op ? op->op.n_tensors - 1 : 0;
   slot_t *s = syno_nn_layer_new(sizeof *s, &slot_ops, nw);
   if (!s) return syno_error_set(err, "out of memory");
@@ -328,16 +336,22 @@ int syno_slot_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out, int64
   s->info.w = w;
   s->nweights = nw;
   if (!op) {
+    s->info.groups = groups;
     syno_conv2d_cfg_t cc = {0};
     cc.in_channels = c_in;
     cc.out_channels = c_out;
     cc.kernel_h = cc.kernel_w = 3;
     cc.pad_h = cc.pad_w = 1;
+    cc.groups = groups;
     cc.backend = conv_backend;
-    s->info.flops = 2 * c_out * c_in * 9 * h * w;
-    s->info.params = c_out * c_in * 9;
+    s->info.flops = 2 * c_out * (c_in / groups) * 9 * h * w;
+    s->info.params = c_out * (c_in / groups) * 9;
     return slot_set_child(s, syno_nn_conv2d_create(&cc, rng), out, err);
   }
+  /* The operator replaces the whole grouped convolution: it is bound to the slot's full
+   * C_in -> C_out and is free to mix every channel (or to group them itself, through the
+   * preset's g), so the slot records groups=1: the standard layer's grouping is gone. */
+  s->info.groups = 1;
   char where[160];
   snprintf(where, sizeof where, "slot C_in=%lld C_out=%lld H=%lld W=%lld", (long long)c_in, (long long)c_out,
            (long long)h, (long long)w);
@@ -357,6 +371,7 @@ int syno_slot_linear_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out
   s->info.c_in = c_in;
   s->info.c_out = c_out;
   s->info.s = sl;
+  s->info.groups = 1;
   s->nweights = nw;
   if (!op) {
     s->info.flops = 2 * sl * c_in * c_out;

@@ -401,8 +401,7 @@ static void run_free(run_t *r) {
 static int run_prepare(const syno_train_cfg_t *cfg, run_t *r, syno_error_t *err) {
   memset(r, 0, sizeof *r);
   const char *bname = cfg->backbone ? cfg->backbone : "resnet";
-  if (strcmp(bname, "resnet") && strcmp(bname, "vgg") && strcmp(bname, "gpt"))
-    return syno_error_set(err, "unknown backbone '%s' (known: resnet, vgg, gpt)", bname);
+  if (syno_backbone_known(bname, err)) return -1;
   r->gpt = !strcmp(bname, "gpt");
   const char *oname = cfg->optimizer ? cfg->optimizer : r->gpt ? "adamw" : "sgd";
   if (strcmp(oname, "sgd") && strcmp(oname, "adamw"))

@@ -1,5 +1,6 @@
 /*
- * The layer interface and the layers that only route tensors: sequential, residual, flatten.
+ * The layer interface and the layers that only route tensors: sequential, residual, dense
+ * (channel concatenation), gate (channel scaling, squeeze-and-excitation), flatten.
  * Generic checks (a forward before a backward, dy shaped like out) live here once, so
  * concrete layers can trust their arguments.
  */
@@ -270,4 +271,178 @@ int syno_nn_add(const syno_tensor_t *a, const syno_tensor_t *b, syno_tensor_t *y
   if (rc) return rc;
   add_into(y->data, a->data, b->data, syno_nn_tensor_numel(a));
   return SYNO_NN_OK;
+}
+
+/* ---------------------------------------------------------------- dense (channel concatenation) */
+
+/* y = concat(x, body(x)) along dim 1, a DenseNet layer's whole data flow in one container, so
+ * the network stays a tree. The body's gradient is a slice of dy that is not contiguous per
+ * image, hence the scratch copy; grad_in is dy's x slice plus the body's input gradient. */
+typedef struct {
+  syno_layer_t base;
+  syno_tensor_t dbody; /* dy's body slice, contiguous */
+} dense_t;
+
+/* dims[1] of x and of the body's output, and the per-image sizes, for one forward/backward. */
+static int dense_split(const syno_tensor_t *x, const syno_tensor_t *b, int64_t *inner, int64_t *cx, int64_t *cb) {
+  if (x->ndim < 2 || b->ndim != x->ndim || b->dims[0] != x->dims[0]) return SYNO_NN_ESHAPE;
+  for (int i = 2; i < x->ndim; i++)
+    if (b->dims[i] != x->dims[i]) return SYNO_NN_ESHAPE;
+  *inner = nn_prod(x->dims, 2, x->ndim);
+  *cx = x->dims[1];
+  *cb = b->dims[1];
+  return SYNO_NN_OK;
+}
+
+static int dense_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+  syno_nn_begin_forward(self, x, train);
+  syno_layer_t *body = self->children[0];
+  int rc = syno_nn_forward(body, x, train);
+  if (rc) return rc;
+  int64_t inner, cx, cb;
+  if ((rc = dense_split(x, &body->out, &inner, &cx, &cb))) return rc;
+  int64_t d[SYNO_TENSOR_MAX_DIMS];
+  memcpy(d, x->dims, (size_t)x->ndim * sizeof *d);
+  d[1] = cx + cb;
+  if ((rc = syno_nn_tensor_resize(&self->out, x->ndim, d))) return rc;
+  for (int64_t n = 0; n < x->dims[0]; n++) {
+    float *y = self->out.data + n * (cx + cb) * inner;
+    memcpy(y, x->data + n * cx * inner, sizeof(float) * (size_t)(cx * inner));
+    memcpy(y + cx * inner, body->out.data + n * cb * inner, sizeof(float) * (size_t)(cb * inner));
+  }
+  return SYNO_NN_OK;
+}
+
+static int dense_backward(syno_layer_t *self, const syno_tensor_t *dy) {
+  dense_t *s = (dense_t *)self;
+  syno_layer_t *body = self->children[0];
+  int64_t inner, cx, cb;
+  int rc = dense_split(&self->in, &body->out, &inner, &cx, &cb);
+  if (rc || (rc = syno_nn_tensor_resize_like(&s->dbody, &body->out))) return rc;
+  for (int64_t n = 0; n < self->in.dims[0]; n++)
+    memcpy(s->dbody.data + n * cb * inner, dy->data + (n * (cx + cb) + cx) * inner,
+           sizeof(float) * (size_t)(cb * inner));
+  body->skip_input_grad = self->skip_input_grad;
+  if ((rc = syno_nn_backward(body, &s->dbody))) return rc;
+  int skip;
+  if ((rc = syno_nn_prepare_grad_in(self, &skip)) || skip) return rc;
+  for (int64_t n = 0; n < self->in.dims[0]; n++)
+    add_into(self->grad_in.data + n * cx * inner, dy->data + n * (cx + cb) * inner, body->grad_in.data + n * cx * inner,
+             cx * inner);
+  return SYNO_NN_OK;
+}
+
+static int dense_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out) {
+  int nd = syno_nn_out_shape(self->children[0], ndim, dims, out);
+  if (nd < 0) return nd;
+  if (nd != ndim || ndim < 2 || out[0] != dims[0]) return SYNO_NN_ESHAPE;
+  for (int i = 2; i < ndim; i++)
+    if (out[i] != dims[i]) return SYNO_NN_ESHAPE;
+  out[1] += dims[1];
+  return nd;
+}
+
+static void dense_destroy(syno_layer_t *self) { syno_nn_tensor_free(&((dense_t *)self)->dbody); }
+
+static const syno_layer_ops_t dense_ops = {
+    "dense", dense_forward, dense_backward, dense_out_shape, dense_destroy,
+};
+
+syno_layer_t *syno_nn_dense_create(syno_layer_t *body) {
+  syno_layer_t *l = body ? syno_nn_layer_new(sizeof(dense_t), &dense_ops, 0) : NULL;
+  if (l) {
+    l->children = malloc(sizeof *l->children);
+    if (l->children) {
+      l->children[0] = body;
+      l->nchildren = 1;
+      return l;
+    }
+    free(l);
+  }
+  syno_nn_layer_free(body);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- gate (squeeze-and-excitation) */
+
+/* y[n, c, ...] = x[n, c, ...] * body(x)[n, c]: the body squeezes x to one gate per channel
+ * (an SE branch: pooling, two FCs, a sigmoid). Both paths of x meet in grad_in:
+ * dL/dx = dy * g + body's input gradient for dL/dg[n, c] = sum over the rest of dy * x. */
+typedef struct {
+  syno_layer_t base;
+  syno_tensor_t dgate; /* dL/d body(x), shaped like the body's output */
+} gate_t;
+
+static int gate_check(const syno_tensor_t *x, const syno_tensor_t *g) {
+  if (x->ndim < 2 || syno_nn_tensor_numel(g) != x->dims[0] * x->dims[1] || g->dims[0] != x->dims[0])
+    return SYNO_NN_ESHAPE;
+  return SYNO_NN_OK;
+}
+
+static int gate_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+  syno_nn_begin_forward(self, x, train);
+  syno_layer_t *body = self->children[0];
+  int rc = syno_nn_forward(body, x, train);
+  if (rc || (rc = gate_check(x, &body->out)) || (rc = syno_nn_tensor_resize_like(&self->out, x))) return rc;
+  const int64_t rows = x->dims[0] * x->dims[1], inner = nn_prod(x->dims, 2, x->ndim);
+  for (int64_t r = 0; r < rows; r++) {
+    const float g = body->out.data[r], *p = x->data + r * inner;
+    float *q = self->out.data + r * inner;
+    for (int64_t i = 0; i < inner; i++) q[i] = p[i] * g;
+  }
+  return SYNO_NN_OK;
+}
+
+static int gate_backward(syno_layer_t *self, const syno_tensor_t *dy) {
+  gate_t *s = (gate_t *)self;
+  syno_layer_t *body = self->children[0];
+  const syno_tensor_t *x = &self->in;
+  int rc = gate_check(x, &body->out);
+  if (rc || (rc = syno_nn_tensor_resize_like(&s->dgate, &body->out))) return rc;
+  const int64_t rows = x->dims[0] * x->dims[1], inner = nn_prod(x->dims, 2, x->ndim);
+  for (int64_t r = 0; r < rows; r++) {
+    double acc = 0;
+    for (int64_t i = 0; i < inner; i++) acc += (double)dy->data[r * inner + i] * x->data[r * inner + i];
+    s->dgate.data[r] = (float)acc;
+  }
+  body->skip_input_grad = self->skip_input_grad;
+  if ((rc = syno_nn_backward(body, &s->dgate))) return rc;
+  int skip;
+  if ((rc = syno_nn_prepare_grad_in(self, &skip)) || skip) return rc;
+  for (int64_t r = 0; r < rows; r++) {
+    const float g = body->out.data[r];
+    for (int64_t i = 0; i < inner; i++)
+      self->grad_in.data[r * inner + i] = dy->data[r * inner + i] * g + body->grad_in.data[r * inner + i];
+  }
+  return SYNO_NN_OK;
+}
+
+static int gate_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out) {
+  int64_t g[SYNO_TENSOR_MAX_DIMS];
+  int nd = syno_nn_out_shape(self->children[0], ndim, dims, g);
+  if (nd < 0) return nd;
+  if (ndim < 2 || nn_prod(g, 0, nd) != dims[0] * dims[1] || g[0] != dims[0]) return SYNO_NN_ESHAPE;
+  memcpy(out, dims, (size_t)ndim * sizeof *out);
+  return ndim;
+}
+
+static void gate_destroy(syno_layer_t *self) { syno_nn_tensor_free(&((gate_t *)self)->dgate); }
+
+static const syno_layer_ops_t gate_ops = {
+    "gate", gate_forward, gate_backward, gate_out_shape, gate_destroy,
+};
+
+syno_layer_t *syno_nn_gate_create(syno_layer_t *body) {
+  syno_layer_t *l = body ? syno_nn_layer_new(sizeof(gate_t), &gate_ops, 0) : NULL;
+  if (l) {
+    l->children = malloc(sizeof *l->children);
+    if (l->children) {
+      l->children[0] = body;
+      l->nchildren = 1;
+      return l;
+    }
+    free(l);
+  }
+  syno_nn_layer_free(body);
+  return NULL;
 }

@@ -42,7 +42,10 @@ typedef struct {
   const char *meta, *help;
 } opt_t;
 
-static const char *const backbones[] = {"resnet", "vgg", "gpt", NULL};
+/* syno_backbone_names(0): the search layer cannot reach the model's list, so
+ * tests/model/test_backbones.c checks that a worker takes every name on it. */
+static const char *const backbones[] = {"resnet18",        "resnet", "resnet34", "resnext29", "densenet121",
+                                        "efficientnetv2s", "vgg",    "gpt",      NULL};
 static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
 static const char *const presets[] = {"conv2d", "conv2d-wide", "linear", "linear-wide", NULL};
 
@@ -59,7 +62,9 @@ static const opt_t opts[] = {
     OPT("--seed", K_SEED, seed, W_ALWAYS, 0, 0, 0, NULL, "S", "seed (default 1)"),
     OPT("--width", K_REAL, width, W_POSITIVE, 0, 16, SYNO_OPT_OPEN_MIN, NULL, "W",
         "the backbone's channel multiplier (default 1)"),
-    OPT("--depth", K_INT, depth, W_POSITIVE, 1, 8, 0, NULL, "D", "the backbone's blocks per stage (default 2)"),
+    OPT("--depth", K_INT, depth, W_POSITIVE, 1, 8, 0, NULL, "D",
+        "the backbone's blocks per stage (default 2; resnet34, resnext29,\n"
+        "densenet121, efficientnetv2s: at most D, default as published)"),
     OPT("--subset", K_LONG, subset, W_POSITIVE, 0, 200000000, 0, NULL, "N", "train on N images (default 0: all)"),
     OPT("--pad", K_INT, pad, W_POSITIVE, 0, 64, 0, NULL, "P", "zero-pad the images by P pixels per side"),
     OPT("--time-limit", K_REAL, time_limit, W_POSITIVE, 0, 1e9, 0, NULL, "T",

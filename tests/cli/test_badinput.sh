@@ -211,7 +211,7 @@ t "unknown option '--frob'" "$SYNO" space --preset conv2d --frob
 t "--depth abc: must be an integer" "$SYNO" space --preset conv2d --depth abc
 
 # eval (the worker)
-t "--backbone bert: must be one of resnet, vgg, gpt" "$SYNO" eval --backbone bert
+t "--backbone bert: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "$SYNO" eval --backbone bert
 t "--preset linear: the resnet backbone's slots are convolutions" "$SYNO" eval --preset linear
 t "--dataset imagenet: must be one of digits, fashion-mnist, kjv" "$SYNO" eval --dataset imagenet
 t "the gpt backbone trains on kjv" "$SYNO" eval --backbone gpt --dataset digits
@@ -265,7 +265,7 @@ t "--db and --resume exclude each other" "$SYNO" search --db "$fx/x.db" --resume
 t "--mpi and --workers exclude each other" "$SYNO" search --db "$fx/x.db" --mpi --workers 2
 t "--ordered does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --ordered
 t "--stand-in does not apply on --resume" "$SYNO" search --resume "$fx/s.db" --stand-in
-t "--backbone bert: must be one of resnet, vgg, gpt" "${S[@]}" --backbone bert
+t "--backbone bert: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "${S[@]}" --backbone bert
 t "--dataset imagenet: must be one of digits, fashion-mnist, kjv" "${S[@]}" --dataset imagenet
 t "--preset linear: the resnet backbone's slots are convolutions" "${S[@]}" --preset linear
 t "--preset conv2d: gpt's slots are linear layers" "${S[@]}" --backbone gpt --preset conv2d
@@ -315,7 +315,7 @@ t "--out $fx/plain/sub" "$SYNO" report --db "$fx/s.db" --out "$fx/plain/sub"
 # train
 t "--epochs x: must be an integer in 1..10000" "$SYNO" train --epochs x
 t "--epochs 0: must be an integer in 1..10000" "$SYNO" train --epochs 0
-t "--backbone lenet: must be one of resnet, vgg, gpt" "$SYNO" train --backbone lenet
+t "--backbone lenet: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "$SYNO" train --backbone lenet
 t "--optimizer lion: must be one of sgd, adamw" "$SYNO" train --optimizer lion
 t "--lr 0: must be a finite number in (0, 100]" "$SYNO" train --lr 0
 t "--momentum 1: must be a finite number in [0, 0.9999]" "$SYNO" train --momentum 1

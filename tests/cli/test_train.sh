@@ -33,7 +33,27 @@ echo "$json" | grep -q '"test_acc":' && echo "$json" | grep -q '"flops":' && ok 
 
 "$SYNO" train --list-slots --dataset digits | grep -q "slot 0: C_in=16 C_out=16 H=8 W=8" && ok || bad "list-slots"
 
-expect_error "backbone lenet: must be one of resnet, vgg, gpt" "$SYNO" train --backbone lenet
+# the published backbones: their slots as published, resnet the same network as resnet18
+for nb in resnet18:16 resnet34:32 resnext29:9 densenet121:58 efficientnetv2s:40; do
+  n=$("$SYNO" train --backbone "${nb%%:*}" --list-slots --width 0.25 | grep -c '^slot ')
+  [ "$n" = "${nb##*:}" ] && ok || bad "${nb%%:*} lists $n slots, not ${nb##*:}"
+done
+diff <("$SYNO" train --backbone resnet --list-slots) <("$SYNO" train --backbone resnet18 --list-slots) >/dev/null &&
+  ok || bad "resnet is not resnet18"
+"$SYNO" train --backbone resnext29 --list-slots --width 0.25 | grep -q "slot 0: C_in=32 C_out=32 H=8 W=8 groups=8" &&
+  ok || bad "resnext29's grouped slot"
+# a synthesized operator (the 1x1 conv) in the grouped slots, one short epoch
+op='r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]'
+out=$("$SYNO" train --backbone resnext29 --width 0.25 --depth 1 --subset 256 --batch 32 --op "$op" --json 2>"$tmp/err")
+if [ $? -ne 0 ]; then bad "resnext29 with an operator: $(cat "$tmp/err")"; fi
+echo "$out" | grep -q '"test_acc":' && ok || bad "resnext29 json: $out"
+# what a search asks a worker for: the plan of the new backbones
+for b in resnet34 resnext29 densenet121 efficientnetv2s; do
+  "$SYNO" eval --backbone "$b" --dataset digits --width 0.25 --depth 1 --plan | grep -q '"slots":\[{"c_in"' &&
+    ok || bad "eval --plan --backbone $b"
+done
+expect_error "width" "$SYNO" train --backbone densenet121 --width 17
+expect_error "backbone lenet: must be one of resnet18, resnet, resnet34, resnext29, densenet121, efficientnetv2s, vgg, gpt" "$SYNO" train --backbone lenet
 expect_error "nope.csv" "$SYNO" train --dataset /nonexistent/nope.csv
 expect_error "epochs x: must be an integer in 1..10000" "$SYNO" train --epochs x
 expect_error "operator" "$SYNO" train --op "r0=sum(C_in); in[i0, share(r0, 1)"

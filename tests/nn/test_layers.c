@@ -396,6 +396,90 @@ static void test_identity_residual_and_add(void **state) {
   syno_nn_layer_free(bad);
 }
 
+/* Dense (DenseNet concatenation): the output is x's channels then the body's, and the input
+ * gradient (dy's x slice plus the body's) and the body's weight gradients pass finite
+ * differences, also nested as a dense block is (two layers, the second sees both). */
+static void test_dense_concat(void **state) {
+  (void)state;
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 111, 1);
+  syno_conv2d_cfg_t c = {.in_channels = 2, .out_channels = 3, .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1};
+  syno_layer_t *d = syno_nn_dense_create(syno_nn_conv2d_create(&c, &rng));
+  int64_t dims[4] = {2, 2, 4, 3}, od[4];
+  syno_tensor_t x = gc_randn(4, dims, 112);
+  assert_int_equal(syno_nn_out_shape(d, 4, dims, od), 4);
+  assert_int_equal(od[1], 5);
+  assert_int_equal(syno_nn_forward(d, &x, 1), 0);
+  const syno_tensor_t *b = &d->children[0]->out;
+  for (int n = 0; n < 2; n++)
+    for (int i = 0; i < 12; i++) {
+      for (int ch = 0; ch < 2; ch++) assert_true(d->out.data[(n * 5 + ch) * 12 + i] == x.data[(n * 2 + ch) * 12 + i]);
+      for (int ch = 0; ch < 3; ch++)
+        assert_true(d->out.data[(n * 5 + 2 + ch) * 12 + i] == b->data[(n * 3 + ch) * 12 + i]);
+    }
+  check(d, &x, GC_DEFAULT, 113);
+  syno_conv2d_cfg_t c2 = c;
+  c2.in_channels = 5;
+  c2.out_channels = 2;
+  syno_layer_t *two[2] = {d, syno_nn_dense_create(syno_nn_conv2d_create(&c2, &rng))};
+  syno_layer_t *block = syno_nn_sequential_create(2, two);
+  check(block, &x, GC_DEFAULT, 114);
+  assert_int_equal(block->out.dims[1], 7);
+  /* a body that changes the spatial size cannot be concatenated */
+  syno_layer_t *bad = syno_nn_dense_create(syno_nn_maxpool2d_create(2, 2, 0));
+  assert_int_equal(syno_nn_out_shape(bad, 4, dims, od), SYNO_NN_ESHAPE);
+  assert_int_equal(syno_nn_forward(bad, &x, 1), SYNO_NN_ESHAPE);
+  assert_null(syno_nn_dense_create(NULL));
+  syno_nn_tensor_free(&x);
+  syno_nn_layer_free(block);
+  syno_nn_layer_free(bad);
+}
+
+/* SiLU and sigmoid against their definitions and by finite differences; the SE gate
+ * (x times a per-channel gate computed from x) by finite differences through both paths. */
+static void test_silu_sigmoid_gate(void **state) {
+  (void)state;
+  int64_t d[4] = {2, 3, 4, 5};
+  syno_tensor_t x = gc_randn(4, d, 121);
+  syno_layer_t *si = syno_nn_silu_create(), *sg = syno_nn_sigmoid_create();
+  check(si, &x, GC_DEFAULT, 122);
+  check(sg, &x, GC_DEFAULT, 123);
+  assert_int_equal(syno_nn_forward(si, &x, 1), 0); /* the check left a perturbed forward */
+  assert_int_equal(syno_nn_forward(sg, &x, 1), 0);
+  for (int64_t i = 0; i < syno_nn_tensor_numel(&x); i++) {
+    double v = x.data[i], s = 1 / (1 + exp(-v));
+    assert_true(fabs(sg->out.data[i] - s) < 1e-6);
+    assert_true(fabs(si->out.data[i] - v * s) < 1e-6 * (1 + fabs(v)));
+  }
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 124, 1);
+  syno_layer_t *se[5] = {syno_nn_global_avgpool_create(), syno_nn_linear_create(3, 2, 1, &rng), syno_nn_silu_create(),
+                         syno_nn_linear_create(2, 3, 1, &rng), syno_nn_sigmoid_create()};
+  syno_layer_t *gate = syno_nn_gate_create(syno_nn_sequential_create(5, se));
+  int64_t od[4];
+  assert_int_equal(syno_nn_out_shape(gate, 4, d, od), 4);
+  assert_int_equal(od[1], 3);
+  check(gate, &x, GC_DEFAULT, 125);
+  assert_int_equal(syno_nn_forward(gate, &x, 1), 0);
+  const syno_tensor_t *g = &gate->children[0]->out;
+  for (int64_t r = 0; r < 6; r++)
+    for (int64_t i = 0; i < 20; i++) assert_true(gate->out.data[r * 20 + i] == x.data[r * 20 + i] * g->data[r]);
+  /* a body whose output is not one value per channel */
+  syno_layer_t *bad = syno_nn_gate_create(syno_nn_global_avgpool_create());
+  int64_t d2[4] = {2, 3, 1, 1};
+  assert_int_equal(syno_nn_out_shape(bad, 4, d2, od), 4);
+  syno_nn_layer_free(bad);
+  syno_layer_t *wrong[2] = {syno_nn_global_avgpool_create(), syno_nn_linear_create(3, 2, 1, &rng)};
+  bad = syno_nn_gate_create(syno_nn_sequential_create(2, wrong));
+  assert_int_equal(syno_nn_out_shape(bad, 4, d, od), SYNO_NN_ESHAPE);
+  assert_int_equal(syno_nn_forward(bad, &x, 1), SYNO_NN_ESHAPE);
+  syno_nn_layer_free(bad);
+  syno_nn_tensor_free(&x);
+  syno_nn_layer_free(si);
+  syno_nn_layer_free(sg);
+  syno_nn_layer_free(gate);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linear),
@@ -409,6 +493,8 @@ int main(void) {
       cmocka_unit_test(test_softmax_xent),
       cmocka_unit_test(test_composite_network),
       cmocka_unit_test(test_identity_residual_and_add),
+      cmocka_unit_test(test_dense_concat),
+      cmocka_unit_test(test_silu_sigmoid_gate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
