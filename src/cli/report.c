@@ -132,15 +132,21 @@ static int have_program(const char *name) {
   return system(cmd) == 0;
 }
 
+/* gnuplot writing a PNG of the given height, or NULL when it is missing. */
+static FILE *gnuplot_open(const char *png, int height) {
+  if (!have_program("gnuplot")) return NULL;
+  int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
+  FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
+  if (g) fprintf(g, "set terminal %s size 900,%d\nset output '%s'\n", cairo ? "pngcairo" : "png", height, png);
+  return g;
+}
+
 static double plotted(const syno_db_cand_t *c) { return lm ? c->perplexity : 100 * c->accuracy; }
 
 static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **front, int m,
                 const syno_db_cand_t *base) {
-  if (!have_program("gnuplot")) return -1;
-  int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
-  FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
+  FILE *g = gnuplot_open(png, 600);
   if (!g) return -1;
-  fprintf(g, "set terminal %s size 900,600\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
   fprintf(g,
           "set title 'syno search: %s against inference speed-up'\n"
           "set xlabel 'whole-network speed-up against the standard network (same run)'\n"
@@ -198,6 +204,11 @@ typedef struct {
   syno_db_cand_t base, best; /* best.id 0: none within the tolerance */
 } table_row_t;
 
+/* A record's copy without its strings (they stay with, and are freed with, the list). */
+static void numbers_only(syno_db_cand_t *c) {
+  c->op_text = c->path = c->reason = c->base_impl = c->slots_json = c->confirm_reason = NULL;
+}
+
 /* The fastest candidate within the tolerance of one search. 0, or the exit status. */
 static int table_row(const char *path, table_row_t *t) {
   syno_error_t err;
@@ -234,10 +245,8 @@ static int table_row(const char *path, table_row_t *t) {
     /* Only numbers are kept: the strings stay with the rows. */
     t->base = *base;
     if (best) t->best = *best;
-    t->base.op_text = t->base.path = t->base.reason = t->base.base_impl = t->base.slots_json = NULL;
-    t->base.confirm_reason = NULL;
-    t->best.op_text = t->best.path = t->best.reason = t->best.base_impl = t->best.slots_json = NULL;
-    t->best.confirm_reason = NULL;
+    numbers_only(&t->base);
+    numbers_only(&t->best);
   }
   syno_db_list_free(rows, n);
   syno_db_close(db);
@@ -245,11 +254,8 @@ static int table_row(const char *path, table_row_t *t) {
 }
 
 static int table_plot(const char *png, const table_row_t *t, int n, double geo) {
-  if (!have_program("gnuplot")) return -1;
-  int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
-  FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
+  FILE *g = gnuplot_open(png, 500);
   if (!g) return -1;
-  fprintf(g, "set terminal %s size 900,500\nset output '%s'\n", cairo ? "pngcairo" : "png", png);
   fprintf(g,
           "set title 'syno: fastest operator within 1 pp (1 point of perplexity) per search; geomean %.2fx'\n"
           "set ylabel 'inference speed-up over the standard network'\nset style fill solid 0.6\n"

@@ -348,8 +348,9 @@ static const syno_layer_ops_t dense_ops = {
     "dense", dense_forward, dense_backward, dense_out_shape, dense_destroy,
 };
 
-syno_layer_t *syno_nn_dense_create(syno_layer_t *body) {
-  syno_layer_t *l = body ? syno_nn_layer_new(sizeof(dense_t), &dense_ops, 0) : NULL;
+/* A layer of `size` bytes around one child, body (owned from here on, freed on failure). */
+static syno_layer_t *wrap_create(size_t size, const syno_layer_ops_t *ops, syno_layer_t *body) {
+  syno_layer_t *l = body ? syno_nn_layer_new(size, ops, 0) : NULL;
   if (l) {
     l->children = malloc(sizeof *l->children);
     if (l->children) {
@@ -362,6 +363,8 @@ syno_layer_t *syno_nn_dense_create(syno_layer_t *body) {
   syno_nn_layer_free(body);
   return NULL;
 }
+
+syno_layer_t *syno_nn_dense_create(syno_layer_t *body) { return wrap_create(sizeof(dense_t), &dense_ops, body); }
 
 /* ---------------------------------------------------------------- gate (squeeze-and-excitation) */
 
@@ -432,17 +435,4 @@ static const syno_layer_ops_t gate_ops = {
     "gate", gate_forward, gate_backward, gate_out_shape, gate_destroy,
 };
 
-syno_layer_t *syno_nn_gate_create(syno_layer_t *body) {
-  syno_layer_t *l = body ? syno_nn_layer_new(sizeof(gate_t), &gate_ops, 0) : NULL;
-  if (l) {
-    l->children = malloc(sizeof *l->children);
-    if (l->children) {
-      l->children[0] = body;
-      l->nchildren = 1;
-      return l;
-    }
-    free(l);
-  }
-  syno_nn_layer_free(body);
-  return NULL;
-}
+syno_layer_t *syno_nn_gate_create(syno_layer_t *body) { return wrap_create(sizeof(gate_t), &gate_ops, body); }
