@@ -86,6 +86,12 @@ static double speedup_nnconv_of(const syno_db_cand_t *c) {
   if (!c->is_baseline) return c->speedup_nnconv;
   return c->base_latency_s > 0 ? c->nnconv_latency_s / c->base_latency_s : 0;
 }
+/* The tables' "vs im2col" cell: a language model's linear slots have no im2col convolution. */
+static const char *vs_im2col(char *buf, size_t n, const syno_db_cand_t *c) {
+  if (lm) return "-";
+  snprintf(buf, n, "%.2fx", speedup_nnconv_of(c));
+  return buf;
+}
 
 static int by_speedup(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
@@ -503,8 +509,9 @@ int cli_cmd_report(int argc, char **argv) {
       char q[24], d[24];
       show_quality(q, sizeof q, c);
       show_delta(d, sizeof d, c, base);
-      printf("  %4ld %7.4f %8s %8s %9s %6.2fx %8.2fx %8.2fx  %s\n", c->id, c->reward, q, conf, d, c->flops_ratio,
-             speedup_of(c), speedup_nnconv_of(c), c->op_text);
+      char v[24];
+      printf("  %4ld %7.4f %8s %8s %9s %6.2fx %8.2fx %9s  %s\n", c->id, c->reward, q, conf, d, c->flops_ratio,
+             speedup_of(c), vs_im2col(v, sizeof v, c), c->op_text);
     }
     if (n_failed) {
       printf("\nfailures:\n");
@@ -529,20 +536,20 @@ int cli_cmd_report(int argc, char **argv) {
              lm ? "perplexity" : "accuracy", "id", quality_name(), dname, "speed-up", "vs im2col", "operator");
       if (!fast[0]) printf("  none yet\n");
       for (int k = 0; k < 5 && fast[k]; k++) {
-        char q[24], d[24];
+        char q[24], d[24], v[24];
         show_quality(q, sizeof q, fast[k]);
         show_delta(d, sizeof d, fast[k], base);
-        printf("  %4ld %8s %9s %8.2fx %8.2fx  %s\n", fast[k]->id, q, d, speedup_of(fast[k]), speedup_nnconv_of(fast[k]),
-               fast[k]->op_text);
+        printf("  %4ld %8s %9s %8.2fx %9s  %s\n", fast[k]->id, q, d, speedup_of(fast[k]),
+               vs_im2col(v, sizeof v, fast[k]), fast[k]->op_text);
       }
       if (fast[0]) printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
     }
     printf("\nPareto front (%s against speed-up):\n  %4s %8s %8s %9s  %s\n", lm ? "perplexity" : "accuracy", "id",
            quality_name(), "speed-up", "vs im2col", "operator");
     for (int i = 0; i < n_front; i++) {
-      char q[24];
+      char q[24], v[24];
       show_quality(q, sizeof q, front[i]);
-      printf("  %4ld %8s %7.2fx %8.2fx  %s\n", front[i]->id, q, speedup_of(front[i]), speedup_nnconv_of(front[i]),
+      printf("  %4ld %8s %7.2fx %9s  %s\n", front[i]->id, q, speedup_of(front[i]), vs_im2col(v, sizeof v, front[i]),
              front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
     }
     printf("\n");
