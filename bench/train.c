@@ -1,7 +1,9 @@
-/* Training and inference throughput of the ResNet backbone (standard operator in every
- * slot): ours against the same network in PyTorch (bench/train_torch.py, run via popen with
- * torch.set_num_threads(2)), batch 128 of synthetic 1x28x28 images, medians of repeats.
- *   build/bench/train [--reps R] [--width W] [--depth D] [--batch B] */
+/* Training and inference throughput of a CNN backbone (standard operator in every slot): ours
+ * against the same network in PyTorch (bench/train_torch.py builds it layer for layer, run via
+ * popen with torch.set_num_threads(2)), batch 128 of synthetic 1xSxS images, medians of
+ * repeats. Both sides print their parameter count, and a difference is reported: the two nets
+ * are the same only when the counts agree.
+ *   build/bench/train [--backbone NAME] [--reps R] [--width W] [--depth D] [--batch B] [--side S] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,25 +12,32 @@
 #include "syno/backbone.h"
 
 int main(int argc, char **argv) {
-  int reps = 5, depth = 2;
+  int reps = 5, depth = 0;
   double width = 1.0;
-  int64_t batch = 128;
+  int64_t batch = 128, side = 28;
+  const char *name = "resnet";
+  static const char *const backbones[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
+                                          "densenet121", "efficientnetv2s", NULL};
   static const char usage[] =
-      "usage: train [--reps R] [--width W] [--depth D] [--batch B]\n"
-      "Training and inference throughput of the ResNet backbone, ours against PyTorch.\n";
+      "usage: train [--backbone NAME] [--reps R] [--width W] [--depth D] [--batch B] [--side S]\n"
+      "Training and inference throughput of a backbone, ours against the same net in PyTorch.\n";
   syno_opt_t opts[] = {
+      SYNO_OPT_ENUM("backbone", "NAME", &name, backbones, "the network (default resnet)"),
       BENCH_OPT_REPS(&reps, 100),
       SYNO_OPT_REAL("width", "W", &width, 0, 16, SYNO_OPT_OPEN_MIN, "channel multiplier (default 1)"),
-      SYNO_OPT_INT("depth", "D", &depth, 1, 8, "blocks per stage (default 2)"),
+      SYNO_OPT_INT("depth", "D", &depth, 0, 8,
+                   "blocks per stage (default 0: resnet 2, the others as published)"),
       SYNO_OPT_INT("batch", "B", &batch, 1, 65536, "batch size (default 128)"),
+      SYNO_OPT_INT("side", "S", &side, 4, 1024, "image side (default 28; Fashion-MNIST padded by 2: 32)"),
       SYNO_OPT_END,
   };
   bench_options("train", usage, opts, argc, argv);
   bench_signals(0);
   bench_print_setup(reps);
-  printf("ResNet backbone width %g depth %d, batch %lld, 1x28x28, %d repeats\n", width, depth, (long long)batch, reps);
+  printf("%s backbone width %g depth %d%s, batch %lld, 1x%lldx%lld, %d repeats\n", name, width, depth,
+         depth ? "" : " (its default)", (long long)batch, (long long)side, (long long)side, reps);
   syno_backbone_cfg_t bc = {
-      .name = "resnet", .in_c = 1, .in_h = 28, .in_w = 28, .nclasses = 10, .width = width, .depth = depth};
+      .name = name, .in_c = 1, .in_h = side, .in_w = side, .nclasses = 10, .width = width, .depth = depth};
   syno_rng_t rng;
   syno_rng_seed(&rng, 1, 1);
   syno_backbone_t bb;
@@ -39,7 +48,7 @@ int main(int argc, char **argv) {
   }
   bb.net->skip_input_grad = 1;
   syno_tensor_t x = SYNO_TENSOR_EMPTY, dl = SYNO_TENSOR_EMPTY;
-  int64_t d[4] = {batch, 1, 28, 28};
+  int64_t d[4] = {batch, 1, side, side};
   syno_nn_tensor_alloc(&x, 4, d);
   syno_nn_fill_normal(&rng, &x, 0, 1);
   int32_t *lab = malloc(sizeof(int32_t) * (size_t)batch);
@@ -63,22 +72,28 @@ int main(int argc, char **argv) {
     t[r] = bench_now() - t0;
   }
   double ours_train = batch / bench_median(t + 1, reps), lat;
-  if (syno_net_latency(bb.net, batch, 1, 28, 28, reps, &lat, &err)) {
+  if (syno_net_latency(bb.net, batch, 1, side, side, reps, &lat, &err)) {
     fprintf(stderr, "train: %s\n", err.msg);
     return 1;
   }
   double ours_inf = batch / lat;
-  printf("ours:    train %8.1f images/s   inference %8.1f images/s\n", ours_train, ours_inf);
-  char args[128];
-  snprintf(args, sizeof args, "%g %d %lld %d", width, depth, (long long)batch, reps);
+  printf("ours:    train %8.1f images/s   inference %8.1f images/s   %lld params\n", ours_train, ours_inf,
+         (long long)bb.params);
+  char args[192];
+  snprintf(args, sizeof args, "%s %g %d %lld %d %lld", name, width, depth, (long long)batch, reps, (long long)side);
   char *out = bench_run_torch("train_torch.py", args);
   double tt = 0, ti = 0;
-  int got = out && sscanf(out, "train_ips %lf infer_ips %lf", &tt, &ti) == 2;
+  long long tparams = 0;
+  int got = out && sscanf(out, "train_ips %lf infer_ips %lf params %lld", &tt, &ti, &tparams) == 3;
   free(out);
   if (!got) {
     printf("pytorch: skipped (" BENCH_PYTHON " with torch not available, or bench/train_torch.py failed)\n");
   } else {
-    printf("pytorch: train %8.1f images/s   inference %8.1f images/s (torch.set_num_threads(2))\n", tt, ti);
+    printf("pytorch: train %8.1f images/s   inference %8.1f images/s   %lld params (torch.set_num_threads(2))\n",
+           tt, ti, tparams);
+    if (tparams != (long long)bb.params)
+      printf("warning: the two nets differ (%lld against %lld parameters): the ratio compares different nets\n",
+             (long long)bb.params, tparams);
     printf("ratio ours/pytorch: train %.2fx, inference %.2fx\n", ours_train / tt, ours_inf / ti);
   }
   free(t);
