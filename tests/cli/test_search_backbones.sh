@@ -14,6 +14,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
+# An operator is parsed symbolically and checked by each slot under its own binding: one that
+# groups C_in by g = 32 fills densenet121 at width 0.25 (every slot has C_in = 32), although
+# g^-1*C_in is 1/2 under the conv2d preset's default C_in = 16, and a network whose first slot
+# has C_in = 4 refuses it, naming that slot.
+grouped="r0=sum(g) r1=sum(g^-1*C_in); in[i0, split(share(r0, 1), r1), i2, i3] expand[share(i1, 1)] w1[i1, r0]"
+"$bin" eval --backbone densenet121 --dataset digits --width 0.25 --depth 1 --op "$grouped" --plan >/dev/null \
+  2>"$tmp/g.err" || fail "densenet121 refused an operator that fits its slots: $(cat "$tmp/g.err")"
+"$bin" eval --backbone resnet18 --dataset digits --width 0.25 --op "$grouped" --plan >/dev/null 2>"$tmp/g.err"
+[ $? -eq 2 ] || fail "resnet18 at width 0.25 (C_in = 4) should refuse the operator"
+grep -q "slot C_in=4 .*g^-1\*C_in is 1/8, not an integer" "$tmp/g.err" || fail "the refusal: $(cat "$tmp/g.err")"
+
 for bb in resnet18 resnet34 densenet121 resnext29 efficientnetv2s; do
   # At width 0.25 the ResNets' first slots have C_in = 4, where no operator of the space fits
   # (the search ends at once: "the space has no further operators"); 0.5 has some.
