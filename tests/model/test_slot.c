@@ -165,7 +165,8 @@ static void test_bad_operators(void **state) {
  * default binding is not the network's.) */
 static void test_op_checked_per_slot(void **state) {
   (void)state;
-  const char *grouped = "r0=sum(g) r1=sum(g^-1*C_in); in[i0, split(share(r0, 1), r1), i2, i3] expand[share(i1, 1)] w1[i1, r0]";
+  const char *grouped =
+      "r0=sum(g) r1=sum(g^-1*C_in); in[i0, split(share(r0, 1), r1), i2, i3] expand[share(i1, 1)] w1[i1, r0]";
   syno_error_t err = {0};
   syno_slotop_t *op = NULL;
   if (syno_slotop_parse(grouped, &op, &err)) fail_msg("%s", err.msg);
@@ -188,8 +189,9 @@ static void test_op_checked_per_slot(void **state) {
   syno_nn_layer_free(ok);
   syno_slotop_free(op);
   /* What holds under every binding is still checked when parsing: a window of s = 2 is even. */
-  const char *even = "r0=sum(C_in) r1=sum(s) r2=sum(k_1); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), "
-                     "unfold(i3, share(r2, 1))] expand[share(i1, 1)] w1[i1, r0, r1, r2]";
+  const char *even =
+      "r0=sum(C_in) r1=sum(s) r2=sum(k_1); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), "
+      "unfold(i3, share(r2, 1))] expand[share(i1, 1)] w1[i1, r0, r1, r2]";
   assert_int_not_equal(syno_slotop_parse(even, &op, &err), 0);
   if (!strstr(err.msg, "is even")) fail_msg("the even window: %s", err.msg);
 }

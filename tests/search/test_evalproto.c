@@ -316,8 +316,8 @@ static void test_result_from_job(void **state) {
 static void test_plan(void **state) {
   (void)state;
   /* Conv slots, and linear slots [N, s, c_in] -> [N, s, c_out] told apart by s. */
-  syno_evalslot_t slots[] = {{16, 16, 8, 8, 1, 0},  {16, 16, 8, 8, 1, 0},   {16, 32, 4, 4, 2, 0},
-                             {32, 32, 4, 4, 3, 0},  {64, 192, 0, 0, 4, 64}, {64, 192, 0, 0, 4, 64},
+  syno_evalslot_t slots[] = {{16, 16, 8, 8, 1, 0},   {16, 16, 8, 8, 1, 0},   {16, 32, 4, 4, 2, 0},
+                             {32, 32, 4, 4, 3, 0},   {64, 192, 0, 0, 4, 64}, {64, 192, 0, 0, 4, 64},
                              {64, 192, 0, 0, 5, 32}, {16, 16, 8, 8, 0.5, 0}};
   char *s = syno_evalplan_json(slots, 8, 5000, 77);
   assert_non_null(s);
