@@ -40,7 +40,7 @@ extern "C" {
 /* ---------------------------------------------------------------- symbolic slot operators */
 
 typedef struct syno_slotop {
-  syno_signature_t sig; /* the preset's variables and shapes */
+  syno_signature_t sig; /* the preset's variables and shapes, without a binding (symbolic) */
   syno_graph_t *g;      /* owned */
   syno_operator_t op;
 } syno_slotop_t;
@@ -48,7 +48,12 @@ typedef struct syno_slotop {
 /* Parses an operator's text form against a preset's signature (syno/signature.h):
  * "conv2d" (N, C_in, C_out, H; k_1, k_2, s, g: square conv slots), "conv2d-wide" (N, C_in,
  * C_out, H, W; k, s: conv slots) or "linear" (N, S, C_in, C_out; k, s: linear slots); NULL
- * means conv2d. Errors name the problem (parse error, shapes, unknown preset). */
+ * means conv2d. The parse is symbolic: under no binding of the primary variables (not the
+ * preset's default one, which need not be any slot's), so only what holds under every
+ * binding is checked (the text, the shapes, windows of coefficients alone being odd...);
+ * each slot checks the sizes under its own binding when it compiles the operator (an
+ * operator from a search over a network's slots fits every one of them). Errors name the
+ * problem (parse error, shapes, unknown preset). */
 int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t **out, syno_error_t *err);
 /* The same with the conv2d preset. */
 int syno_slotop_parse(const char *text, syno_slotop_t **out, syno_error_t *err);

@@ -86,7 +86,9 @@ typedef struct syno_driver_cfg {
   uint64_t seed;
   /* The space. */
   int space_depth;                         /* max primitives; 0 = the preset's */
-  double max_flops_ratio, min_flops_ratio; /* vs the standard operator in the slots; < 0: the preset's */
+  double max_flops_ratio, min_flops_ratio; /* vs the standard operator in the slots (each slot's own,
+                                            * grouped or depthwise, from the plan; the spec gets
+                                            * absolute limits); < 0: the preset's */
   double max_params_ratio;                 /* vs the standard operator in the first slot; 0 = no limit */
   int max_tensors;                         /* input + weights; 0 = the preset's (2) */
   const char *max_count;                   /* per-kind caps, "merge=1,split=3,shift=2"; NULL = none */

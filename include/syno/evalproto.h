@@ -187,7 +187,8 @@ typedef struct {
   long s;                 /* > 0: a linear slot [N, s, c_in] -> [N, s, c_out] (h, w 0) */
 } syno_evalslot_t;
 
-/* The distinct slot shapes, in the order of their first appearance. */
+/* The distinct slots (shape and standard-operator FLOPs), in the order of their first
+ * appearance. */
 typedef struct {
   int n;
   syno_evalslot_t slot[SYNO_MAX_BINDINGS];

@@ -347,9 +347,9 @@ int cli_cmd_search(int argc, char **argv) {
                    "operators may split H and W by s=2)"),
       SYNO_OPT_INT("space-depth", "D", &c.space_depth, 1, 40, "max primitives per operator (default: the preset's)"),
       SYNO_OPT_REAL("max-flops", "R", &c.max_flops_ratio, 0, 1000, 0,
-                    "max FLOPs vs the standard operator in the slots (default 0.9,\n"
-                    "as the original's vision searches; gpt: the preset's, 1.2;\n"
-                    "0 = no limit)"),
+                    "max FLOPs vs the standard operator in the slots, each slot's\n"
+                    "own (grouped, depthwise) (default 0.9, as the original's\n"
+                    "vision searches; gpt: the preset's, 1.2; 0 = no limit)"),
       SYNO_OPT_REAL("min-flops", "R", &c.min_flops_ratio, 0, 1000, 0,
                     "min FLOPs ratio (default 0.15; gpt: the preset's, 0.1)"),
       SYNO_OPT_REAL("max-params", "R", &c.max_params_ratio, 0, 1e6, 0,

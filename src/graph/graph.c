@@ -138,6 +138,17 @@ static syno_color_t leaf_color(const syno_dimension_t *d, uint32_t id) {
   return c;
 }
 
+/* A graph with no binding is symbolic (syno_slotop_parse: an operator that each slot binds
+ * when it compiles it). It checks what holds under every binding: the sizes of coefficients
+ * alone, whose values are fixed (the variables' default values); the rest is left to the
+ * bound graphs. 1 and *out for such a size, else 0. */
+static int symbolic_value(const syno_graph_t *g, syno_size_t s, int64_t *out) {
+  if (g->vars.nbind > 0 || syno_size_trait(s) != SYNO_TRAIT_COEFFICIENT) return 0;
+  syno_vars_t v = g->vars;
+  syno_error_t e;
+  return syno_vars_bind(&v, "", &e) == 0 && syno_size_eval(&v, s, 0, out, &e) == 0;
+}
+
 /* Whether a stride below an unfold's position side is absorbed: with window
  * k >= 2s-1 the windows of consecutive strided positions overlap and, with
  * the centred zero padding, reach both ends, so every input element is read
@@ -149,9 +160,14 @@ static bool stride_absorbed(const syno_graph_t *g, const syno_prim_t *unfold) {
   const syno_prim_t *st = &g->prims[pos->prim];
   if (st->kind != SYNO_PRIM_STRIDE || g->colors[st->out[0]].discarding) return false;
   syno_size_t k = g->dims[unfold->out[1]].size;
+  if (g->vars.nbind == 0) {
+    /* symbolic: refused only when the coefficients alone decide it */
+    int64_t kv, sv;
+    return !(symbolic_value(g, k, &kv) && symbolic_value(g, st->param, &sv)) || kv >= 2 * sv - 1;
+  }
   for (int b = 0; b < g->vars.nbind; b++)
     if (syno_size_value(&g->vars, k, b) < 2 * syno_size_value(&g->vars, st->param, b) - 1) return false;
-  return g->vars.nbind > 0;
+  return true;
 }
 
 /* The colour of input `slot` of primitive p (id), from its outputs. */
@@ -382,21 +398,30 @@ int syno_graph_stride(syno_graph_t *g, syno_dim_t out, syno_size_t stride, syno_
   return 0;
 }
 
+/* An unfold's window k (value kv) must be odd and fit the unfolded dim n (value nv). */
+static int check_window(const syno_graph_t *g, syno_size_t k, int64_t kv, syno_size_t n, int64_t nv,
+                        syno_error_t *err) {
+  char kb[128], nb[128];
+  if (kv % 2 == 0)
+    return syno_error_set(err, "unfold window %s = %lld is even (windows must be odd to be centred)",
+                          print_size(g, k, kb, sizeof kb), (long long)kv);
+  if (kv > nv)
+    return syno_error_set(err, "unfold window %s = %lld is larger than the unfolded dim %s = %lld",
+                          print_size(g, k, kb, sizeof kb), (long long)kv, print_size(g, n, nb, sizeof nb),
+                          (long long)nv);
+  return 0;
+}
+
 int syno_graph_unfold(syno_graph_t *g, syno_dim_t pos, syno_dim_t window, syno_dim_t *in, syno_error_t *err) {
   if (check_dim(g, pos, "unfold", err) || check_dim(g, window, "unfold", err)) return -1;
   if (pos == window) return syno_error_set(err, "unfold: the position and window dims must differ");
-  char kb[128], nb[128];
   syno_size_t k = g->dims[window].size, n = g->dims[pos].size;
+  int64_t kv, nv;
+  /* symbolic: a window of coefficients alone is checked, against the dim only if that is too */
+  if (symbolic_value(g, k, &kv) && check_window(g, k, kv, n, symbolic_value(g, n, &nv) ? nv : kv, err)) return -1;
   for (int b = 0; b < g->vars.nbind; b++) {
-    int64_t kv, nv;
     if (syno_size_eval(&g->vars, k, b, &kv, err) || syno_size_eval(&g->vars, n, b, &nv, err)) return -1;
-    if (kv % 2 == 0)
-      return syno_error_set(err, "unfold window %s = %lld is even (windows must be odd to be centred)",
-                            print_size(g, k, kb, sizeof kb), (long long)kv);
-    if (kv > nv)
-      return syno_error_set(err, "unfold window %s = %lld is larger than the unfolded dim %s = %lld",
-                            print_size(g, k, kb, sizeof kb), (long long)kv, print_size(g, n, nb, sizeof nb),
-                            (long long)nv);
+    if (check_window(g, k, kv, n, nv, err)) return -1;
   }
   syno_prim_t key = {.kind = SYNO_PRIM_UNFOLD, .n_out = 2, .n_in = 1, .out = {pos, window}};
   uint32_t id;

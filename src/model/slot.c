@@ -40,6 +40,9 @@ int syno_slotop_parse_preset(const char *preset, const char *text, syno_slotop_t
     free(s);
     return -1;
   }
+  /* Symbolic: without the preset's default binding, whose sizes (C_in=16, ...) need not be any
+   * slot's. Each slot's executor checks the sizes under that slot's binding (slot_compile). */
+  s->sig.vars.nbind = 0;
   s->g = syno_graph_new(&s->sig.vars);
   if (!s->g) {
     free(s);

@@ -341,6 +341,7 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
   cJSON_AddStringToObject(o, "preset", c->preset);
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
   const syno_evalslot_t *first = NULL;
+  double ref = 0; /* the standard operators' FLOPs in the bound slots */
   for (int i = 0; i < plan->n; i++) {
     char s[128];
     /* A QKV-only preset (linear, t*H_in) fills the fused QKV projections alone. */
@@ -350,7 +351,12 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
       cJSON_Delete(o);
       return NULL;
     }
+    if (!(p[i].flops > 0)) {
+      cJSON_Delete(o);
+      return syno_error_set(err, "slot %d of the plan has no standard-operator FLOPs", i), NULL;
+    }
     cJSON_AddItemToArray(b, cJSON_CreateString(s));
+    ref += p[i].flops;
     if (!first) first = &p[i];
   }
   if (!first) {
@@ -358,10 +364,22 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
     return syno_error_set(err, "no slot of the %s backbone fits preset %s", c->backbone, c->preset), NULL;
   }
   if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
-  /* Ratios of the standard operator over the distinct slots, per image (batch 1); negative:
-   * the preset's own. */
-  if (c->max_flops_ratio >= 0) cJSON_AddNumberToObject(o, "max_flops_ratio", c->max_flops_ratio);
-  if (c->min_flops_ratio >= 0) cJSON_AddNumberToObject(o, "min_flops_ratio", c->min_flops_ratio);
+  /* The FLOPs limits are ratios (negative: the preset's own) of the standard operator each
+   * slot runs, the grouped or depthwise conv where the network has one, not the preset's full
+   * one: per image (batch 1), summed over the distinct slots as the space sums an operator's.
+   * They go into the spec as absolute limits, the ratios 0 so that neither falls back to the
+   * preset's. */
+  syno_space_spec_t ps;
+  if (syno_space_preset(c->preset, "", &ps, err)) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  double hi = c->max_flops_ratio >= 0 ? c->max_flops_ratio : ps.opts.max_flops_ratio;
+  double lo = c->min_flops_ratio >= 0 ? c->min_flops_ratio : ps.opts.min_flops_ratio;
+  cJSON_AddNumberToObject(o, "max_flops", hi * ref);
+  cJSON_AddNumberToObject(o, "min_flops", lo * ref);
+  cJSON_AddNumberToObject(o, "max_flops_ratio", 0);
+  cJSON_AddNumberToObject(o, "min_flops_ratio", 0);
   /* Params are counted on the first binding (syno_node_final_cost). */
   if (c->max_params_ratio > 0)
     cJSON_AddNumberToObject(o, "max_params",

@@ -361,19 +361,20 @@ int syno_evalplan_parse(const char *out, syno_evalplan_t *p, syno_error_t *err) 
         rc = syno_error_set(err, "slot %d of the worker's slot plan has no number \"%s\"", i, slot_keys[k]);
     }
     int dup = 0;
-    const cJSON *sx = cJSON_GetObjectItemCaseSensitive(s, "s");
+    const cJSON *sx = cJSON_GetObjectItemCaseSensitive(s, "s"), *f = cJSON_GetObjectItemCaseSensitive(s, "flops");
     long seq = cJSON_IsNumber(sx) ? (long)sx->valuedouble : 0;
+    double flops = cJSON_IsNumber(f) ? f->valuedouble : 0;
+    /* the FLOPs tell a full conv from a grouped one of the same shape */
     for (int j = 0; rc == 0 && j < p->n; j++) {
       const syno_evalslot_t *e = &p->slot[j];
-      dup |= e->c_in == v[0] && e->c_out == v[1] && e->h == v[2] && e->w == v[3] && e->s == seq;
+      dup |= e->c_in == v[0] && e->c_out == v[1] && e->h == v[2] && e->w == v[3] && e->s == seq && e->flops == flops;
     }
     if (rc || dup) continue;
     if (p->n == SYNO_MAX_BINDINGS) {
       rc = syno_error_set(err, "the backbone has more than %d distinct slot shapes", SYNO_MAX_BINDINGS);
       break;
     }
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "flops");
-    p->slot[p->n++] = (syno_evalslot_t){v[0], v[1], v[2], v[3], cJSON_IsNumber(f) ? f->valuedouble : 0, seq};
+    p->slot[p->n++] = (syno_evalslot_t){v[0], v[1], v[2], v[3], flops, seq};
   }
   cJSON_Delete(o);
   if (rc == 0 && p->n == 0) rc = syno_error_set(err, "the backbone has no operator slots");

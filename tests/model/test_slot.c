@@ -158,6 +158,44 @@ static void test_bad_operators(void **state) {
   assert_int_not_equal(syno_slotop_parse_preset("conv2d-wide", syno_builtin_find("avgpool2d")->text, &op, &err), 0);
 }
 
+/* An operator is parsed symbolically and each slot checks it under its own binding: one that
+ * groups C_in by g = 32 (a reduction of g^-1*C_in) does not divide the conv2d preset's default
+ * C_in = 16, yet parses, fills a slot with C_in = 64, and is refused by a slot with C_in = 16
+ * with a message naming that slot. (The search space checks it under the network's slots; the
+ * default binding is not the network's.) */
+static void test_op_checked_per_slot(void **state) {
+  (void)state;
+  const char *grouped =
+      "r0=sum(g) r1=sum(g^-1*C_in); in[i0, split(share(r0, 1), r1), i2, i3] expand[share(i1, 1)] w1[i1, r0]";
+  syno_error_t err = {0};
+  syno_slotop_t *op = NULL;
+  if (syno_slotop_parse(grouped, &op, &err)) fail_msg("%s", err.msg);
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 4, 1);
+  syno_layer_t *ok = NULL, *bad = NULL;
+  if (syno_slot_create(op, 64, 8, 4, 4, 0, &rng, &ok, &err)) fail_msg("%s", err.msg);
+  syno_slot_info_t info;
+  assert_true(syno_slot_info(ok, &info));
+  assert_int_equal(info.params, 8 * 32);
+  int64_t d[4] = {2, 64, 4, 4};
+  syno_tensor_t x = gc_randn(4, d, 5);
+  assert_int_equal(syno_nn_forward(ok, &x, 0), 0);
+  assert_int_equal(ok->out.dims[1], 8);
+  assert_int_not_equal(syno_slot_create(op, 16, 8, 4, 4, 0, &rng, &bad, &err), 0);
+  assert_null(bad);
+  if (!strstr(err.msg, "slot C_in=16") || !strstr(err.msg, "not an integer"))
+    fail_msg("the message should name the slot and the size: %s", err.msg);
+  syno_nn_tensor_free(&x);
+  syno_nn_layer_free(ok);
+  syno_slotop_free(op);
+  /* What holds under every binding is still checked when parsing: a window of s = 2 is even. */
+  const char *even =
+      "r0=sum(C_in) r1=sum(s) r2=sum(k_1); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), "
+      "unfold(i3, share(r2, 1))] expand[share(i1, 1)] w1[i1, r0, r1, r2]";
+  assert_int_not_equal(syno_slotop_parse(even, &op, &err), 0);
+  if (!strstr(err.msg, "is even")) fail_msg("the even window: %s", err.msg);
+}
+
 /* A synthesized operator in a slot trains: a tiny net (slot, BN, ReLU, GAP, linear) on 96
  * digits images, full-batch SGD; the loss must fall well below its start. Then the driver
  * runs a small VGG with the operator in every slot for an epoch without failing. */
@@ -288,6 +326,7 @@ int main(void) {
       cmocka_unit_test(test_synthesized_slot_matches_conv),
       cmocka_unit_test(test_slot_gradcheck),
       cmocka_unit_test(test_bad_operators),
+      cmocka_unit_test(test_op_checked_per_slot),
       cmocka_unit_test(test_train_synthesized),
       cmocka_unit_test(test_train_standard_digits),
       cmocka_unit_test(test_latency_cmp),

@@ -316,16 +316,19 @@ static void test_result_from_job(void **state) {
 static void test_plan(void **state) {
   (void)state;
   /* Conv slots, and linear slots [N, s, c_in] -> [N, s, c_out] told apart by s. */
-  syno_evalslot_t slots[] = {{16, 16, 8, 8, 1, 0},  {16, 16, 8, 8, 1, 0},   {16, 32, 4, 4, 2, 0},
-                             {32, 32, 4, 4, 3, 0},  {64, 192, 0, 0, 4, 64}, {64, 192, 0, 0, 4, 64},
-                             {64, 192, 0, 0, 5, 32}};
-  char *s = syno_evalplan_json(slots, 7, 5000, 77);
+  syno_evalslot_t slots[] = {{16, 16, 8, 8, 1, 0},   {16, 16, 8, 8, 1, 0},   {16, 32, 4, 4, 2, 0},
+                             {32, 32, 4, 4, 3, 0},   {64, 192, 0, 0, 4, 64}, {64, 192, 0, 0, 4, 64},
+                             {64, 192, 0, 0, 5, 32}, {16, 16, 8, 8, 0.5, 0}};
+  char *s = syno_evalplan_json(slots, 8, 5000, 77);
   assert_non_null(s);
   syno_evalplan_t p;
   syno_error_t err;
   assert_int_equal(syno_evalplan_parse(s, &p, &err), 0);
   free(s);
-  assert_int_equal(p.n, 5); /* each repeated shape once */
+  /* each repeated slot once; a grouped conv of a full one's shape (other FLOPs) is another */
+  assert_int_equal(p.n, 6);
+  assert_int_equal(p.slot[5].c_in, 16);
+  assert_true(p.slot[5].flops == 0.5);
   assert_int_equal(p.slot[1].c_in, 16);
   assert_int_equal(p.slot[1].c_out, 32);
   assert_int_equal(p.slot[2].h, 4);
