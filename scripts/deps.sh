@@ -30,7 +30,12 @@ case "${1:-build}" in
   build) PACKAGES=("${BUILD[@]}") ;;
   test | bench) PACKAGES=("${BUILD[@]}" "${TEST[@]}") ;;
   demo) PACKAGES=("${BUILD[@]}" "${PLOTS[@]}") ;;
-#   scripts/deps.sh [build|test|demo|bench|valgrind|fuzz]   (default: build)
+  valgrind) PACKAGES=("${BUILD[@]}" valgrind) ;;
+  fuzz) PACKAGES=("${BUILD[@]}" "${FUZZ[@]}") ;;
+  *)
+    echo "syno: scripts/deps.sh: unknown task '$1' (build, test, demo, bench, valgrind or fuzz)" >&2
+    exit 2
+    ;;
 esac
 
 missing=()
