@@ -12,8 +12,10 @@
  *            Relax wrapper (spec 9.2)
  *   c        self-contained C functions for the forward pass and the
  *            gradients of the input and of every weight
+ *   halide   a Halide Generator (C++) of the forward pass, usable with
+ *            libHalide and GenGen.cpp alone (docs/halide.md)
  *
- * pytorch, tvm and c start from the same lowered loop nests (syno/lower.h)
+ * pytorch, tvm, c and halide start from the same lowered loop nests (syno/lower.h)
  * the interpreter evaluates, and print their index expressions with one
  * shared printer (src/codegen/emit.h). */
 #ifndef SYNO_CODEGEN_H
@@ -28,5 +30,9 @@ int syno_codegen_dot(const syno_operator_t *op, char *buf, size_t n, syno_error_
 int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
 int syno_codegen_tvm(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
 int syno_codegen_c(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
+int syno_codegen_halide(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
+/* The name the Halide generator of op at binding registers ("syno_op_" and 16 hex digits of
+ * a hash of the operator's text and the binding); snprintf semantics. */
+int syno_codegen_halide_name(const syno_operator_t *op, int binding, char *buf, size_t n);
 
 #endif

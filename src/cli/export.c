@@ -19,15 +19,17 @@ static const char *usage =
     "\n"
     "Writes an operator as code for one concrete binding: a PyTorch nn.Module, a TVM\n"
     "script (TE compute plus a Relax wrapper), a dependency-free C file with the forward\n"
-    "pass and the gradients of the input and every weight, or a Graphviz drawing.\n";
+    "pass and the gradients of the input and every weight, a Halide generator of the\n"
+    "forward pass, or a Graphviz drawing.\n";
 static const char *epilog =
     "\n"
     "examples:\n"
     "  syno export --to pytorch --builtin conv2d --bind N=8,C_in=16,C_out=32,H=28,W=28,k=3 -o conv.py\n"
     "  syno export --to c --preset conv2d 'TEXT' --bind N=1,C_in=4,C_out=4,H=8,W=8 -o op.c\n"
+    "  syno export --to halide --builtin conv2d --bind N=8,C_in=16,C_out=16,H=28,W=28,k=3 -o conv.cpp\n"
     "  syno export --to dot --builtin conv2d --png -o conv2d.png\n";
 
-const char *const cli_export_langs[] = {"pytorch", "tvm", "c", "dot", NULL};
+const char *const cli_export_langs[] = {"pytorch", "tvm", "c", "halide", "dot", NULL};
 
 int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE *out) {
   syno_error_t err;
@@ -40,8 +42,10 @@ int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE
     fn = syno_codegen_tvm;
   else if (!strcmp(lang, "c"))
     fn = syno_codegen_c;
+  else if (!strcmp(lang, "halide"))
+    fn = syno_codegen_halide;
   else if (!is_dot)
-    return cli_usage_error("'%s' is not a code generator (pytorch, tvm, c, dot)", lang);
+    return cli_usage_error("'%s' is not a code generator (pytorch, tvm, c, halide, dot)", lang);
   len = is_dot ? syno_codegen_dot(&c->op, NULL, 0, &err) : fn(&c->op, b, NULL, 0, &err);
   if (len < 0) {
     fprintf(stderr, "syno: %s\n", err.msg);
@@ -135,7 +139,8 @@ int cli_cmd_export(int argc, char **argv) {
       SYNO_OPT_ENUM("to", "LANG", &lang, cli_export_langs,
                     "what to write (required): pytorch (a torch.nn.Module), tvm\n"
                     "(TE compute and a Relax wrapper), c (forward and backward\n"
-                    "C11 functions) or dot (Graphviz); see docs/codegen.md"),
+                    "C11 functions), halide (a Halide generator of the forward)\n"
+                    "or dot (Graphviz); see docs/codegen.md"),
       SYNO_OPT_INT("binding", "B", &binding, 0, SYNO_MAX_BINDINGS - 1,
                    "the binding the code is for, from 0 (default 0)"),
       SYNO_OPT_PATH("o", "FILE", &file, SYNO_OPT_NEW, "write to FILE instead of stdout"),
@@ -144,7 +149,7 @@ int cli_cmd_export(int argc, char **argv) {
   };
   int rc = cli_parse("export", usage, epilog, opts, argc, argv);
   if (rc >= 0) return rc;
-  if (!lang) return cli_cmd_error("export", "give --to LANG (pytorch, tvm, c, dot)");
+  if (!lang) return cli_cmd_error("export", "give --to LANG (pytorch, tvm, c, halide, dot)");
   if (png && strcmp(lang, "dot") != 0) return cli_cmd_error("export", "--png applies to --to dot only");
   if (png && !on_path("dot"))
     return cli_cmd_error("export", "--png needs Graphviz's 'dot' on PATH (Debian: apt-get install graphviz)");

@@ -200,7 +200,7 @@ static int show_text(const syno_cliop_t *c, const syno_lowered_t *low, const cha
 }
 
 int cli_cmd_show(int argc, char **argv) {
-  static const char *const langs[] = {"pytorch", "c", NULL};
+  static const char *const langs[] = {"pytorch", "c", "halide", NULL};
   const char *lang = NULL;
   long binding = 0;
   syno_opsel_t sel = {0};
@@ -209,9 +209,10 @@ int cli_cmd_show(int argc, char **argv) {
       CLI_OPSEL_OPTIONS(&sel),
       SYNO_OPT_FLAG("json", &json, "print one JSON object instead"),
       SYNO_OPT_ENUM("emit", "LANG", &lang, langs,
-                    "print generated code instead: pytorch (a torch.nn.Module)\n"
-                    "or c (C functions syno_op_forward, syno_op_backward); an alias\n"
-                    "of syno export --to pytorch|c, see docs/codegen.md"),
+                    "print generated code instead: pytorch (a torch.nn.Module),\n"
+                    "c (C functions syno_op_forward, syno_op_backward) or halide\n"
+                    "(a Halide generator); an alias of syno export --to\n"
+                    "pytorch|c|halide, see docs/codegen.md"),
       SYNO_OPT_INT("binding", "B", &binding, 0, SYNO_MAX_BINDINGS - 1,
                    "the binding the generated code is for, from 0 (default 0)"),
       SYNO_OPT_END,
