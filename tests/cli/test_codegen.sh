@@ -36,6 +36,27 @@ for b in conv2d grouped-conv2d depthwise-conv2d strided-conv2d linear avgpool2d;
   if cmp -s "$tmp/e.py" "$tmp/$b.py"; then ok; else bad "show --emit pytorch differs from export --to pytorch ($b)"; fi
 done
 if "$SYNO" export --to dot --builtin conv2d | grep -q '^digraph'; then ok; else bad "export --to dot"; fi
+
+# Halide: every builtin registers a generator; show --emit halide is the same text; with
+# libHalide installed, the conv2d generator builds with GenGen alone and emits an object.
+for b in conv2d grouped-conv2d depthwise-conv2d strided-conv2d linear avgpool2d; do
+  if "$SYNO" export --to halide --builtin "$b" -o "$tmp/$b.cpp" 2>"$tmp/err" &&
+     grep -q '^HALIDE_REGISTER_GENERATOR(Gen_syno_op_[0-9a-f]*, syno_op_[0-9a-f]*)$' "$tmp/$b.cpp"; then ok
+  else bad "export --to halide $b"; cat "$tmp/err"; fi
+  "$SYNO" show --builtin "$b" --emit halide >"$tmp/e.cpp"
+  if cmp -s "$tmp/e.cpp" "$tmp/$b.cpp"; then ok; else bad "show --emit halide differs from export --to halide ($b)"; fi
+done
+gengen=/usr/src/halide14/GenGen.cpp
+if [ -f "$gengen" ] && [ -f /usr/include/halide14/Halide.h ] && command -v c++ >/dev/null; then
+  name=$(sed -n 's/^HALIDE_REGISTER_GENERATOR(Gen_[0-9a-z_]*, \(syno_op_[0-9a-f]*\))$/\1/p' "$tmp/conv2d.cpp")
+  if c++ -std=c++17 -fno-rtti -I/usr/include/halide14 "$tmp/conv2d.cpp" "$gengen" -o "$tmp/gen" -lHalide14 -ldl \
+       -lpthread 2>"$tmp/err" &&
+     "$tmp/gen" -g "$name" -f conv -o "$tmp" -e object,c_header target=host 2>>"$tmp/err" &&
+     nm "$tmp/conv.o" | grep -q ' T conv$'; then ok
+  else bad "the exported Halide generator does not build"; head -20 "$tmp/err"; fi
+else
+  echo "SKIP: building the Halide export (no libhalide14-0-dev or c++)"
+fi
 if command -v dot >/dev/null; then
   if "$SYNO" export --to dot --png --builtin conv2d -o "$tmp/c.png" && head -c 4 "$tmp/c.png" | grep -q PNG; then ok
   else bad "export --to dot --png"; fi
@@ -54,12 +75,12 @@ expect_usage() {
   if [ "$st" -eq 2 ] && [ ! -s "$tmp/out" ] && grep -q -- "$want" "$tmp/err"; then ok
   else bad "$* -> exit $st, stderr: $(cat "$tmp/err")"; fi
 }
-expect_usage "--emit tvm: must be one of pytorch, c" show --builtin linear --emit tvm
+expect_usage "--emit tvm: must be one of pytorch, c, halide" show --builtin linear --emit tvm
 expect_usage "--binding 3 does not exist" show --builtin linear --emit c --binding 3
 expect_usage "--binding x: must be an integer in 0\.\." show --builtin linear --emit c --binding x
 
 expect_usage "give --to LANG" export --builtin linear
-expect_usage "--to bogus: must be one of pytorch, tvm, c, dot" export --to bogus --builtin linear
+expect_usage "--to bogus: must be one of pytorch, tvm, c, halide, dot" export --to bogus --builtin linear
 expect_usage "--png applies to --to dot only" export --to tvm --png --builtin linear
 expect_usage "-o $tmp/no/x.c: its directory $tmp/no does not exist" export --to c --builtin linear -o "$tmp/no/x.c"
 expect_usage "-o $tmp: is a directory" export --to c --builtin linear -o "$tmp"
