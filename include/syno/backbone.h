@@ -97,6 +97,15 @@ int syno_slot_linear_create(const syno_slotop_t *op, int64_t c_in, int64_t c_out
 int syno_slot_info(const syno_layer_t *l, syno_slot_info_t *info);
 /* The message of a slot's last failed forward/backward ("" if none). */
 const char *syno_slot_error(const syno_layer_t *l);
+/* What runs a synthesized operator's inference forward in the slot, a syno_kernels_t
+ * (syno/kernels.h): the executor (the default), its Halide kernel (compiled, or loaded from
+ * the kernel cache, at the first inference forward of each batch size), or whichever of the
+ * two is faster, timed once per batch size (best; the executor when the kernel cannot be
+ * built). Training always runs on the executor. -1 if l is not a slot. */
+int syno_slot_set_kernels(syno_layer_t *l, int kernels);
+/* "exec" or "halide": what ran the slot's last inference forward; NULL for a standard slot
+ * or before the first forward. */
+const char *syno_slot_kernel_used(const syno_layer_t *l);
 
 /* ---------------------------------------------------------------- backbones */
 
@@ -128,6 +137,8 @@ typedef struct syno_backbone_cfg {
   int heads;                /* gpt: attention heads (C must be a multiple), 0 means 4 */
   int conv_backend;         /* syno_conv_backend of every standard conv (slots, stem, shortcuts);
                                0 (AUTO) is the default */
+  int kernels;              /* syno_kernels_t of the slots' inference (syno_slot_set_kernels);
+                               0 (exec) is the default */
 } syno_backbone_cfg_t;
 
 typedef struct syno_backbone {
@@ -192,25 +203,44 @@ int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int
 int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
                        double *medians, syno_error_t *err);
 
-/* A candidate network timed against the standard one on both conv implementations. */
-enum { SYNO_LAT_CAND = 0, SYNO_LAT_ONEDNN = 1, SYNO_LAT_IM2COL = 2 };
+/* A candidate network timed against the standard one on both conv implementations, and, when
+ * the slots' inference runs on Halide kernels, on Halide too. */
+enum { SYNO_LAT_CAND = 0, SYNO_LAT_ONEDNN = 1, SYNO_LAT_IM2COL = 2, SYNO_LAT_HALIDE = 3, SYNO_LAT_N = 4 };
 typedef struct syno_latency_cmp {
-  double net[3];     /* median seconds: candidate, standard on oneDNN, standard on im2col */
-  int64_t std_flops; /* forward FLOPs per image of the standard network */
-  int nslots;        /* distinct slot bindings, in slot order */
+  double net[SYNO_LAT_N]; /* median seconds: candidate, standard on oneDNN, standard on im2col,
+                           * standard with the 3x3 conv slots as Halide kernels (0: not timed) */
+  int64_t std_flops;      /* forward FLOPs per image of the standard network */
+  int nslots;             /* distinct slot bindings, in slot order */
   syno_slot_info_t slot[SYNO_BACKBONE_MAX_SLOTS];
-  double slot_t[SYNO_BACKBONE_MAX_SLOTS][3];
+  double slot_t[SYNO_BACKBONE_MAX_SLOTS][SYNO_LAT_N];
+  /* What ran the candidate's slots: per distinct slot "exec", "halide" or "standard"; for
+   * the network, the same when every slot agrees, else "mixed" */
+  char net_kernel[16];
+  char slot_kernel[SYNO_BACKBONE_MAX_SLOTS][16];
+  /* The same for the standard network of SYNO_LAT_HALIDE (its 3x3 convs in primitives under
+   * the kernels choice: "halide", or with best "exec" where that was faster); when it could
+   * not be built (a 3x3 window over a smaller map), why, and net[SYNO_LAT_HALIDE] is 0 */
+  char std_kernel[16];
+  char std_slot_kernel[SYNO_BACKBONE_MAX_SLOTS][16];
+  char std_kernel_note[sizeof(((syno_error_t *)0)->msg)];
 } syno_latency_cmp_t;
 
 /* Builds the standard network of cfg (cfg->op ignored) once with oneDNN and once with im2col
  * convolutions and times inference of cand->net against both, round-robin, on batches of
  * `batch` random images (gpt: sequences of token ids); then each distinct slot binding alike
  * (a linear slot on [batch, S, C_in]). For gpt the two standard networks are the same (no
- * convolution: every linear layer is one sgemm). Returns 0, or -1 with err. */
+ * convolution: every linear layer is one sgemm). When cfg->kernels is not exec (conv
+ * backbones), a third standard network is timed too: the 3x3 convolution written in the
+ * conv2d preset's primitives in every slot, under the same kernels choice (SYNO_LAT_HALIDE;
+ * skipped, with std_kernel_note saying why, when that conv does not fit every slot).
+ * cand's slots run under cfg->kernels. Returns 0, or -1 with err. */
 int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng, int64_t batch,
                               int repeats, syno_latency_cmp_t *out, syno_error_t *err);
-/* The faster standard implementation of a timing triple: SYNO_LAT_ONEDNN or SYNO_LAT_IM2COL. */
-int syno_latency_fastest(const double t[3]);
+/* The fastest standard implementation of a timing row: SYNO_LAT_ONEDNN, SYNO_LAT_IM2COL or
+ * (when timed, t[SYNO_LAT_HALIDE] > 0) SYNO_LAT_HALIDE. */
+int syno_latency_fastest(const double t[SYNO_LAT_N]);
+/* "onednn", "im2col" or "halide" for a SYNO_LAT_* of the standard network. */
+const char *syno_latency_impl_name(int lat);
 
 /* ---------------------------------------------------------------- training driver */
 

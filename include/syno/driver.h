@@ -106,6 +106,8 @@ typedef struct syno_driver_cfg {
                                 * a new search, the recorded one on resume */
   int ordered;                 /* results to the search in proposal order (reproducible) */
   int stand_in;                /* workers run `syno eval --stand-in` (no training; tests) */
+  const char *kernels;         /* the workers' --kernels (exec, halide, best); NULL: exec. On
+                                * resume, the recorded one */
   syno_pool_t *pool;           /* where evaluations run; NULL: a local pool of `workers`. The
                                 * driver owns it (frees it, also on error) and sets workers
                                 * to its size */

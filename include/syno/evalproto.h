@@ -94,6 +94,8 @@ typedef struct {
   long latency_batch;  /* batch of the latency measurements */
   int repeats;         /* timing repeats (the median is taken) */
   int latency_threads; /* threads of the latency measurements */
+  const char *kernels; /* what runs the slots' inference in the latency measurements:
+                        * "exec" (default), "halide" or "best" (syno/kernels.h) */
   double min_speedup;  /* a candidate less than this many times faster than the standard
                         * network is not trained (a failure); 0 = no check. Never applied
                         * to the standard operator itself (op_text NULL). */

@@ -200,6 +200,8 @@ int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, i
  * the BLAS loaded and the thread counts in effect, for benchmark output. */
 int syno_nn_cpu_count(void);
 int syno_nn_threads_set(int n);
+/* The thread count the compute libraries use now (OpenMP's, which syno_nn_threads_set sets). */
+int syno_nn_threads_get(void);
 void syno_nn_threads_describe(char *buf, size_t size);
 
 /* Linear: y = x W^T + b over the last dim of x ([..., in] -> [..., out]); weight [out, in]

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "syno/backbone.h"
 #include "syno/evalproto.h"
+#include "syno/kernels.h"
 #include "syno/store.h"
 
 static const char *usage =
@@ -25,18 +26,45 @@ static const char *usage =
     "`syno search` runs one of these per candidate, in its own process.\n";
 
 /* Times the candidate network against the standard one, in this process, with the standard
- * convolutions on oneDNN and on syno's im2col + BLAS path; the baseline is the faster. Fills
- * the record's latency fields. */
-static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc, syno_rng_t *rng, long lat_batch,
-                           int repeats, syno_db_cand_t *rec, syno_error_t *err) {
+ * convolutions on oneDNN and on syno's im2col + BLAS path (and, with --kernels halide or
+ * best, as Halide kernels); the baseline is the fastest. The candidate's slots run on what
+ * `kernels` says. Fills the record's latency fields; each slot's entry says which kernel
+ * ran it. With kernels other than exec, also prints the latencies and their kernels to
+ * stderr (stdout is the JSON record). */
+static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc, syno_kernels_t kernels,
+                           syno_rng_t *rng, long lat_batch, int repeats, syno_db_cand_t *rec, syno_error_t *err) {
   syno_latency_cmp_t lc;
-  if (syno_backbone_latency_cmp(cand, bc, rng, lat_batch, repeats, &lc, err)) return -1;
+  syno_backbone_cfg_t kc = *bc;
+  kc.kernels = kernels;
+  if (syno_backbone_latency_cmp(cand, &kc, rng, lat_batch, repeats, &lc, err)) return -1;
   int fast = syno_latency_fastest(lc.net);
   /* gpt has no convolution: its two standard networks are one, every linear layer an sgemm. */
   int gpt = !strcmp(bc->name, "gpt");
   rec->latency_s = lc.net[SYNO_LAT_CAND];
   rec->base_latency_s = lc.net[fast];
-  rec->base_impl = strdup(gpt ? "sgemm" : fast == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+  rec->base_impl = strdup(gpt ? "sgemm" : fast == SYNO_LAT_HALIDE ? lc.std_kernel : syno_latency_impl_name(fast));
+  if (kernels != SYNO_KERNELS_EXEC) {
+    fprintf(stderr, "latency (--kernels %s): this network %.4f ms (slots on %s); standard network %.4f ms (%s)",
+            syno_kernels_name(kernels), 1e3 * lc.net[SYNO_LAT_CAND], lc.net_kernel, 1e3 * lc.net[fast], rec->base_impl);
+    if (!gpt) {
+      fprintf(stderr, "; standard on oneDNN %.4f ms, im2col %.4f ms", 1e3 * lc.net[SYNO_LAT_ONEDNN],
+              1e3 * lc.net[SYNO_LAT_IM2COL]);
+      if (lc.net[SYNO_LAT_HALIDE] > 0)
+        fprintf(stderr, ", as kernels (%s) %.4f ms", lc.std_kernel, 1e3 * lc.net[SYNO_LAT_HALIDE]);
+      else
+        fprintf(stderr, "; not timed as kernels: %s", lc.std_kernel_note);
+    }
+    fprintf(stderr, "\n");
+    for (int i = 0; i < lc.nslots; i++)
+      fprintf(stderr, "  slot %lldx%lld %lldx%lld: this operator %.4f ms (%s); standard %.4f ms (%s)\n",
+              (long long)lc.slot[i].c_in, (long long)lc.slot[i].c_out, (long long)lc.slot[i].h, (long long)lc.slot[i].w,
+              1e3 * lc.slot_t[i][SYNO_LAT_CAND], lc.slot_kernel[i],
+              1e3 * lc.slot_t[i][syno_latency_fastest(lc.slot_t[i])],
+              gpt ? "sgemm"
+              : syno_latency_fastest(lc.slot_t[i]) == SYNO_LAT_HALIDE
+                  ? lc.std_slot_kernel[i]
+                  : syno_latency_impl_name(syno_latency_fastest(lc.slot_t[i])));
+  }
   rec->nnconv_latency_s = lc.net[SYNO_LAT_IM2COL];
   rec->speedup = rec->base_latency_s / rec->latency_s;
   rec->speedup_nnconv = rec->nnconv_latency_s / rec->latency_s;
@@ -54,7 +82,15 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
     cJSON_AddNumberToObject(s, "latency_s", st[SYNO_LAT_CAND]);
     cJSON_AddNumberToObject(s, "onednn_latency_s", st[SYNO_LAT_ONEDNN]);
     cJSON_AddNumberToObject(s, "im2col_latency_s", st[SYNO_LAT_IM2COL]);
-    cJSON_AddStringToObject(s, "base_impl", gpt ? "sgemm" : sf == SYNO_LAT_ONEDNN ? "onednn" : "im2col");
+    if (st[SYNO_LAT_HALIDE] > 0) {
+      cJSON_AddNumberToObject(s, "kernels_latency_s", st[SYNO_LAT_HALIDE]);
+      cJSON_AddStringToObject(s, "kernels_impl", lc.std_slot_kernel[i]);
+    }
+    cJSON_AddStringToObject(s, "kernel", lc.slot_kernel[i]);
+    cJSON_AddStringToObject(s, "base_impl",
+                            gpt                     ? "sgemm"
+                            : sf == SYNO_LAT_HALIDE ? lc.std_slot_kernel[i]
+                                                    : syno_latency_impl_name(sf));
     cJSON_AddNumberToObject(s, "speedup", st[sf] / st[SYNO_LAT_CAND]);
     cJSON_AddNumberToObject(s, "speedup_im2col", st[SYNO_LAT_IM2COL] / st[SYNO_LAT_CAND]);
     cJSON_AddItemToArray(a, s);
@@ -173,7 +209,10 @@ int cli_cmd_eval(int argc, char **argv) {
     /* Latency first, before anything has trained in this process: no training, nor the threads
      * it leaves spinning, shares the CPU with the measurement. A candidate that is not fast
      * enough is then not trained at all; the standard operator always is. */
-    if (measure_latency(&cand, bc, &rng, lat_batch, repeats, &rec, &err)) {
+    syno_kernels_t kernels = SYNO_KERNELS_EXEC;
+    if (syno_kernels_parse(req.kernels, &kernels))
+      return cli_usage_error("--kernels %s: exec, halide or best", req.kernels);
+    if (measure_latency(&cand, bc, kernels, &rng, lat_batch, repeats, &rec, &err)) {
       rec.status = 1;
       rec.reason = strdup(err.msg);
     } else if (tc.op_text && req.min_speedup > 0 && !(rec.speedup >= req.min_speedup)) {

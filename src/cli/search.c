@@ -285,6 +285,8 @@ static int search_mpi(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
   return rc;
 }
 
+static const char *const kernel_choices[] = {"exec", "halide", "best", NULL};
+
 int cli_cmd_search(int argc, char **argv) {
   static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
   const char *const *backbones = syno_backbone_names(0);
@@ -371,6 +373,11 @@ int cli_cmd_search(int argc, char **argv) {
                     "do not train a candidate less than X times faster than the\n"
                     "standard network (timed first): a failure \"slower than the\n"
                     "baseline\" with reward 0 (default 1; 0 = train all)"),
+      SYNO_OPT_ENUM("kernels", "K", &c.kernels, kernel_choices,
+                    "what runs each candidate's inference when it is timed: exec\n"
+                    "(the executor, default), halide (Halide kernels, compiled\n"
+                    "once and cached; the standard network is timed on Halide\n"
+                    "too) or best (the faster per slot); docs/halide.md"),
       SYNO_OPT_INT("confirm", "K", &c.confirm, 0, 1000,
                    "at the end, re-train the top K candidates by reward that\n"
                    "have no confirmed accuracy yet at twice the epochs, twice\n"

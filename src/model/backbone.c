@@ -8,6 +8,7 @@
 
 #include "model_internal.h"
 #include "syno/backbone.h"
+#include "syno/kernels.h"
 
 typedef struct {
   syno_backbone_t *bb;
@@ -420,6 +421,7 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
 
 int syno_backbone_build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_t *bb, syno_error_t *err) {
   if (build(cfg, rng, bb, err)) return -1;
+  for (int i = 0; i < bb->nslots; i++) syno_slot_set_kernels(bb->slots[i], cfg->kernels);
   bb->cfg = *cfg;
   bb->cfg.op = NULL;
   return 0;
@@ -529,20 +531,71 @@ int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int
   return syno_net_latencies(&net, 1, batch, c, h, w, repeats, median_seconds, err);
 }
 
-int syno_latency_fastest(const double t[3]) {
-  return t[SYNO_LAT_IM2COL] < t[SYNO_LAT_ONEDNN] ? SYNO_LAT_IM2COL : SYNO_LAT_ONEDNN;
+int syno_latency_fastest(const double t[SYNO_LAT_N]) {
+  int f = t[SYNO_LAT_IM2COL] < t[SYNO_LAT_ONEDNN] ? SYNO_LAT_IM2COL : SYNO_LAT_ONEDNN;
+  if (t[SYNO_LAT_HALIDE] > 0 && t[SYNO_LAT_HALIDE] < t[f]) f = SYNO_LAT_HALIDE;
+  return f;
+}
+
+const char *syno_latency_impl_name(int lat) {
+  switch (lat) {
+    case SYNO_LAT_ONEDNN: return "onednn";
+    case SYNO_LAT_IM2COL: return "im2col";
+    case SYNO_LAT_HALIDE: return "halide";
+    default: return "candidate";
+  }
+}
+
+/* The standard 3x3 convolution written in the conv2d preset's primitives: what a Halide
+ * kernel of the standard network computes in its slots. */
+static const char std_conv_text[] =
+    "r0=sum(C_in) r1=sum(k_1) r2=sum(k_1); in[i0, share(r0, 1), unfold(i2, share(r1, 1)), unfold(i3, share(r2, 1))] "
+    "expand[share(i1, 1)] w1[i1, r0, r1, r2]";
+
+/* What ran slot i of cand in its last inference forward. */
+static const char *slot_kernel(const syno_backbone_t *cand, int i) {
+  const char *k = syno_slot_kernel_used(cand->slots[i]);
+  return k ? k : "standard";
+}
+
+/* The error of a failed forward: the first slot's message when one failed, else the status. */
+static int forward_error(const syno_backbone_t *const *bbs, int n, syno_error_t *err) {
+  for (int k = 0; k < n; k++)
+    for (int i = 0; bbs[k] && i < bbs[k]->nslots; i++) {
+      const char *m = syno_slot_error(bbs[k]->slots[i]);
+      if (m && *m) return syno_error_set(err, "latency: slot %d: %s", i, m);
+    }
+  return -1;
 }
 
 int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng, int64_t batch,
                               int repeats, syno_latency_cmp_t *out, syno_error_t *err) {
   memset(out, 0, sizeof *out);
+  int gpt = cfg->name && !strcmp(cfg->name, "gpt");
+  int nstd = cfg->kernels != SYNO_KERNELS_EXEC && !gpt ? 3 : 2;
   syno_backbone_cfg_t sc = *cfg;
   sc.op = NULL;
-  syno_backbone_t std[2];
+  sc.kernels = SYNO_KERNELS_EXEC;
+  syno_backbone_t std[3];
+  syno_slotop_t *conv = NULL;
   int built = 0, rc = 0;
-  for (; built < 2; built++) {
-    sc.conv_backend = built ? SYNO_CONV_IM2COL : SYNO_CONV_AUTO;
+  for (int i = 0; i < cand->nslots; i++) syno_slot_set_kernels(cand->slots[i], cfg->kernels);
+  for (; built < nstd; built++) {
+    sc.conv_backend = built == 1 ? SYNO_CONV_IM2COL : SYNO_CONV_AUTO;
+    if (built == 2) {
+      if (syno_slotop_parse_preset("conv2d", std_conv_text, &conv, err)) {
+        rc = -1;
+        break;
+      }
+      sc.op = conv;
+      sc.kernels = cfg->kernels;
+    }
     if (syno_backbone_build(&sc, rng, &std[built], err)) {
+      if (built == 2) { /* the conv in primitives does not fit every slot (a window over a 2x2 map) */
+        snprintf(out->std_kernel_note, sizeof out->std_kernel_note, "%s", err->msg);
+        nstd = 2;
+        break;
+      }
       rc = -1;
       break;
     }
@@ -553,15 +606,34 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
       break;
     }
   }
+  syno_slotop_free(conv);
   if (!rc) {
     out->std_flops = std[0].flops;
-    syno_layer_t *nets[3] = {cand->net, std[0].net, std[1].net};
+    syno_layer_t *nets[4] = {cand->net, std[0].net, std[1].net, nstd > 2 ? std[2].net : NULL};
     syno_tensor_t x = SYNO_TENSOR_EMPTY;
     rc = batch < 1 || repeats < 1 || repeats > 1000
              ? syno_error_set(err, "latency: batch and repeats must be positive (repeats <= 1000)")
              : net_input(cfg, batch, &x, err);
-    if (!rc) rc = latencies_on(nets, 3, &x, repeats, out->net, err);
+    if (!rc) rc = latencies_on(nets, 1 + nstd, &x, repeats, out->net, err);
     syno_nn_tensor_free(&x);
+    if (rc) {
+      const syno_backbone_t *bbs[4] = {cand, &std[0], &std[1], nstd > 2 ? &std[2] : NULL};
+      forward_error(bbs, 4, err);
+    }
+  }
+  for (int i = 0; !rc && i < cand->nslots; i++) {
+    const char *k = slot_kernel(cand, i);
+    if (i == 0)
+      snprintf(out->net_kernel, sizeof out->net_kernel, "%s", k);
+    else if (strcmp(out->net_kernel, k))
+      snprintf(out->net_kernel, sizeof out->net_kernel, "mixed");
+    if (nstd > 2) {
+      k = slot_kernel(&std[2], i);
+      if (i == 0)
+        snprintf(out->std_kernel, sizeof out->std_kernel, "%s", k);
+      else if (strcmp(out->std_kernel, k))
+        snprintf(out->std_kernel, sizeof out->std_kernel, "mixed");
+    }
   }
   for (int i = 0; !rc && i < cand->nslots; i++) {
     syno_slot_info_t si;
@@ -572,13 +644,20 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
              si.w == out->slot[j].w && si.s == out->slot[j].s && si.kind == out->slot[j].kind &&
              si.groups == out->slot[j].groups;
     if (dup) continue;
-    syno_layer_t *sl[3] = {cand->slots[i], std[0].slots[i], std[1].slots[i]};
+    syno_layer_t *sl[4] = {cand->slots[i], std[0].slots[i], std[1].slots[i], nstd > 2 ? std[2].slots[i] : NULL};
     out->slot[out->nslots] = si;
     syno_tensor_t x = SYNO_TENSOR_EMPTY;
-    int64_t conv[4] = {batch, si.c_in, si.h, si.w}, lin[3] = {batch, si.s, si.c_in};
-    rc = si.kind == SYNO_SLOT_LINEAR ? random_input(3, lin, &x, err) : random_input(4, conv, &x, err);
-    if (!rc) rc = latencies_on(sl, 3, &x, repeats, out->slot_t[out->nslots], err);
+    int64_t conv4[4] = {batch, si.c_in, si.h, si.w}, lin[3] = {batch, si.s, si.c_in};
+    rc = si.kind == SYNO_SLOT_LINEAR ? random_input(3, lin, &x, err) : random_input(4, conv4, &x, err);
+    if (!rc) rc = latencies_on(sl, 1 + nstd, &x, repeats, out->slot_t[out->nslots], err);
     syno_nn_tensor_free(&x);
+    if (rc) {
+      const syno_backbone_t *bbs[4] = {cand, &std[0], &std[1], nstd > 2 ? &std[2] : NULL};
+      forward_error(bbs, 4, err);
+    }
+    snprintf(out->slot_kernel[out->nslots], sizeof out->slot_kernel[0], "%s", slot_kernel(cand, i));
+    if (nstd > 2)
+      snprintf(out->std_slot_kernel[out->nslots], sizeof out->std_slot_kernel[0], "%s", slot_kernel(&std[2], i));
     out->nslots++;
   }
   for (int k = 0; k < built; k++) syno_backbone_free(&std[k]);

@@ -5,16 +5,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model_internal.h"
 #include "syno/backbone.h"
 #include "syno/exec.h"
+#include "syno/kernels.h"
+#include "syno/nn.h"
 
 #define SLOT_CACHE 2
 
+/* One batch size's compiled forms: the executor always (training runs on it), and, when the
+ * slot's inference uses kernels other than the executor's, the Halide kernel and which of the
+ * two runs inference (use_k, decided once: by the choice, or for "best" by timing both). */
 typedef struct {
   int64_t n;
   syno_exec_t *e;
+  syno_kernel_t *k;
+  int decided, use_k;
 } slot_exec_t;
 
 typedef struct {
@@ -27,6 +35,8 @@ typedef struct {
   int next_evict;
   float *wgrad_scratch;
   int64_t wgrad_cap;
+  int kernels;      /* syno_kernels_t of inference */
+  const char *used; /* the kernel of the last inference forward: "exec" or "halide" */
   syno_error_t err;
 } slot_t;
 
@@ -123,11 +133,79 @@ static int slot_compile(slot_t *s, int64_t n, syno_exec_t **out, syno_error_t *e
     slot = s->next_evict;
     s->next_evict = (s->next_evict + 1) % SLOT_CACHE;
     syno_exec_free(s->cache[slot].e);
+    syno_kernel_free(s->cache[slot].k);
   }
-  s->cache[slot].n = n;
-  s->cache[slot].e = e;
+  s->cache[slot] = (slot_exec_t){.n = n, .e = e};
   *out = e;
   return 0;
+}
+
+static slot_exec_t *slot_entry(slot_t *s, int64_t n) {
+  for (int i = 0; i < SLOT_CACHE; i++)
+    if (s->cache[i].e && s->cache[i].n == n) return &s->cache[i];
+  return NULL;
+}
+
+/* The Halide kernel of the slot's operator at its binding for batch n: the operator is
+ * re-read into a graph bound to that binding (the slot's own copy is symbolic). */
+static int slot_kernel_get(slot_t *s, int64_t n, syno_kernel_t **out, syno_error_t *err) {
+  syno_vars_t v;
+  if (slot_bind(s, n, &v, err)) return -1;
+  char text[4096];
+  if (syno_operator_print(&s->op->op, text, sizeof text) < 0) return syno_error_set(err, "operator text too long");
+  syno_graph_t *g = syno_graph_new(&v);
+  if (!g) return syno_error_set(err, "out of memory");
+  syno_operator_t op;
+  int rc = syno_operator_parse(g, text, &s->op->sig.input, &s->op->sig.output, &op, err);
+  if (!rc) rc = syno_kernel_get(&op, 0, syno_sched_default(), out, NULL, err);
+  syno_graph_free(g);
+  if (!rc) syno_kernel_set_threads(*out, syno_nn_threads_get());
+  return rc;
+}
+
+/* Median seconds of 5 runs of one forward (after a warm-up). */
+static double time_forward(slot_t *s, slot_exec_t *c, int use_k, const float *const *t, float *y) {
+  double v[5];
+  for (int r = -1; r < 5; r++) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    int rc = use_k ? syno_kernel_forward(c->k, t, y, &s->err) : syno_exec_forward(c->e, t, y, &s->err);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    if (rc) return INFINITY;
+    if (r >= 0) v[r] = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+  }
+  for (int i = 1; i < 5; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double x = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = x;
+    }
+  return v[2];
+}
+
+/* An inference forward through the slot's kernels choice. */
+static int slot_infer(slot_t *s, slot_exec_t *c, const float *const *t, float *y) {
+  if (!c->decided) {
+    c->decided = 1;
+    c->use_k = 0;
+    if (s->kernels != SYNO_KERNELS_EXEC) {
+      syno_error_t kerr;
+      if (slot_kernel_get(s, c->n, &c->k, &kerr)) {
+        if (s->kernels == SYNO_KERNELS_HALIDE) {
+          c->decided = 0;
+          s->err = kerr;
+          return -1;
+        }
+        /* best: the executor is then the only candidate */
+      } else if (s->kernels == SYNO_KERNELS_HALIDE) {
+        c->use_k = 1;
+      } else {
+        c->use_k = time_forward(s, c, 1, t, y) < time_forward(s, c, 0, t, y);
+      }
+    }
+  }
+  s->used = c->use_k ? "halide" : "exec";
+  return c->use_k ? syno_kernel_forward(c->k, t, y, &s->err) : syno_exec_forward(c->e, t, y, &s->err);
 }
 
 static int slot_check_input(const syno_layer_t *self, int ndim, const int64_t *dims) {
@@ -193,6 +271,11 @@ static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   const float *t[SYNO_MAX_TENSORS];
   t[0] = x->data;
   for (int i = 0; i < s->nweights; i++) t[i + 1] = self->params[i].value.data;
+  if (!train && s->kernels != SYNO_KERNELS_EXEC) {
+    if (slot_infer(s, slot_entry(s, x->dims[0]), t, self->out.data)) return SYNO_NN_EINVAL;
+    return SYNO_NN_OK;
+  }
+  s->used = "exec";
   if (syno_exec_forward(e, t, self->out.data, &s->err)) return SYNO_NN_EINVAL;
   return SYNO_NN_OK;
 }
@@ -241,7 +324,10 @@ static int slot_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 
 static void slot_destroy(syno_layer_t *self) {
   slot_t *s = (slot_t *)self;
-  for (int i = 0; i < SLOT_CACHE; i++) syno_exec_free(s->cache[i].e);
+  for (int i = 0; i < SLOT_CACHE; i++) {
+    syno_exec_free(s->cache[i].e);
+    syno_kernel_free(s->cache[i].k);
+  }
   free(s->wgrad_scratch);
   syno_slotop_free(s->op);
 }
@@ -254,6 +340,21 @@ int syno_slot_info(const syno_layer_t *l, syno_slot_info_t *info) {
   if (!l || l->ops != &slot_ops) return 0;
   if (info) *info = ((const slot_t *)l)->info;
   return 1;
+}
+
+int syno_slot_set_kernels(syno_layer_t *l, int kernels) {
+  if (!l || l->ops != &slot_ops) return -1;
+  slot_t *s = (slot_t *)l;
+  if (s->kernels != kernels)
+    for (int i = 0; i < SLOT_CACHE; i++) s->cache[i].decided = 0;
+  s->kernels = kernels;
+  return 0;
+}
+
+const char *syno_slot_kernel_used(const syno_layer_t *l) {
+  if (!l || l->ops != &slot_ops) return NULL;
+  const slot_t *s = (const slot_t *)l;
+  return s->op ? s->used : NULL;
 }
 
 const char *syno_slot_error(const syno_layer_t *l) {

@@ -27,6 +27,8 @@ int syno_nn_threads_set(int n) {
   return n;
 }
 
+int syno_nn_threads_get(void) { return omp_get_max_threads(); }
+
 void syno_nn_threads_describe(char *buf, size_t size) {
   char *(*cfg)(void) = NULL;
   int (*nth)(void) = NULL;

@@ -80,6 +80,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "confirm", c->confirm);
   if (c->ordered) cJSON_AddTrueToObject(o, "ordered");
   if (c->stand_in) cJSON_AddTrueToObject(o, "stand_in");
+  if (c->kernels && strcmp(c->kernels, "exec")) cJSON_AddStringToObject(o, "kernels", c->kernels);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
@@ -87,7 +88,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
 
 /* Strings read back from the database live as long as the run. */
 typedef struct {
-  char backbone[64], dataset[256], max_count[256], preset[32];
+  char backbone[64], dataset[256], max_count[256], preset[32], kernels[16];
 } owned_t;
 
 /* A recorded number, when present: it must lie in [lo, hi] (and be whole when `whole`), or the
@@ -153,6 +154,9 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
     snprintf(own->dataset, sizeof own->dataset, "%s", x->valuestring);
     c->dataset = own->dataset;
   }
+  x = cJSON_GetObjectItemCaseSensitive(o, "kernels");
+  snprintf(own->kernels, sizeof own->kernels, "%s", cJSON_IsString(x) ? x->valuestring : "exec");
+  c->kernels = own->kernels;
   cJSON_Delete(o);
   return 0;
 }
@@ -257,6 +261,7 @@ static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, s
   q->preset = c->preset;
   q->plan = plan;
   q->min_speedup = op ? c->min_speedup : 0; /* the standard operator is always trained */
+  if (c->kernels) q->kernels = c->kernels;
 }
 
 /* The confirmation's larger proxy: twice the epochs, twice the training images (all stay

@@ -21,6 +21,7 @@ void syno_evalreq_default(syno_evalreq_t *r) {
   r->latency_batch = 1;
   r->repeats = 30;
   r->latency_threads = 1;
+  r->kernels = "exec";
   r->min_speedup = 1.0;
   r->preset = "conv2d";
 }
@@ -48,6 +49,7 @@ static const char *const backbones[] = {"resnet18",        "resnet", "resnet34",
                                         "efficientnetv2s", "vgg",    "gpt",      NULL};
 static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
 static const char *const presets[] = {"conv2d", "conv2d-wide", "linear", "linear-wide", NULL};
+static const char *const kernels[] = {"exec", "halide", "best", NULL};
 
 #define OPT(flag, kind, field, when, lo, hi, fl, choices, meta, help) \
   { flag, kind, offsetof(syno_evalreq_t, field), when, lo, hi, fl, choices, meta, help }
@@ -77,6 +79,12 @@ static const opt_t opts[] = {
         "timing repeats, the median is taken (default 30)"),
     OPT("--latency-threads", K_INT, latency_threads, W_CHANGED, 1, 256, 0, NULL, "T",
         "threads for the latency measurements (default 1)"),
+    OPT("--kernels", K_STR, kernels, W_CHANGED, 0, 0, 0, kernels, "K",
+        "what runs the operator's inference in the latency measurement:\n"
+        "exec (the executor, default), halide (a Halide kernel, compiled\n"
+        "once and cached) or best (the faster of the two per slot); with\n"
+        "halide or best the standard network is timed on Halide too\n"
+        "(docs/halide.md)"),
     OPT("--min-speedup", K_REAL, min_speedup, W_CHANGED, 0, 1000, 0, NULL, "X",
         "do not train an operator less than X times faster than\n"
         "the baseline: a failure \"slower than the baseline (0.62x)\"\n"
