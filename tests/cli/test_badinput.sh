@@ -147,7 +147,7 @@ t "share" "$SYNO" show 'in[share(i0, 1)]' --input '[H]' --output '[H]' --bind H=
 # run
 # export: nothing is written when a case is refused (-o points into the fixture directory).
 t "give --to LANG" "$SYNO" export --builtin linear -o "$fx/op.c"
-t "--to halide: must be one of pytorch, tvm, c, dot" "$SYNO" export --to halide --builtin linear
+t "--to onnx: must be one of pytorch, tvm, c, halide, dot" "$SYNO" export --to onnx --builtin linear
 t "--png applies to --to dot only" "$SYNO" export --to c --png --builtin linear -o "$fx/op.png"
 t "does not exist" "$SYNO" export --to c --builtin linear -o "$fx/nodir/op.c"
 t "is a directory" "$SYNO" export --to c --builtin linear -o "$fx"
@@ -216,6 +216,8 @@ t "--preset linear: the resnet backbone's slots are convolutions" "$SYNO" eval -
 t "--dataset imagenet: must be one of digits, fashion-mnist, kjv" "$SYNO" eval --dataset imagenet
 t "the gpt backbone trains on kjv" "$SYNO" eval --backbone gpt --dataset digits
 t "trains on images: digits or fashion-mnist (got 'kjv')" "$SYNO" eval --backbone resnet --dataset kjv
+t "--kernels tvm: must be one of exec, halide, best" "$SYNO" eval --kernels tvm
+t "--kernels fast: must be one of exec, halide, best" "$SYNO" search --kernels fast --db "$fx/k.db"
 t "--epochs 0: must be an integer" "$SYNO" eval --epochs 0
 t "--lr nan: must be a finite number" "$SYNO" eval --lr nan
 t "--time-limit -1: must be a finite number" "$SYNO" eval --time-limit -1
