@@ -6,14 +6,18 @@
  * measures the same way (syno_backbone_latency_cmp), but on a machine shared with training;
  * this is the quiet re-measurement of a winner.
  *
+ * --kernels halide|best runs the operator's slots as Halide kernels (or the faster of kernel
+ * and executor per slot) and times the standard network as kernels too (docs/halide.md).
+ *
  * usage: op [--op TEXT ...] [--preset NAME] [--dataset digits|fashion-mnist] [--pad P]
- *           [--batch B] [--threads T] [--reps R] */
+ *           [--batch B] [--threads T] [--reps R] [--kernels exec|halide|best] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "syno/backbone.h"
+#include "syno/kernels.h"
 
 #define MAX_OPS 16
 
@@ -25,7 +29,7 @@ static const char default_op[] =
 
 static const char usage[] =
     "usage: op --op TEXT [--op TEXT ...] [--preset NAME] [--dataset digits|fashion-mnist] [--pad P]\n"
-    "          [--batch B] [--threads T] [--reps R]\n"
+    "          [--batch B] [--threads T] [--reps R] [--kernels exec|halide|best]\n"
     "Times each operator in every ResNet slot against the standard net (oneDNN and im2col).\n"
     "Defaults: preset conv2d (the operators' variables; conv2d-wide for older searches),\n"
     "fashion-mnist, pad 2, batch 1, 1 thread, 101 repeats; without --op, the operator\n"
@@ -37,7 +41,8 @@ int main(int argc, char **argv) {
   const char *ops[MAX_OPS];
   int nops = 0, reps = 101, threads = 1, pad = 2;
   long batch = 1;
-  const char *dataset = "fashion-mnist", *preset = "conv2d";
+  const char *dataset = "fashion-mnist", *preset = "conv2d", *kernels_name = "exec";
+  static const char *const kernel_choices[] = {"exec", "halide", "best", NULL};
   syno_opt_t opts[] = {
       SYNO_OPT_LIST("op", "TEXT", ops, MAX_OPS, &nops, "an operator to time (default: the 1x3 convolution)"),
       SYNO_OPT_ENUM("preset", "NAME", &preset, presets, "the operators' variables (default conv2d)"),
@@ -46,9 +51,15 @@ int main(int argc, char **argv) {
       SYNO_OPT_INT("batch", "B", &batch, 1, 65536, "inference batch (default 1)"),
       SYNO_OPT_INT("threads", "T", &threads, 1, 256, "threads (default 1)"),
       BENCH_OPT_REPS(&reps, 1000),
+      SYNO_OPT_ENUM("kernels", "K", &kernels_name, kernel_choices,
+                    "what runs the operator's inference: exec (default), halide\n"
+                    "or best (the faster per slot); halide and best time the\n"
+                    "standard network as kernels too"),
       SYNO_OPT_END,
   };
   bench_options("op", usage, opts, argc, argv);
+  syno_kernels_t kernels = SYNO_KERNELS_EXEC;
+  syno_kernels_parse(kernels_name, &kernels);
   bench_signals(0);
   int side = !strcmp(dataset, "digits") ? 8 : 28;
   if (!nops) ops[nops++] = default_op;
@@ -67,8 +78,13 @@ int main(int argc, char **argv) {
   for (int k = 0; k < nops; k++) {
     syno_error_t err = {0};
     syno_slotop_t *op = parsed[k];
-    syno_backbone_cfg_t bc = {
-        .name = "resnet", .in_c = 1, .in_h = side + 2 * pad, .in_w = side + 2 * pad, .nclasses = 10, .op = op};
+    syno_backbone_cfg_t bc = {.name = "resnet",
+                              .in_c = 1,
+                              .in_h = side + 2 * pad,
+                              .in_w = side + 2 * pad,
+                              .nclasses = 10,
+                              .op = op,
+                              .kernels = kernels};
     syno_rng_t rng;
     syno_rng_seed(&rng, 1, 1);
     syno_backbone_t cand;
@@ -79,23 +95,26 @@ int main(int argc, char **argv) {
       return 1;
     }
     printf("\noperator %d: %s\n", k + 1, ops[k]);
-    printf("  %-22s %9s %9s %9s  %8s %8s\n", "", "this op", "oneDNN", "im2col", "speed-up", "vs im2col");
+    printf("  %-22s %9s %9s %9s %9s  %8s %8s  %s\n", "", "this op", "oneDNN", "im2col", "kernels", "speed-up",
+           "vs im2col", "this op ran on");
     int f = syno_latency_fastest(lc.net);
-    printf("  %-22s %9.4f %9.4f %9.4f  %7.2fx %8.2fx   FLOPs %.3gx\n", "whole network", 1e3 * lc.net[0],
-           1e3 * lc.net[1], 1e3 * lc.net[2], lc.net[f] / lc.net[0], lc.net[2] / lc.net[0],
-           (double)cand.flops / (double)lc.std_flops);
+    printf("  %-22s %9.4f %9.4f %9.4f %9.4f  %7.2fx %8.2fx  %s   FLOPs %.3gx\n", "whole network", 1e3 * lc.net[0],
+           1e3 * lc.net[1], 1e3 * lc.net[2], 1e3 * lc.net[3], lc.net[f] / lc.net[0], lc.net[2] / lc.net[0],
+           lc.net_kernel, (double)cand.flops / (double)lc.std_flops);
     for (int i = 0; i < lc.nslots; i++) {
       const double *t = lc.slot_t[i];
       char name[64];
       snprintf(name, sizeof name, "slot %lldx%lld %lldx%lld", (long long)lc.slot[i].c_in, (long long)lc.slot[i].c_out,
                (long long)lc.slot[i].h, (long long)lc.slot[i].w);
       int g = syno_latency_fastest(t);
-      printf("  %-22s %9.4f %9.4f %9.4f  %7.2fx %8.2fx\n", name, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2], t[g] / t[0],
-             t[2] / t[0]);
+      printf("  %-22s %9.4f %9.4f %9.4f %9.4f  %7.2fx %8.2fx  %s\n", name, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2],
+             1e3 * t[3], t[g] / t[0], t[2] / t[0], lc.slot_kernel[i]);
     }
     syno_backbone_free(&cand);
     syno_slotop_free(op);
   }
-  printf("\nspeed-up = the faster standard implementation's time / this operator's time\n");
+  printf(
+      "\nspeed-up = the fastest standard implementation's time / this operator's time; kernels = the\n"
+      "standard network with its 3x3 convs as Halide kernels (--kernels halide|best; 0: not timed)\n");
   return 0;
 }

@@ -24,7 +24,9 @@ BUILD=(
 )
 PLOTS=(gnuplot-nox graphviz)
 FUZZ=(clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev)
-TEST=(libcmocka-dev python3 python3-torch python3-torchvision python3-numpy dataset-fashion-mnist "${PLOTS[@]}")
+# g++ and libhalide14-0-dev: the Halide kernels (docs/halide.md), their tests and bench/kernels.
+TEST=(libcmocka-dev python3 python3-torch python3-torchvision python3-numpy dataset-fashion-mnist g++ libhalide14-0-dev
+      "${PLOTS[@]}")
 
 case "${1:-build}" in
   build) PACKAGES=("${BUILD[@]}") ;;
