@@ -614,6 +614,16 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
     rc = batch < 1 || repeats < 1 || repeats > 1000
              ? syno_error_set(err, "latency: batch and repeats must be positive (repeats <= 1000)")
              : net_input(cfg, batch, &x, err);
+    if (!rc && nstd > 2 && syno_nn_forward(std[2].net, &x, 0)) {
+      /* The conv in primitives does not fit every slot (a 3x3 window over a 2x2 map) or its
+       * kernels could not be built: the standard network is then not timed as kernels. */
+      for (int i = 0; i < std[2].nslots && !out->std_kernel_note[0]; i++) {
+        const char *m = syno_slot_error(std[2].slots[i]);
+        if (m && *m) snprintf(out->std_kernel_note, sizeof out->std_kernel_note, "slot %d: %s", i, m);
+      }
+      syno_backbone_free(&std[2]);
+      built = nstd = 2;
+    }
     if (!rc) rc = latencies_on(nets, 1 + nstd, &x, repeats, out->net, err);
     syno_nn_tensor_free(&x);
     if (rc) {
