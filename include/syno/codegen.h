@@ -34,5 +34,11 @@ int syno_codegen_halide(const syno_operator_t *op, int binding, char *buf, size_
 /* The name the Halide generator of op at binding registers ("syno_op_" and 16 hex digits of
  * a hash of the operator's text and the binding); snprintf semantics. */
 int syno_codegen_halide_name(const syno_operator_t *op, int binding, char *buf, size_t n);
+/* The same two with the sizes from binding b of v instead of the operator's own variables (a
+ * symbolic operator, as a slot holds it, under a slot's binding: v must declare the variables
+ * of op's graph in the same order, as a copy of them with bindings appended does). */
+int syno_codegen_halide_in(const syno_operator_t *op, const syno_vars_t *v, int binding, char *buf, size_t n,
+                           syno_error_t *err);
+int syno_codegen_halide_name_in(const syno_operator_t *op, const syno_vars_t *v, int binding, char *buf, size_t n);
 
 #endif

@@ -96,6 +96,10 @@ int syno_kernels_cache_dir(char *buf, size_t n);
  * info may be NULL. A compile failure's message carries the compiler's first lines. */
 int syno_kernel_get(const syno_operator_t *op, int binding, syno_sched_t s, syno_kernel_t **out,
                     syno_kernel_info_t *info, syno_error_t *err);
+/* The same with the sizes from binding b of v (syno_codegen_halide_in): a symbolic operator
+ * under a binding of a copy of its variables. */
+int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int binding, syno_sched_t s,
+                       syno_kernel_t **out, syno_kernel_info_t *info, syno_error_t *err);
 /* Runs the forward: tensors[0] the input, tensors[1..] the weights, out the output, every
  * one dense row-major float32 of the binding's shapes. */
 int syno_kernel_forward(syno_kernel_t *k, const float *const *tensors, float *out, syno_error_t *err);

@@ -355,7 +355,8 @@ static int toolchain(const char *cache, char *tc, size_t n, syno_error_t *err) {
 
 /* ------------------------------------------------------------------ kernels */
 
-static int load(const char *so, const syno_operator_t *op, int binding, syno_kernel_t **out, syno_error_t *err) {
+static int load(const char *so, const syno_operator_t *op, const syno_vars_t *v, int binding, syno_kernel_t **out,
+                syno_error_t *err) {
   syno_kernel_t *k = calloc(1, sizeof *k);
   if (!k) return syno_error_set(err, "out of memory");
   k->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
@@ -371,7 +372,6 @@ static int load(const char *so, const syno_operator_t *op, int binding, syno_ker
     free(k);
     return syno_error_set(err, "halide kernels: %s has no syno_kernel_argv", so);
   }
-  const syno_vars_t *v = syno_graph_vars(op->g);
   k->n_tensors = op->n_tensors;
   for (int t = 0; t <= op->n_tensors; t++) {
     syno_shape_t s;
@@ -392,18 +392,23 @@ static int load(const char *so, const syno_operator_t *op, int binding, syno_ker
 
 int syno_kernel_get(const syno_operator_t *op, int binding, syno_sched_t s, syno_kernel_t **out,
                     syno_kernel_info_t *info, syno_error_t *err) {
+  return syno_kernel_get_in(op, syno_graph_vars(op->g), binding, s, out, info, err);
+}
+
+int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int binding, syno_sched_t s,
+                       syno_kernel_t **out, syno_kernel_info_t *info, syno_error_t *err) {
   syno_kernel_info_t dummy;
   if (!info) info = &dummy;
   memset(info, 0, sizeof *info);
   *out = NULL;
   if (s < 0 || s >= SYNO_SCHED_COUNT) return syno_error_set(err, "halide kernels: unknown schedule %d", (int)s);
-  int len = syno_codegen_halide(op, binding, NULL, 0, err);
+  int len = syno_codegen_halide_in(op, v, binding, NULL, 0, err);
   if (len < 0) return -1;
   char *src = malloc((size_t)len + 1);
   if (!src) return syno_error_set(err, "out of memory");
-  syno_codegen_halide(op, binding, src, (size_t)len + 1, err);
+  syno_codegen_halide_in(op, v, binding, src, (size_t)len + 1, err);
   char name[64];
-  syno_codegen_halide_name(op, binding, name, sizeof name);
+  syno_codegen_halide_name_in(op, v, binding, name, sizeof name);
 
   uint64_t h = hash_str(1469598103934665603ull, src);
   h = hash_str(h, sched_names[s]);
@@ -420,7 +425,7 @@ int syno_kernel_get(const syno_operator_t *op, int binding, syno_sched_t s, syno
   if (file_exists(so)) {
     free(src);
     info->cached = true;
-    return load(so, op, binding, out, err);
+    return load(so, op, v, binding, out, err);
   }
   if (syno_kernels_available(err) || make_dirs(cache, err)) {
     free(src);
@@ -490,7 +495,7 @@ int syno_kernel_get(const syno_operator_t *op, int binding, syno_sched_t s, syno
   remove_dir(tmp);
   if (rc) return -1;
   info->compile_s = now_s() - t0;
-  return load(so, op, binding, out, err);
+  return load(so, op, v, binding, out, err);
 }
 
 int syno_kernel_forward(syno_kernel_t *k, const float *const *tensors, float *out, syno_error_t *err) {

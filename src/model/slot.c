@@ -146,21 +146,14 @@ static slot_exec_t *slot_entry(slot_t *s, int64_t n) {
   return NULL;
 }
 
-/* The Halide kernel of the slot's operator at its binding for batch n: the operator is
- * re-read into a graph bound to that binding (the slot's own copy is symbolic). */
+/* The Halide kernel of the slot's operator at its binding for batch n (the operator stays
+ * symbolic, as the executor takes it: the binding comes with a copy of its variables). */
 static int slot_kernel_get(slot_t *s, int64_t n, syno_kernel_t **out, syno_error_t *err) {
   syno_vars_t v;
   if (slot_bind(s, n, &v, err)) return -1;
-  char text[4096];
-  if (syno_operator_print(&s->op->op, text, sizeof text) < 0) return syno_error_set(err, "operator text too long");
-  syno_graph_t *g = syno_graph_new(&v);
-  if (!g) return syno_error_set(err, "out of memory");
-  syno_operator_t op;
-  int rc = syno_operator_parse(g, text, &s->op->sig.input, &s->op->sig.output, &op, err);
-  if (!rc) rc = syno_kernel_get(&op, 0, syno_sched_default(), out, NULL, err);
-  syno_graph_free(g);
-  if (!rc) syno_kernel_set_threads(*out, syno_nn_threads_get());
-  return rc;
+  if (syno_kernel_get_in(&s->op->op, &v, 0, syno_sched_default(), out, NULL, err)) return -1;
+  syno_kernel_set_threads(*out, syno_nn_threads_get());
+  return 0;
 }
 
 /* Median seconds of 5 runs of one forward (after a warm-up). */
