@@ -31,6 +31,7 @@ static void full_request(syno_evalreq_t *r) {
   r->latency_batch = 4;
   r->repeats = 7;
   r->latency_threads = 2;
+  r->kernels = "best";
   r->min_speedup = 1.25;
   r->confirm = 1;
   r->op_text = "r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]";
@@ -52,6 +53,7 @@ static void assert_same_request(const syno_evalreq_t *a, const syno_evalreq_t *b
   assert_int_equal(a->latency_batch, b->latency_batch);
   assert_int_equal(a->repeats, b->repeats);
   assert_int_equal(a->latency_threads, b->latency_threads);
+  assert_string_equal(a->kernels, b->kernels);
   assert_true(a->min_speedup == b->min_speedup);
   assert_int_equal(a->confirm, b->confirm);
   if (a->op_text || b->op_text) {
