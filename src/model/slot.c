@@ -1,5 +1,6 @@
 /* Operator slots: a layer running the standard operator (3x3 conv2d or bias-free linear) or
- * a synthesized operator through the executor API (syno/exec.h). See syno/backbone.h for the
+ * a synthesized operator through the executor API (syno/exec.h), or for inference, when told
+ * (syno_slot_set_kernels), through a Halide kernel (syno/kernels.h). See syno/backbone.h for the
  * contract. Conv and linear slots share everything but the binding and the shapes. */
 #include <math.h>
 #include <stdio.h>
@@ -183,7 +184,7 @@ static int slot_infer(slot_t *s, slot_exec_t *c, const float *const *t, float *y
     c->use_k = 0;
     if (s->kernels != SYNO_KERNELS_EXEC) {
       syno_error_t kerr;
-      if (slot_kernel_get(s, c->n, &c->k, &kerr)) {
+      if (!c->k && slot_kernel_get(s, c->n, &c->k, &kerr)) {
         if (s->kernels == SYNO_KERNELS_HALIDE) {
           c->decided = 0;
           s->err = kerr;
