@@ -17,6 +17,13 @@ st=$?
 if [ "$st" -eq 2 ] && [ ! -s "$tmp/out" ] && grep -q -- "--kernels bogus: must be one of exec, halide, best" "$tmp/err"
 then ok; else bad "--kernels bogus -> exit $st, stderr: $(cat "$tmp/err")"; fi
 
+# syno search stores the choice with its settings (and passes it to every worker).
+if "$SYNO" search --backbone resnet --dataset digits --budget 2 --confirm 0 --stand-in --kernels best \
+     --db "$tmp/s.db" --quiet >/dev/null 2>"$tmp/err" &&
+   python3 -c "import sqlite3, sys; v = dict(sqlite3.connect(sys.argv[1]).execute('select key, value from meta'));
+assert '\"kernels\":\"best\"' in v['driver'], v['driver']" "$tmp/s.db" 2>>"$tmp/err"; then ok
+else bad "search --kernels best not stored: $(cat "$tmp/err")"; fi
+
 if [ ! -f /usr/include/halide14/Halide.h ] || [ ! -f /usr/src/halide14/GenGen.cpp ] || ! command -v c++ >/dev/null; then
   echo "SKIP: no libhalide14-0-dev or c++ (apt-get install libhalide14-0-dev g++)"
   echo "$pass passed, $fail failed"
