@@ -62,8 +62,9 @@ static const opt_t opts[] = {
     OPT("--batch", K_LONG, batch, W_ALWAYS, 1, 65536, 0, NULL, "B", "batch size (default 64)"),
     OPT("--lr", K_REAL, lr, W_ALWAYS, 0, 100, SYNO_OPT_OPEN_MIN, NULL, "X", "learning rate (default 0.1)"),
     OPT("--seed", K_SEED, seed, W_ALWAYS, 0, 0, 0, NULL, "S", "seed (default 1)"),
-    OPT("--width", K_REAL, width, W_POSITIVE, 0, 16, SYNO_OPT_OPEN_MIN, NULL, "W",
-        "the backbone's channel multiplier (default 1)"),
+    OPT("--width", K_REAL, width, W_POSITIVE, 0, 4096, SYNO_OPT_OPEN_MIN, NULL, "W",
+        "the backbone's channel multiplier, at most 16 (default 1);\n"
+        "for gpt the model dim (default 64)"),
     OPT("--depth", K_INT, depth, W_POSITIVE, 1, 8, 0, NULL, "D",
         "the backbone's blocks per stage (default 2; resnet34, resnext29,\n"
         "densenet121, efficientnetv2s: at most D, default as published)"),

@@ -226,7 +226,7 @@ t "--plan and --confirm exclude each other" "$SYNO" eval --plan --confirm
 t "--threads 300: must be an integer in 0..256" "$SYNO" eval --threads 300
 t "--repeats 0: must be an integer" "$SYNO" eval --repeats 0
 t "--min-speedup -1: must be a finite number" "$SYNO" eval --min-speedup -1
-t "--width 17: must be a finite number in (0, 16]" "$SYNO" eval --width 17
+t "width must be in (0, 16] (got 17)" "$SYNO" eval --width 17
 t "unexpected argument 'B'" "$SYNO" eval --op A B
 t "--seed 1.5: must be a non-negative integer" "$SYNO" eval --seed 1.5
 
