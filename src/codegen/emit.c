@@ -4,6 +4,8 @@
 
 #include <inttypes.h>
 
+#include "syno/alloc.h"
+
 char codegen_letter(int j) { return j < 26 ? (char)('a' + j) : (char)('A' + j - 26); }
 
 static int loop_of(const syno_nest_t *n, const syno_expr_t *x) {
@@ -61,4 +63,31 @@ int codegen_offset(syno_strbuf_t *sb, const syno_nest_t *n, const syno_access_t 
     syno_strbuf_printf(sb, " * %s%" PRId64 "%s", d->num_pre, strides[i], d->num_post);
   }
   return 0;
+}
+
+syno_nest_t *codegen_forward_at(const syno_operator_t *op, const syno_vars_t *v, int b, const char *who,
+                                codegen_extents_t *x, syno_error_t *err) {
+  if (b < 0 || b >= v->nbind) {
+    syno_error_set(err, "%s: binding %d does not exist (the operator has %d)", who, b, v->nbind);
+    return NULL;
+  }
+  syno_nest_t *nest = syno_malloc(sizeof *nest);
+  if (!nest) {
+    syno_error_set(err, "out of memory");
+    return NULL;
+  }
+  if (syno_lower_forward(op, nest, err)) goto fail;
+  for (int t = 0; t < op->n_tensors; t++) {
+    syno_shape_t s;
+    syno_operator_tensor_shape(op, t, &s);
+    for (int i = 0; i < s.rank; i++)
+      if (syno_size_eval(v, s.dim[i], b, &x->shape[t][i], err)) goto fail;
+  }
+  for (int i = 0; i < nest->n_outer; i++)
+    if (syno_size_eval(v, nest->outer[i], b, &x->out[i], err)) goto fail;
+  if (syno_size_eval(v, nest->divisor, b, &x->div, err)) goto fail;
+  return nest;
+fail:
+  syno_free(nest);
+  return NULL;
 }

@@ -88,21 +88,10 @@ int syno_codegen_halide(const syno_operator_t *op, int binding, char *buf, size_
 
 int syno_codegen_halide_in(const syno_operator_t *op, const syno_vars_t *v, int binding, char *buf, size_t n,
                            syno_error_t *err) {
-  if (binding < 0 || binding >= v->nbind)
-    return syno_error_set(err, "codegen halide: binding %d does not exist (the operator has %d)", binding, v->nbind);
-  syno_nest_t *nest = syno_malloc(sizeof *nest);
-  if (!nest) return syno_error_set(err, "out of memory");
-  if (syno_lower_forward(op, nest, err)) goto fail;
-  int64_t shape[SYNO_MAX_TENSORS][SYNO_MAX_RANK], out[SYNO_MAX_RANK], div;
-  for (int t = 0; t < op->n_tensors; t++) {
-    syno_shape_t s;
-    syno_operator_tensor_shape(op, t, &s);
-    for (int i = 0; i < s.rank; i++)
-      if (syno_size_eval(v, s.dim[i], binding, &shape[t][i], err)) goto fail;
-  }
-  for (int i = 0; i < nest->n_outer; i++)
-    if (syno_size_eval(v, nest->outer[i], binding, &out[i], err)) goto fail;
-  if (syno_size_eval(v, nest->divisor, binding, &div, err)) goto fail;
+  codegen_extents_t x;
+  syno_nest_t *nest = codegen_forward_at(op, v, binding, "codegen halide", &x, err);
+  if (!nest) return -1;
+  int64_t(*shape)[SYNO_MAX_RANK] = x.shape, *out = x.out, div = x.div;
 
   syno_strbuf_t sb;
   syno_strbuf_init(&sb, buf, n);
