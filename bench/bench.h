@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "syno/clock.h"
 #include "syno/nn.h"
 #include "syno/opt.h"
 
@@ -25,23 +25,6 @@
 
 /* Debian's python3 with torch; the python3 first on PATH may be another one. */
 #define BENCH_PYTHON "/usr/bin/python3"
-
-static inline double bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static inline int bench_cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts t in place. */
-static inline double bench_median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, bench_cmp_d);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 /* Reads the command line by the benchmark's option table (syno/opt.h, the parser of every
  * syno command): -h or --help prints `usage`, the options and exits 0; a bad command line

@@ -22,14 +22,14 @@ static const int64_t N = 128;
 static double time_layer(syno_layer_t *l, const syno_tensor_t *x, const syno_tensor_t *dy, int bwd, int reps) {
   double *t = malloc((size_t)reps * sizeof *t);
   for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-    double t0 = bench_now();
+    double t0 = syno_clock_seconds();
     if (syno_nn_forward(l, x, bwd) || (bwd && syno_nn_backward(l, dy))) {
       fprintf(stderr, "conv: forward/backward failed\n");
       exit(1);
     }
-    if (r >= 0) t[r] = bench_now() - t0;
+    if (r >= 0) t[r] = syno_clock_seconds() - t0;
   }
-  double m = bench_median(t, reps);
+  double m = syno_median(t, reps);
   free(t);
   return m;
 }

@@ -49,8 +49,8 @@ typedef struct {
 
 static void on_progress(const syno_driver_progress_t *p, void *user) {
   marks_t *m = user;
-  if (p->event == SYNO_DRIVER_BASELINE_DONE) m->wall0 = bench_now(), m->cpu0 = cpu_self();
-  if (p->event == SYNO_DRIVER_DONE) m->wall1 = bench_now(), m->cpu1 = cpu_self();
+  if (p->event == SYNO_DRIVER_BASELINE_DONE) m->wall0 = syno_clock_seconds(), m->cpu0 = cpu_self();
+  if (p->event == SYNO_DRIVER_DONE) m->wall1 = syno_clock_seconds(), m->cpu1 = cpu_self();
 }
 
 /* The search of one configuration, in this process (as rank 0 when pool is given). */
@@ -148,7 +148,7 @@ static double db_commits(const char *path, int n) {
   syno_db_t *db;
   unlink(path);
   if (syno_db_open(path, SYNO_DB_CREATE, &db, &err)) return 0;
-  double t0 = bench_now();
+  double t0 = syno_clock_seconds();
   for (int i = 0; i < n; i++) {
     syno_db_cand_t c;
     memset(&c, 0, sizeof c);
@@ -163,7 +163,7 @@ static double db_commits(const char *path, int n) {
       return 0;
     }
   }
-  double t = bench_now() - t0;
+  double t = syno_clock_seconds() - t0;
   syno_db_close(db);
   unlink(path);
   return n / t;

@@ -148,17 +148,17 @@ static int bench_sample(int reps) {
     double *tm = malloc(sizeof(double) * (size_t)reps * 4);
     double *tef = tm, *tif = tm + reps, *teb = tm + 2 * reps, *tib = tm + 3 * reps, re = 0;
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up and agreement */
-      double t0 = bench_now();
+      double t0 = syno_clock_seconds();
       syno_exec_forward(e, cts, y, &err);
-      double t1 = bench_now();
+      double t1 = syno_clock_seconds();
       syno_interp_nest(&low->forward, &v, 0, cts, NULL, yr, &err);
-      double t2 = bench_now();
+      double t2 = syno_clock_seconds();
       syno_exec_forward(e, cts, y, &err);
       syno_exec_backward(e, cts, dy, gs, &err);
-      double t3 = bench_now();
+      double t3 = syno_clock_seconds();
       syno_interp_nest(&low->forward, &v, 0, cts, NULL, yr, &err);
       for (int t = 0; t < nt; t++) syno_interp_nest(&low->backward[t], &v, 0, cts, dy, ref[t], &err);
-      double t4 = bench_now();
+      double t4 = syno_clock_seconds();
       if (r < 0) {
         re = rel_err(y, yr, ny);
         for (int t = 0; t < nt; t++) {
@@ -173,8 +173,8 @@ static int bench_sample(int reps) {
       teb[r] = t3 - t2;
       tib[r] = t4 - t3;
     }
-    double ef = bench_median(tef, reps), inf = bench_median(tif, reps), eb = bench_median(teb, reps),
-           ib = bench_median(tib, reps);
+    double ef = syno_median(tef, reps), inf = syno_median(tif, reps), eb = syno_median(teb, reps),
+           ib = syno_median(tib, reps);
     char label[16];
     snprintf(label, sizeof label, "#%d", k);
     printf("%-3s %-6s %9.2f %9.1f %7.0f | %9.2f %9.1f %7.0f | %.1e\n", label, syno_exec_strategy(e), 1e3 * ef,
@@ -279,26 +279,26 @@ int main(int argc, char **argv) {
     double *tf = malloc(sizeof(double) * (size_t)reps * 4);
     double *tef = tf, *tnf = tf + reps, *teb = tf + 2 * reps, *tnb = tf + 3 * reps;
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-      double t0 = bench_now();
+      double t0 = syno_clock_seconds();
       syno_exec_forward(e, ts, y, &err);
-      double t1 = bench_now();
+      double t1 = syno_clock_seconds();
       syno_nn_forward(conv, &xt, 1);
-      double t2 = bench_now();
+      double t2 = syno_clock_seconds();
       syno_exec_forward(e, ts, y, &err);
       syno_exec_backward(e, ts, dy, gs, &err);
-      double t3 = bench_now();
+      double t3 = syno_clock_seconds();
       syno_nn_zero_grad(conv);
       syno_nn_forward(conv, &xt, 1);
       syno_nn_backward(conv, &dyt);
-      double t4 = bench_now();
+      double t4 = syno_clock_seconds();
       if (r < 0) continue;
       tef[r] = t1 - t0;
       tnf[r] = t2 - t1;
       teb[r] = t3 - t2;
       tnb[r] = t4 - t3;
     }
-    double ef = bench_median(tef, reps), nf = bench_median(tnf, reps), eb = bench_median(teb, reps),
-           nb = bench_median(tnb, reps);
+    double ef = syno_median(tef, reps), nf = syno_median(tnf, reps), eb = syno_median(teb, reps),
+           nb = syno_median(tnb, reps);
     char label[64];
     snprintf(label, sizeof label, "%lld, %lld, %lldx%lld, %lld", (long long)N, (long long)C, (long long)H, (long long)W,
              (long long)k);

@@ -91,7 +91,7 @@ static double time_fwd(inst_t *in, syno_exec_t *e, syno_kernel_t *k, int n) {
   double *t = malloc(sizeof(double) * (size_t)n);
   syno_error_t err;
   for (int r = -1; r < n; r++) {
-    double t0 = bench_now();
+    double t0 = syno_clock_seconds();
     int rc = k ? syno_kernel_forward(k, (const float *const *)in->t, in->y, &err)
                : syno_exec_forward(e, (const float *const *)in->t, in->y, &err);
     if (rc) {
@@ -99,9 +99,9 @@ static double time_fwd(inst_t *in, syno_exec_t *e, syno_kernel_t *k, int n) {
       free(t);
       return NAN;
     }
-    if (r >= 0) t[r] = bench_now() - t0;
+    if (r >= 0) t[r] = syno_clock_seconds() - t0;
   }
-  double m = bench_median(t, n);
+  double m = syno_median(t, n);
   free(t);
   return m;
 }
@@ -156,7 +156,7 @@ static int sampled(long sample, int slowest, syno_sched_t sched) {
     return 1;
   }
   int n = 0;
-  double t0 = bench_now();
+  double t0 = syno_clock_seconds();
   for (long i = 0; i < sample; i++) {
     if (!smp[i].text) continue;
     inst_t in;
@@ -176,7 +176,7 @@ static int sampled(long sample, int slowest, syno_sched_t sched) {
   printf(
       "(a) %d distinct conv2d-space operators at %s timed on the executor (%.0f s); the %d slowest\n"
       "    as Halide kernels (%s), %d repeats:\n",
-      n, BIND, bench_now() - t0, slowest, syno_sched_name(sched), reps);
+      n, BIND, syno_clock_seconds() - t0, slowest, syno_sched_name(sched), reps);
   printf("    %9s %9s %8s %9s  operator\n", "exec ms", "halide ms", "speed-up", "compile s");
   double *ratio = malloc(sizeof(double) * (size_t)(slowest > 0 ? slowest : 1));
   int nr = 0, slower = 0, failed = 0;
@@ -201,7 +201,7 @@ static int sampled(long sample, int slowest, syno_sched_t sched) {
   }
   if (nr)
     printf("    median speed-up of Halide over the executor: %.2fx (goal >= 10x); slower on Halide: %d of %d%s\n",
-           bench_median(ratio, nr), slower, nr, failed ? " (some failed to build, see above)" : "");
+           syno_median(ratio, nr), slower, nr, failed ? " (some failed to build, see above)" : "");
   free(ratio);
   free(c);
   syno_space_samples_free(smp, sample);
@@ -279,7 +279,7 @@ static int builtin_conv(int batch) {
     else
       rc = 1;
   }
-  if (nr) printf("    median oneDNN / Halide: %.2fx (goal >= 0.8x)\n", bench_median(ratio, nr));
+  if (nr) printf("    median oneDNN / Halide: %.2fx (goal >= 0.8x)\n", syno_median(ratio, nr));
   syno_backbone_free(&bb);
   return rc;
 }
@@ -357,7 +357,7 @@ int main(int argc, char **argv) {
     syno_space_spec_t spec;
     inst_t in;
     memset(&in, 0, sizeof in);
-    double t0 = bench_now();
+    double t0 = syno_clock_seconds();
     syno_kernel_t *k = NULL;
     if (syno_space_preset("conv2d", "N=1, C_in=2, C_out=2, H=4", &spec, &err) ||
         inst_make(&in, &spec.vars, &spec.input, &spec.output, shift_unfold_op, &err) ||
@@ -367,13 +367,14 @@ int main(int argc, char **argv) {
     }
     syno_kernel_free(k);
     inst_free(&in);
-    printf("toolchain (GenGen.o, precompiled Halide.h) and one unscheduled kernel: %.1f s\n\n", bench_now() - t0);
+    printf("toolchain (GenGen.o, precompiled Halide.h) and one unscheduled kernel: %.1f s\n\n",
+           syno_clock_seconds() - t0);
   }
   int rc = 0;
   if (slowest > 0) rc |= sampled(sample, slowest, sched);
   rc |= builtin_conv(batch);
   if (n_compiled) {
-    double med = bench_median(compile_s, n_compiled); /* sorts */
+    double med = syno_median(compile_s, n_compiled); /* sorts */
     printf("\n(c) compile + schedule per kernel (%d compiled): median %.1f s (goal <= 10 s), max %.1f s\n", n_compiled,
            med, compile_s[n_compiled - 1]);
   }

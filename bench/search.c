@@ -38,14 +38,14 @@ static int run(const char *exe, const char *db, int random, int budget, const ch
   c.stop = &bench_stop;
   unlink(db);
   syno_error_t err;
-  double t0 = bench_now();
+  double t0 = syno_clock_seconds();
   int rc = syno_driver_run(&c, &err);
   if (bench_stop) return -1;
   if (rc) {
     fprintf(stderr, "search: %s\n", err.msg);
     return -1;
   }
-  r->seconds = bench_now() - t0;
+  r->seconds = syno_clock_seconds() - t0;
   syno_db_t *h;
   syno_db_cand_t *rows;
   int n;

@@ -110,7 +110,7 @@ static int exhaust_capped(const char *name, const char *path, const variant_t *v
   if (load(path, var, &spec)) return -1;
   syno_space_t *s;
   syno_error_t err;
-  double t0 = bench_now();
+  double t0 = syno_clock_seconds();
   if (syno_space_new(&spec, &s, &err)) {
     fprintf(stderr, "space: %s\n", err.msg);
     return -1;
@@ -131,7 +131,7 @@ static int exhaust_capped(const char *name, const char *path, const variant_t *v
   unsigned long steps_done = 0;
   while (top > 0) {
     if ((++steps_done & 1023) == 0) {
-      if (bench_now() - t0 > cap) {
+      if (syno_clock_seconds() - t0 > cap) {
         stopped = "time cap";
         break;
       }
@@ -168,7 +168,7 @@ static int exhaust_capped(const char *name, const char *path, const variant_t *v
     if (top == cap_stack) stack = realloc(stack, (cap_stack *= 2) * sizeof *stack);
     stack[top++] = (frame_t){x.target, 0};
   }
-  double t = bench_now() - t0;
+  double t = syno_clock_seconds() - t0;
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   double mib = (double)ru.ru_maxrss / 1024.0;
@@ -233,13 +233,13 @@ static int exhaust_child(const char *name, const char *path, const variant_t *va
 static int sample(const syno_space_spec_t *spec, long n, int threads, double *seconds, long *distinct, long *walks) {
   syno_sample_t *smp = calloc((size_t)n, sizeof *smp);
   syno_error_t err;
-  double t0 = bench_now();
+  double t0 = syno_clock_seconds();
   if (!smp || syno_space_sample(spec, n, threads, 1, 1000000, true, smp, &err)) {
     fprintf(stderr, "space: %s\n", smp ? err.msg : "out of memory");
     free(smp);
     return -1;
   }
-  *seconds = bench_now() - t0;
+  *seconds = syno_clock_seconds() - t0;
   *walks = 0;
   for (long i = 0; i < n; i++) *walks += smp[i].walks;
   *distinct = syno_space_samples_distinct(smp, n);
@@ -334,7 +334,7 @@ int main(int argc, char **argv) {
       }
       rate[r] = (double)distinct / t[r];
     }
-    double mt = bench_median(t, reps), mr = bench_median(rate, reps);
+    double mt = syno_median(t, reps), mr = syno_median(rate, reps);
     printf("    %7d %10ld %16ld %10.3f %12.1f\n", threads, distinct, walks, mt, mr);
   }
   return 0;

@@ -25,8 +25,7 @@ int main(int argc, char **argv) {
       SYNO_OPT_ENUM("backbone", "NAME", &name, backbones, "the network (default resnet)"),
       BENCH_OPT_REPS(&reps, 100),
       SYNO_OPT_REAL("width", "W", &width, 0, 16, SYNO_OPT_OPEN_MIN, "channel multiplier (default 1)"),
-      SYNO_OPT_INT("depth", "D", &depth, 0, 8,
-                   "blocks per stage (default 0: resnet 2, the others as published)"),
+      SYNO_OPT_INT("depth", "D", &depth, 0, 8, "blocks per stage (default 0: resnet 2, the others as published)"),
       SYNO_OPT_INT("batch", "B", &batch, 1, 65536, "batch size (default 128)"),
       SYNO_OPT_INT("side", "S", &side, 4, 1024, "image side (default 28; Fashion-MNIST padded by 2: 32)"),
       SYNO_OPT_END,
@@ -58,7 +57,7 @@ int main(int argc, char **argv) {
   syno_nn_sgd_init_layer(&opt, bb.net, &sc);
   double *t = malloc(sizeof(double) * (size_t)(reps + 1));
   for (int r = 0; r <= reps; r++) {
-    double t0 = bench_now(), loss;
+    double t0 = syno_clock_seconds(), loss;
     if (syno_nn_forward(bb.net, &x, 1) || syno_nn_softmax_xent(&bb.net->out, lab, &loss, &dl, NULL)) {
       fprintf(stderr, "train: forward failed\n");
       return 1;
@@ -69,9 +68,9 @@ int main(int argc, char **argv) {
       return 1;
     }
     syno_nn_sgd_step(&opt, 0.05);
-    t[r] = bench_now() - t0;
+    t[r] = syno_clock_seconds() - t0;
   }
-  double ours_train = batch / bench_median(t + 1, reps), lat;
+  double ours_train = batch / syno_median(t + 1, reps), lat;
   if (syno_net_latency(bb.net, batch, 1, side, side, reps, &lat, &err)) {
     fprintf(stderr, "train: %s\n", err.msg);
     return 1;
@@ -89,8 +88,8 @@ int main(int argc, char **argv) {
   if (!got) {
     printf("pytorch: skipped (" BENCH_PYTHON " with torch not available, or bench/train_torch.py failed)\n");
   } else {
-    printf("pytorch: train %8.1f images/s   inference %8.1f images/s   %lld params (torch.set_num_threads(2))\n",
-           tt, ti, tparams);
+    printf("pytorch: train %8.1f images/s   inference %8.1f images/s   %lld params (torch.set_num_threads(2))\n", tt,
+           ti, tparams);
     if (tparams != (long long)bb.params)
       printf("warning: the two nets differ (%lld against %lld parameters): the ratio compares different nets\n",
              (long long)bb.params, tparams);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "syno/clock.h"
 #include "syno/graph.h"
 #include "syno/opt.h"
 #include "syno/space.h"
@@ -104,9 +105,6 @@ typedef struct {
  * applies --depth and --max-count; prints the error and returns 2 on bad
  * input. */
 int cli_spec_resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
-
-/* Monotonic seconds, for timing summaries. */
-double cli_now(void);
 
 /* --to of export (and --emit of show): pytorch, tvm, c, dot; NULL-terminated. */
 extern const char *const cli_export_langs[];

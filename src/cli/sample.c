@@ -49,9 +49,9 @@ int cli_cmd_sample(int argc, char **argv) {
     return SYNO_EXIT_FAIL;
   }
   syno_error_t err;
-  double t0 = cli_now();
+  double t0 = syno_clock_seconds();
   rc = syno_space_sample(&spec, n, (int)threads, seed, 1000000, !repeat, smp, &err);
-  double elapsed = cli_now() - t0;
+  double elapsed = syno_clock_seconds() - t0;
   if (rc) {
     fprintf(stderr, "syno: %s\n", err.msg);
     free(smp);

@@ -97,7 +97,7 @@ int cli_cmd_space(int argc, char **argv) {
   double *nodes = calloc((size_t)D + 1, sizeof *nodes), *finals = calloc((size_t)D + 1, sizeof *finals);
   collect_t c = {0};
   c.unordered = spec.input.unordered;
-  double t0 = cli_now();
+  double t0 = syno_clock_seconds();
   if (exhaustive) {
     uint64_t *nd = calloc((size_t)D + 1, sizeof *nd), *fd = calloc((size_t)D + 1, sizeof *fd);
     rc = syno_space_exhaust(s, duplicates ? collect : NULL, &c, nd, fd, &err);
@@ -134,7 +134,7 @@ int cli_cmd_space(int argc, char **argv) {
       }
     }
   }
-  double elapsed = cli_now() - t0;
+  double elapsed = syno_clock_seconds() - t0;
   if (rc) {
     fprintf(stderr, "syno: %s\n", err.msg);
     syno_space_free(s);

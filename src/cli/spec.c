@@ -1,16 +1,9 @@
 /* Resolving a search spec from the command line. */
 #include <stdio.h>
-#include <time.h>
 
 #include "cli.h"
 
 static int resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
-
-double cli_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int cli_spec_resolve(const cli_spec_t *cs, syno_space_spec_t *spec) {
   int rc = resolve(cs, spec);

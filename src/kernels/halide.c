@@ -23,9 +23,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "syno/clock.h"
 #include "syno/codegen.h"
 #include "syno/hash.h"
 #include "syno/kernels.h"
@@ -281,12 +281,6 @@ static int run(const char *cmd, const char *log, const char *what, syno_error_t 
 
 static int file_exists(const char *p) { return access(p, F_OK) == 0; }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* A fresh private directory under dir: dir/tmp-<tag>-XXXXXX. */
 static int temp_dir(const char *dir, const char *tag, char *out, size_t n, syno_error_t *err) {
   fmt(out, n, "%s/tmp-%s-XXXXXX", dir, tag);
@@ -431,7 +425,7 @@ int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int bind
     free(src);
     return -1;
   }
-  double t0 = now_s();
+  double t0 = syno_clock_seconds();
   char tc[PATH_N];
   if (toolchain(cache, tc, sizeof tc, err)) {
     free(src);
@@ -494,7 +488,7 @@ int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int bind
   }
   remove_dir(tmp);
   if (rc) return -1;
-  info->compile_s = now_s() - t0;
+  info->compile_s = syno_clock_seconds() - t0;
   return load(so, op, v, binding, out, err);
 }
 

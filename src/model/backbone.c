@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "model_internal.h"
 #include "syno/backbone.h"
+#include "syno/clock.h"
 #include "syno/kernels.h"
 
 typedef struct {
@@ -456,17 +456,6 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n) {
   return bb->nslots;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Times n nets on input x, round-robin; medians[k] is net k's median. */
 static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x, int repeats, double *medians,
                         syno_error_t *err) {
@@ -476,19 +465,15 @@ static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x
   /* Round-robin, so that a change of load on a shared machine hits every net alike. */
   for (int i = 0; !rc && i < repeats; i++)
     for (int k = 0; !rc && k < n; k++) {
-      double t0 = now_s();
+      double t0 = syno_clock_seconds();
       rc = syno_nn_forward(nets[k], x, 0);
-      t[(size_t)k * (size_t)repeats + (size_t)i] = now_s() - t0;
+      t[(size_t)k * (size_t)repeats + (size_t)i] = syno_clock_seconds() - t0;
     }
   if (rc) {
     free(t);
     return syno_error_set(err, "latency: forward failed: %s", syno_nn_status_str(rc));
   }
-  for (int k = 0; k < n; k++) {
-    double *tk = t + (size_t)k * (size_t)repeats;
-    qsort(tk, (size_t)repeats, sizeof *tk, cmp_d);
-    medians[k] = tk[repeats / 2];
-  }
+  for (int k = 0; k < n; k++) medians[k] = syno_median(t + (size_t)k * (size_t)repeats, repeats);
   free(t);
   return 0;
 }

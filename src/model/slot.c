@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "model_internal.h"
 #include "syno/backbone.h"
+#include "syno/clock.h"
 #include "syno/exec.h"
 #include "syno/kernels.h"
 #include "syno/nn.h"
@@ -161,20 +161,12 @@ static int slot_kernel_get(slot_t *s, int64_t n, syno_kernel_t **out, syno_error
 static double time_forward(slot_t *s, slot_exec_t *c, int use_k, const float *const *t, float *y) {
   double v[5];
   for (int r = -1; r < 5; r++) {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    double t0 = syno_clock_seconds();
     int rc = use_k ? syno_kernel_forward(c->k, t, y, &s->err) : syno_exec_forward(c->e, t, y, &s->err);
-    clock_gettime(CLOCK_MONOTONIC, &b);
     if (rc) return INFINITY;
-    if (r >= 0) v[r] = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    if (r >= 0) v[r] = syno_clock_seconds() - t0;
   }
-  for (int i = 1; i < 5; i++)
-    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-      double x = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = x;
-    }
-  return v[2];
+  return syno_median(v, 5);
 }
 
 /* An inference forward through the slot's kernels choice. */

@@ -7,21 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "syno/backbone.h"
+#include "syno/clock.h"
 #include "syno/data.h"
 
 #ifndef SYNO_SOURCE_DATA_DIR
 #define SYNO_SOURCE_DATA_DIR "data"
 #endif
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int file_exists(const char *p) {
   struct stat st;
@@ -278,9 +272,9 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
     int64_t m;
     double loss_sum = 0;
     int64_t correct = 0, seen = 0, s_in_ep = 0;
-    double ep_t0 = now_s();
+    double ep_t0 = syno_clock_seconds();
     while ((m = syno_nn_batcher_next(&bt, &idx)) > 0) {
-      double t0 = now_s();
+      double t0 = syno_clock_seconds();
       int r = src_gather(tr, idx, m, &x, lab);
       if (!r) r = syno_nn_forward(bb->net, &x, 1);
       double loss = 0;
@@ -303,7 +297,7 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
         break;
       }
       optim_step(&opt, syno_nn_lr_at(&sched, step));
-      double t1 = now_s(), dt = t1 - t0;
+      double t1 = syno_clock_seconds(), dt = t1 - t0;
       if (step == 0) first_step_s = dt, t_first_end = t1;
       train_time += dt;
       train_samples += m;
@@ -313,7 +307,7 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
       correct += nc;
       seen += m;
       if (!cfg->quiet) {
-        double sps = seen / (now_s() - ep_t0);
+        double sps = seen / (syno_clock_seconds() - ep_t0);
         pr = (syno_train_progress_t){ep + 1,
                                      cfg->epochs,
                                      s_in_ep,
@@ -326,7 +320,7 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
                                      text ? sps * (double)lps : 0};
         (cfg->progress ? cfg->progress : default_progress)(&pr, cfg->user);
       }
-      double now = now_s();
+      double now = syno_clock_seconds();
       if (overrun(cfg, now - L->t_start, first_step_s, now - t_first_end, step, total_steps, res->failure,
                   sizeof res->failure)) {
         fail = 1;
@@ -340,7 +334,7 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
       }
     }
     if (rc || (fail && seen == 0)) break;
-    double ep_sps = seen / (now_s() - ep_t0);
+    double ep_sps = seen / (syno_clock_seconds() - ep_t0);
     double acc = 0, tloss = 0;
     if (evaluate(bb->net, L->test, text ? 64 : 256, &acc, &tloss, err)) {
       rc = -1;
@@ -481,7 +475,7 @@ int syno_train_build(const syno_train_cfg_t *cfg, syno_backbone_t *bb, syno_erro
 
 int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err) {
   memset(res, 0, sizeof *res);
-  double t_start = now_s();
+  double t_start = syno_clock_seconds();
   if (cfg->epochs < 1 || cfg->epochs > 10000)
     return syno_error_set(err, "epochs must be in 1..10000 (got %d)", cfg->epochs);
   run_t r;
@@ -491,7 +485,7 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
   r.bb.net->skip_input_grad = 1;
   loop_t L = {cfg, &r.bb, &r.s_train, &r.s_test, r.batch, r.lr, r.mom, r.wd, r.adamw, t_start, &r.rng};
   int rc = train_loop(&L, res, err);
-  res->wall_seconds = now_s() - t_start;
+  res->wall_seconds = syno_clock_seconds() - t_start;
   run_free(&r);
   return rc ? -1 : 0;
 }

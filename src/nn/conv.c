@@ -17,11 +17,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cblas.h>
 
 #include "nn_internal.h"
+#include "syno/clock.h"
 #include "syno/train.h"
 
 #define DEFAULT_WORKSPACE (INT64_C(1) << 20)
@@ -334,17 +334,6 @@ int syno_nn_conv2d_used_backend(const syno_layer_t *l) {
   return l && l->ops == &conv_ops ? ((const conv_t *)l)->used : -1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w, int repeats, double *seconds,
                            syno_error_t *err) {
   if (!cfg || !seconds || repeats < 1 || n < 1 || h < 1 || w < 1)
@@ -364,14 +353,11 @@ int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, i
     rc = syno_nn_forward(l, &x, 0); /* warm-up: creates primitives, touches buffers */
   }
   for (int i = 0; !rc && i < repeats; i++) {
-    double t0 = now_seconds();
+    double t0 = syno_clock_seconds();
     rc = syno_nn_forward(l, &x, 0);
-    t[i] = now_seconds() - t0;
+    t[i] = syno_clock_seconds() - t0;
   }
-  if (!rc) {
-    qsort(t, (size_t)repeats, sizeof *t, cmp_double);
-    *seconds = repeats % 2 ? t[repeats / 2] : 0.5 * (t[repeats / 2 - 1] + t[repeats / 2]);
-  }
+  if (!rc) *seconds = syno_median(t, repeats);
   free(t);
   syno_nn_tensor_free(&x);
   syno_nn_layer_free(l);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "syno/alloc.h"
+#include "syno/clock.h"
 #include "syno/grow.h"
 #include "syno/hash.h"
 #include "syno/lex.h"
@@ -316,6 +317,20 @@ static void test_alloc_hook(void **state) {
 
 /* ------------------------------------------------------------ tokenizer */
 
+/* The median of timings: odd and even counts, sorted in place, nothing for no samples; and
+ * the clock does not run backwards. */
+static void test_median_clock(void **state) {
+  (void)state;
+  double odd[5] = {5, 1, 4, 2, 3}, even[4] = {4, 1, 3, 2}, one[1] = {7};
+  assert_true(syno_median(odd, 5) == 3);
+  for (int i = 0; i < 5; i++) assert_true(odd[i] == i + 1);
+  assert_true(syno_median(even, 4) == 2.5);
+  assert_true(syno_median(one, 1) == 7);
+  assert_true(syno_median(NULL, 0) == 0);
+  double a = syno_clock_seconds(), b = syno_clock_seconds();
+  assert_true(a > 0 && b >= a);
+}
+
 static void test_lex(void **state) {
   (void)state;
   const char *text = "  foo_1 ->[42, x^-3] \x01";
@@ -363,6 +378,7 @@ int main(void) {
       cmocka_unit_test(test_table_truncate),
       cmocka_unit_test(test_grow),
       cmocka_unit_test(test_alloc_hook),
+      cmocka_unit_test(test_median_clock),
       cmocka_unit_test(test_lex),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,13 @@
+/* syno/clock.h - the one clock of every measurement, and the median of timings.
+ *
+ *   syno_clock_seconds  seconds on CLOCK_MONOTONIC (differences only mean something)
+ *   syno_median         sorts v[0..n) ascending in place and returns its median (the mean of
+ *                       the middle two when n is even; 0 when n < 1)
+ */
+#ifndef SYNO_CLOCK_H
+#define SYNO_CLOCK_H
+
+double syno_clock_seconds(void);
+double syno_median(double *v, int n);
+
+#endif
