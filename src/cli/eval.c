@@ -25,6 +25,12 @@ static const char *usage =
     "result as one JSON line (the results database's record, see docs/search.md).\n"
     "`syno search` runs one of these per candidate, in its own process.\n";
 
+/* The name of what ran a standard network or slot timed at lat (SYNO_LAT_*): gpt's linear
+ * layers are sgemm; as kernels, kernel says which ("halide", or "exec" under best). */
+static const char *std_impl(int gpt, int lat, const char *kernel) {
+  return gpt ? "sgemm" : lat == SYNO_LAT_HALIDE ? kernel : syno_latency_impl_name(lat);
+}
+
 /* Times the candidate network against the standard one, in this process, with the standard
  * convolutions on oneDNN and on syno's im2col + BLAS path (and, with --kernels halide or
  * best, as Halide kernels); the baseline is the fastest. The candidate's slots run on what
@@ -42,7 +48,7 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
   int gpt = !strcmp(bc->name, "gpt");
   rec->latency_s = lc.net[SYNO_LAT_CAND];
   rec->base_latency_s = lc.net[fast];
-  rec->base_impl = strdup(gpt ? "sgemm" : fast == SYNO_LAT_HALIDE ? lc.std_kernel : syno_latency_impl_name(fast));
+  rec->base_impl = strdup(std_impl(gpt, fast, lc.std_kernel));
   if (kernels != SYNO_KERNELS_EXEC) {
     fprintf(stderr, "latency (--kernels %s): this network %.4f ms (slots on %s); standard network %.4f ms (%s)",
             syno_kernels_name(kernels), 1e3 * lc.net[SYNO_LAT_CAND], lc.net_kernel, 1e3 * lc.net[fast], rec->base_impl);
@@ -55,15 +61,13 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
         fprintf(stderr, "; not timed as kernels: %s", lc.std_kernel_note);
     }
     fprintf(stderr, "\n");
-    for (int i = 0; i < lc.nslots; i++)
+    for (int i = 0; i < lc.nslots; i++) {
+      int sf = syno_latency_fastest(lc.slot_t[i]);
       fprintf(stderr, "  slot %lldx%lld %lldx%lld: this operator %.4f ms (%s); standard %.4f ms (%s)\n",
               (long long)lc.slot[i].c_in, (long long)lc.slot[i].c_out, (long long)lc.slot[i].h, (long long)lc.slot[i].w,
-              1e3 * lc.slot_t[i][SYNO_LAT_CAND], lc.slot_kernel[i],
-              1e3 * lc.slot_t[i][syno_latency_fastest(lc.slot_t[i])],
-              gpt ? "sgemm"
-              : syno_latency_fastest(lc.slot_t[i]) == SYNO_LAT_HALIDE
-                  ? lc.std_slot_kernel[i]
-                  : syno_latency_impl_name(syno_latency_fastest(lc.slot_t[i])));
+              1e3 * lc.slot_t[i][SYNO_LAT_CAND], lc.slot_kernel[i], 1e3 * lc.slot_t[i][sf],
+              std_impl(gpt, sf, lc.std_slot_kernel[i]));
+    }
   }
   rec->nnconv_latency_s = lc.net[SYNO_LAT_IM2COL];
   rec->speedup = rec->base_latency_s / rec->latency_s;
@@ -87,10 +91,7 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
       cJSON_AddStringToObject(s, "kernels_impl", lc.std_slot_kernel[i]);
     }
     cJSON_AddStringToObject(s, "kernel", lc.slot_kernel[i]);
-    cJSON_AddStringToObject(s, "base_impl",
-                            gpt                     ? "sgemm"
-                            : sf == SYNO_LAT_HALIDE ? lc.std_slot_kernel[i]
-                                                    : syno_latency_impl_name(sf));
+    cJSON_AddStringToObject(s, "base_impl", std_impl(gpt, sf, lc.std_slot_kernel[i]));
     cJSON_AddNumberToObject(s, "speedup", st[sf] / st[SYNO_LAT_CAND]);
     cJSON_AddNumberToObject(s, "speedup_im2col", st[SYNO_LAT_IM2COL] / st[SYNO_LAT_CAND]);
     cJSON_AddItemToArray(a, s);
