@@ -161,5 +161,10 @@ int syno_access_strides(const syno_access_t *a, const syno_vars_t *v, int b, int
 int syno_nest_target_numel(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *numel, syno_error_t *err);
 int syno_tensor_numel(const syno_operator_t *op, int t, int b, int64_t *numel, syno_error_t *err);
 int syno_output_numel(const syno_operator_t *op, int b, int64_t *numel, syno_error_t *err);
+/* The axis sizes of every tensor of op under binding b of v (the graph's own variables, or a
+ * copy bound to other sizes): rank[t] and extent[t] for tensor t (the input, then the
+ * weights), rank[op->n_tensors] and extent[op->n_tensors] for the output. */
+int syno_operator_extents(const syno_operator_t *op, const syno_vars_t *v, int b, int rank[SYNO_MAX_TENSORS + 1],
+                          int64_t extent[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK], syno_error_t *err);
 
 #endif

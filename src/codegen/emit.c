@@ -77,12 +77,8 @@ syno_nest_t *codegen_forward_at(const syno_operator_t *op, const syno_vars_t *v,
     return NULL;
   }
   if (syno_lower_forward(op, nest, err)) goto fail;
-  for (int t = 0; t < op->n_tensors; t++) {
-    syno_shape_t s;
-    syno_operator_tensor_shape(op, t, &s);
-    for (int i = 0; i < s.rank; i++)
-      if (syno_size_eval(v, s.dim[i], b, &x->shape[t][i], err)) goto fail;
-  }
+  int rank[SYNO_MAX_TENSORS + 1];
+  if (syno_operator_extents(op, v, b, rank, x->shape, err)) goto fail;
   for (int i = 0; i < nest->n_outer; i++)
     if (syno_size_eval(v, nest->outer[i], b, &x->out[i], err)) goto fail;
   if (syno_size_eval(v, nest->divisor, b, &x->div, err)) goto fail;

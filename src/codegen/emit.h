@@ -38,9 +38,9 @@ int codegen_offset(syno_strbuf_t *sb, const syno_nest_t *n, const syno_access_t 
  * output's axes and the divisor. Returns a nest to syno_free, or NULL with err set ("<who>:
  * binding 5 does not exist (the operator has 1)", a size that does not evaluate). */
 typedef struct {
-  int64_t shape[SYNO_MAX_TENSORS][SYNO_MAX_RANK]; /* tensor t's axes */
-  int64_t out[SYNO_MAX_RANK];                     /* the output's axes (the nest's outer loops) */
-  int64_t div;                                    /* the nest's divisor (a Mean) */
+  int64_t shape[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK]; /* tensor t's axes, then the output's */
+  int64_t out[SYNO_MAX_RANK];                         /* the output's axes (the nest's outer loops) */
+  int64_t div;                                        /* the nest's divisor (a Mean) */
 } codegen_extents_t;
 syno_nest_t *codegen_forward_at(const syno_operator_t *op, const syno_vars_t *v, int b, const char *who,
                                 codegen_extents_t *x, syno_error_t *err);

@@ -367,18 +367,9 @@ static int load(const char *so, const syno_operator_t *op, const syno_vars_t *v,
     return syno_error_set(err, "halide kernels: %s has no syno_kernel_argv", so);
   }
   k->n_tensors = op->n_tensors;
-  for (int t = 0; t <= op->n_tensors; t++) {
-    syno_shape_t s;
-    if (t < op->n_tensors)
-      syno_operator_tensor_shape(op, t, &s);
-    else
-      syno_operator_output_shape(op, &s);
-    k->rank[t] = s.rank;
-    for (int i = 0; i < s.rank; i++)
-      if (syno_size_eval(v, s.dim[i], binding, &k->shape[t][i], err)) {
-        syno_kernel_free(k);
-        return -1;
-      }
+  if (syno_operator_extents(op, v, binding, k->rank, k->shape, err)) {
+    syno_kernel_free(k);
+    return -1;
   }
   *out = k;
   return 0;

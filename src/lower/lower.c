@@ -339,6 +339,21 @@ int syno_output_numel(const syno_operator_t *op, int b, int64_t *numel, syno_err
   return numel_of(syno_graph_vars(op->g), s.dim, s.rank, b, numel, err);
 }
 
+int syno_operator_extents(const syno_operator_t *op, const syno_vars_t *v, int b, int rank[SYNO_MAX_TENSORS + 1],
+                          int64_t extent[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK], syno_error_t *err) {
+  for (int t = 0; t <= op->n_tensors; t++) {
+    syno_shape_t s;
+    if (t < op->n_tensors)
+      syno_operator_tensor_shape(op, t, &s);
+    else
+      syno_operator_output_shape(op, &s);
+    rank[t] = s.rank;
+    for (int i = 0; i < s.rank; i++)
+      if (syno_size_eval(v, s.dim[i], b, &extent[t][i], err)) return -1;
+  }
+  return 0;
+}
+
 int syno_nest_flops(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *flops, syno_error_t *err) {
   int64_t outer = 0, inner = 0;
   if (numel_of(v, n->outer, n->n_outer, b, &outer, err) || numel_of(v, n->inner, n->n_inner, b, &inner, err)) return -1;

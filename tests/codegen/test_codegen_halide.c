@@ -51,16 +51,7 @@ static void prepare(const syno_operator_t *op, syno_rng_t *rng) {
   fputs("\n", tu);
   free(code);
   c->n_tensors = op->n_tensors;
-  for (int i = 0; i <= op->n_tensors; i++) {
-    syno_shape_t s;
-    if (i < op->n_tensors)
-      syno_operator_tensor_shape(op, i, &s);
-    else
-      syno_operator_output_shape(op, &s);
-    c->rank[i] = s.rank;
-    for (int j = 0; j < s.rank; j++)
-      if (syno_size_eval(v, s.dim[j], 0, &c->shape[i][j], &err)) fail_msg("%s", err.msg);
-  }
+  if (syno_operator_extents(op, v, 0, c->rank, c->shape, &err)) fail_msg("%s", err.msg);
   syno_nest_t *nest = malloc(sizeof *nest);
   if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
   for (int i = 0; i < op->n_tensors; i++) {
