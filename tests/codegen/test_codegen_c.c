@@ -166,19 +166,8 @@ static void test_sampled(void **state) {
 
 static void test_bad_binding(void **state) {
   (void)state;
-  st_op_t o;
-  st_op_builtin(&o, "linear", "");
-  syno_error_t err;
-  char buf[64];
-  assert_int_equal(syno_codegen_c(&o.op, 5, buf, sizeof buf, &err), -1);
-  assert_non_null(strstr(err.msg, "binding 5 does not exist"));
-  assert_int_equal(syno_codegen_pytorch(&o.op, -1, buf, sizeof buf, &err), -1);
-  assert_non_null(strstr(err.msg, "binding -1 does not exist"));
-  /* snprintf semantics: a short buffer is truncated and NUL-terminated. */
-  int len = syno_codegen_c(&o.op, 0, buf, sizeof buf, &err);
-  assert_true(len > (int)sizeof buf);
-  assert_int_equal(strlen(buf), sizeof buf - 1);
-  st_op_free(&o);
+  st_check_emitter_bindings(syno_codegen_c, 5);
+  st_check_emitter_bindings(syno_codegen_pytorch, -1);
 }
 
 int main(void) {

@@ -142,16 +142,7 @@ static void test_tvm_matches_interpreter(void **state) {
 
 static void test_bad_binding(void **state) {
   (void)state;
-  st_op_t o;
-  st_op_builtin(&o, "linear", "");
-  syno_error_t err;
-  char buf[64];
-  assert_int_equal(syno_codegen_tvm(&o.op, 1, buf, sizeof buf, &err), -1);
-  assert_non_null(strstr(err.msg, "binding 1 does not exist"));
-  int len = syno_codegen_tvm(&o.op, 0, buf, sizeof buf, &err);
-  assert_true(len > (int)sizeof buf);
-  assert_int_equal(strlen(buf), sizeof buf - 1);
-  st_op_free(&o);
+  st_check_emitter_bindings(syno_codegen_tvm, 1);
 }
 
 int main(void) {

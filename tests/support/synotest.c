@@ -212,3 +212,17 @@ void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float
   free(gout);
   free(grad);
 }
+
+void st_check_emitter_bindings(st_emitter_t emit, int bad) {
+  st_op_t o;
+  st_op_builtin(&o, "linear", "");
+  syno_error_t err;
+  char buf[64], want[64];
+  snprintf(want, sizeof want, "binding %d does not exist", bad);
+  assert_int_equal(emit(&o.op, bad, buf, sizeof buf, &err), -1);
+  assert_non_null(strstr(err.msg, want));
+  int len = emit(&o.op, 0, buf, sizeof buf, &err);
+  assert_true(len > (int)sizeof buf);
+  assert_int_equal(strlen(buf), sizeof buf - 1);
+  st_op_free(&o);
+}

@@ -47,6 +47,12 @@ void st_check_gradient(const st_op_t *o, const syno_lowered_t *low, int b, float
  * (seed), calling each(space, node, final, user) for every one; stops early when the space
  * is exhausted. Returns how many were drawn. */
 struct syno_space;
+/* The contract every binding emitter of syno/codegen.h keeps, on the builtin linear: binding
+ * `bad` does not exist (err names it), and a 64-byte buffer gets a truncated, NUL-terminated
+ * text while the full length is returned. */
+typedef int (*st_emitter_t)(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err);
+void st_check_emitter_bindings(st_emitter_t emit, int bad);
+
 /* Raw float32 files, for exchanging tensors with another process (python3 in the codegen
  * tests). st_read_floats fails the test unless the file holds exactly n floats. */
 void st_write_floats(const char *path, const float *x, int64_t n);
