@@ -22,10 +22,10 @@
  * Schema versions: 1 had the candidate columns up to finished_at; 2 added
  * epochs_done and the confirmation columns (confirmed, confirmed_accuracy,
  * confirm_reason, confirm_seconds); 3 added perplexity (language-model
- * searches). syno_db_open upgrades an older file in place, in one
+ * searches); 4 added the re-timing columns (retimed, retime_*: `syno eval --retime`). syno_db_open upgrades an older file in place, in one
  * transaction, by adding the missing columns: its rows keep every value,
  * epochs_done reads -1 (unknown) in rows recorded before version 2, the
- * confirmation columns 0 / NULL (not confirmed), perplexity 0. An older
+ * confirmation columns 0 / NULL (not confirmed), perplexity 0, retimed 0. An older
  * syno then refuses the upgraded file (a newer schema).
  *
  * Meta keys written by `syno search`: "spec" (the search spec as JSON, read
@@ -40,7 +40,7 @@
 
 #include "syno/error.h"
 
-#define SYNO_DB_SCHEMA_VERSION 3
+#define SYNO_DB_SCHEMA_VERSION 4
 
 typedef struct syno_db syno_db_t;
 
@@ -76,6 +76,14 @@ typedef struct {
   /* Schema 3. */
   double perplexity; /* a language model's validation perplexity (its reward's measure;
                       * accuracy then holds next-token accuracy); 0 for images */
+  /* Schema 4: a re-timing after the search (syno_db_retime), the candidate and the standard
+   * network timed again in one process, e.g. on a quiet machine; the fields mean what the
+   * search's latency_s, base_latency_s, ... mean. */
+  int retimed; /* 1: the retime_ fields hold one */
+  double retime_latency_s, retime_base_latency_s;
+  char *retime_base_impl;
+  double retime_nnconv_latency_s, retime_speedup, retime_speedup_nnconv;
+  int retime_repeats; /* the timing repeats whose median each latency is */
 } syno_db_cand_t;
 
 /* flags: 0 opens an existing file for reading and writing; SYNO_DB_CREATE makes the file if
@@ -98,6 +106,9 @@ int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err);
  * confirm_reason and confirm_seconds into row c->id (nothing else). An id
  * that is not recorded is an error. */
 int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err);
+/* Records a re-timing: writes retimed = 1 and c's retime_ fields into row c->id (nothing
+ * else). An id that is not a recorded candidate (or is the baseline) is an error. */
+int syno_db_retime(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err);
 /* 1 found, 0 not, -1 error. Candidates only (not the baseline). */
 int syno_db_find(syno_db_t *db, const char *op_text, syno_db_cand_t *out, syno_error_t *err);
 int syno_db_baseline(syno_db_t *db, syno_db_cand_t *out, syno_error_t *err);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "syno/backbone.h"
 #include "syno/clock.h"
 #include "syno/graph.h"
 #include "syno/opt.h"
@@ -111,6 +112,13 @@ extern const char *const cli_export_langs[];
 /* Writes op's code in `lang` for `binding` to `out`; the one path from an operator to its code
  * (export, show --emit). Prints the error and returns a status on failure. */
 int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE *out);
+
+/* The candidate `id` of a search's database: its operator (*op, malloc'd; NULL for the
+ * baseline) and the search's backbone, preset, data set, padding and backbone knobs into cfg
+ * (strings kept in strs). With verb ("retraining"), says on stderr what it is about to do with
+ * which candidate. Exit status on error, with the message printed. */
+int cli_candidate_from_db(const char *path, long id, const char *verb, syno_train_cfg_t *cfg, char strs[3][256],
+                          char **op);
 
 int cli_cmd_show(int argc, char **argv);
 int cli_cmd_export(int argc, char **argv);

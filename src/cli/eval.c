@@ -23,7 +23,12 @@ static const char *usage =
     "then, unless the operator is less than --min-speedup times faster than the\n"
     "baseline (a failure, not trained), trains it on the proxy setting. Prints the\n"
     "result as one JSON line (the results database's record, see docs/search.md).\n"
-    "`syno search` runs one of these per candidate, in its own process.\n";
+    "`syno search` runs one of these per candidate, in its own process.\n"
+    "\n"
+    "With --db DB --id N --retime it times candidate N of a search again (its operator,\n"
+    "backbone and data set from the database), against the standard network in the\n"
+    "same run, trains nothing, and records the figures in the database, where\n"
+    "`syno report` then shows them (marked *): for timings the search took under load.\n";
 
 /* The name of what ran a standard network or slot timed at lat (SYNO_LAT_*): gpt's linear
  * layers are sgemm; as kernels, kernel says which ("halide", or "exec" under best). */
@@ -144,31 +149,130 @@ static int build_candidate(const syno_train_cfg_t *tc, syno_backbone_t *cand) {
   return rc ? cli_usage_error("%s", err.msg) : 0;
 }
 
+/* The training (and network) settings of a request. */
+static void train_cfg(const syno_evalreq_t *req, syno_train_cfg_t *tc) {
+  memset(tc, 0, sizeof *tc);
+  tc->backbone = req->backbone;
+  tc->dataset = req->dataset;
+  tc->op_text = req->op_text;
+  tc->preset = req->preset;
+  tc->epochs = req->epochs;
+  tc->batch = req->batch;
+  tc->lr = req->lr;
+  tc->seed = req->seed;
+  tc->width = req->width;
+  tc->depth = req->depth;
+  tc->subset = req->subset;
+  tc->pad = req->pad;
+  tc->time_limit = req->time_limit;
+  tc->quiet = 1;
+}
+
+/* syno eval --db DB --id N --retime: candidate N's network timed against the standard one as
+ * measure_latency does, the figures written into its row (syno_db_retime), printed as one JSON
+ * line, and said in words on stderr. */
+static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, const char *path, long id) {
+  static const char *const own[] = {"op", "preset", "backbone", "dataset", "pad", "width", "depth", "plan", "confirm",
+                                    "stand-in", NULL};
+  for (int i = 0; own[i]; i++)
+    if (syno_opt_given(opts, own[i]))
+      return cli_cmd_error("eval",
+                           "--retime takes the operator, backbone, data set, padding, width and depth from "
+                           "the search and only times; drop --%s",
+                           own[i]);
+  syno_train_cfg_t tc;
+  train_cfg(req, &tc);
+  char strs[3][256], *op = NULL;
+  int rc = cli_candidate_from_db(path, id, "re-timing", &tc, strs, &op);
+  if (rc) return rc;
+  if (!op) return cli_cmd_error("eval", "candidate %ld of %s is the baseline, the reference of every speed-up", id, path);
+  tc.op_text = op;
+  syno_kernels_t kernels = SYNO_KERNELS_EXEC;
+  if (syno_kernels_parse(req->kernels, &kernels)) {
+    free(op);
+    return cli_usage_error("--kernels %s: exec, halide or best", req->kernels);
+  }
+  syno_nn_threads_set(req->latency_threads);
+  syno_backbone_t cand;
+  if ((rc = build_candidate(&tc, &cand))) {
+    free(op);
+    return rc;
+  }
+  syno_rng_t rng;
+  syno_rng_seed(&rng, tc.seed, 99);
+  syno_db_cand_t rec;
+  memset(&rec, 0, sizeof rec);
+  syno_error_t err;
+  syno_db_t *db = NULL;
+  rc = SYNO_EXIT_FAIL;
+  if (measure_latency(&cand, &cand.cfg, kernels, &rng, req->latency_batch, req->repeats, &rec, &err))
+    fprintf(stderr, "syno eval: re-timing candidate %ld failed: %s\n", id, err.msg);
+  else {
+    rec.id = id;
+    rec.retime_latency_s = rec.latency_s;
+    rec.retime_base_latency_s = rec.base_latency_s;
+    rec.retime_base_impl = rec.base_impl;
+    rec.retime_nnconv_latency_s = rec.nnconv_latency_s;
+    rec.retime_speedup = rec.speedup;
+    rec.retime_speedup_nnconv = rec.speedup_nnconv;
+    rec.retime_repeats = req->repeats;
+    if (syno_db_open(path, 0, &db, &err) || syno_db_retime(db, &rec, &err))
+      fprintf(stderr, "syno eval: %s\n", err.msg);
+    else {
+      rc = 0;
+      int gpt = !strcmp(tc.backbone, "gpt");
+      fprintf(stderr, "candidate %ld: %.2fx faster than the standard network on %s (%.4f vs %.4f ms", id,
+              rec.speedup, rec.base_impl, 1e3 * rec.latency_s, 1e3 * rec.base_latency_s);
+      if (!gpt) fprintf(stderr, "; %.2fx vs im2col", rec.speedup_nnconv);
+      fprintf(stderr, "), medians of %d, batch %ld, %d thread(s); recorded in %s\n", req->repeats,
+              (long)req->latency_batch, req->latency_threads, path);
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "id", (double)id);
+      cJSON_AddNumberToObject(o, "latency_s", rec.latency_s);
+      cJSON_AddNumberToObject(o, "base_latency_s", rec.base_latency_s);
+      cJSON_AddStringToObject(o, "base_impl", rec.base_impl);
+      cJSON_AddNumberToObject(o, "nnconv_latency_s", rec.nnconv_latency_s);
+      cJSON_AddNumberToObject(o, "speedup", rec.speedup);
+      cJSON_AddNumberToObject(o, "speedup_nnconv", rec.speedup_nnconv);
+      cJSON_AddNumberToObject(o, "repeats", req->repeats);
+      char *json = cJSON_PrintUnformatted(o);
+      if (json) printf("%s\n", json);
+      free(json);
+      cJSON_Delete(o);
+    }
+  }
+  rec.retime_base_impl = NULL; /* the same string as base_impl */
+  syno_db_close(db);
+  syno_db_cand_clear(&rec);
+  syno_backbone_free(&cand);
+  free(op);
+  return rc;
+}
+
 int cli_cmd_eval(int argc, char **argv) {
   syno_evalreq_t req;
   syno_evalreq_default(&req);
   syno_error_t err;
-  syno_opt_t opts[SYNO_EVALREQ_MAX_OPTS];
-  syno_evalreq_options(&req, opts, SYNO_EVALREQ_MAX_OPTS);
+  const char *db_path = NULL;
+  long db_id = 0;
+  int retime = 0;
+  syno_opt_t opts[SYNO_EVALREQ_MAX_OPTS + 3];
+  int k = syno_evalreq_options(&req, opts, SYNO_EVALREQ_MAX_OPTS);
+  opts[k++] = (syno_opt_t)SYNO_OPT_PATH("db", "DB", &db_path, SYNO_OPT_FILE,
+                                        "with --id N --retime: a search's results database");
+  opts[k++] = (syno_opt_t)SYNO_OPT_INT("id", "N", &db_id, 1, 1000000000000000LL, "the candidate of --db");
+  opts[k++] = (syno_opt_t)SYNO_OPT_FLAG("retime", &retime,
+                                        "time candidate --id of --db again and record it there\n"
+                                        "(no training; e.g. --repeats 201 on a quiet machine)");
+  opts[k] = (syno_opt_t)SYNO_OPT_END;
   int rc = cli_parse("eval", usage, NULL, opts, argc, argv);
   if (rc >= 0) return rc;
   if (syno_opt_conflict(opts, "plan", "confirm", &err)) return cli_cmd_error("eval", "%s", err.msg);
+  if (!db_path != !db_id || !db_path != !retime)
+    return cli_cmd_error("eval", "--db, --id and --retime go together (re-time candidate N of a search)");
+  if (retime) return retime_candidate(&req, opts, db_path, db_id);
   syno_train_cfg_t tc;
-  memset(&tc, 0, sizeof tc);
-  tc.backbone = req.backbone;
-  tc.dataset = req.dataset;
-  tc.op_text = req.op_text;
-  tc.preset = req.preset;
-  tc.epochs = req.epochs;
-  tc.batch = req.batch;
-  tc.lr = req.lr;
-  tc.seed = req.seed;
-  tc.width = req.width;
-  tc.depth = req.depth;
-  tc.subset = req.subset;
-  tc.pad = req.pad;
-  tc.time_limit = req.time_limit;
-  tc.quiet = 1;
+  train_cfg(&req, &tc);
   int plan = req.plan, repeats = req.repeats, threads = req.threads, lat_threads = req.latency_threads;
   long lat_batch = req.latency_batch;
   syno_nn_threads_set(req.confirm ? threads : lat_threads);

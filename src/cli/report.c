@@ -78,13 +78,29 @@ static int by_rank(const void *a, const void *b) {
 }
 
 /* A record's speed-up, the one figure every table and the plot show: the candidate's, as its
- * worker measured it against the faster standard network in the same run; the baseline is
- * that standard network, 1 by definition. Absolute latencies are not compared across records:
- * each was timed in another process, under another load. */
-static double speedup_of(const syno_db_cand_t *c) { return c->is_baseline ? 1.0 : c->speedup; }
+ * worker measured it against the faster standard network in the same run, or, when it was
+ * re-timed after the search (`syno eval --retime`), as that re-timing measured it; the baseline
+ * is that standard network, 1 by definition. Absolute latencies are not compared across
+ * records: each was timed in another process, under another load. */
+static double speedup_of(const syno_db_cand_t *c) {
+  return c->is_baseline ? 1.0 : c->retimed == 1 ? c->retime_speedup : c->speedup;
+}
 static double speedup_nnconv_of(const syno_db_cand_t *c) {
-  if (!c->is_baseline) return c->speedup_nnconv;
+  if (!c->is_baseline) return c->retimed == 1 ? c->retime_speedup_nnconv : c->speedup_nnconv;
   return c->base_latency_s > 0 ? c->nnconv_latency_s / c->base_latency_s : 0;
+}
+/* The speed-up as the tables print it: "1.38x", marked "1.38x*" when re-timed. */
+static int any_retimed; /* a printed speed-up was marked: the footnote follows */
+static const char *show_speedup(char *buf, size_t n, const syno_db_cand_t *c) {
+  int r = !c->is_baseline && c->retimed == 1;
+  any_retimed |= r;
+  snprintf(buf, n, "%.2fx%s", speedup_of(c), r ? "*" : "");
+  return buf;
+}
+static void retimed_footnote(void) {
+  if (any_retimed)
+    printf("* re-timed after the search (syno eval --db DB --id N --retime), not the search's own timing\n");
+  any_retimed = 0;
 }
 /* The tables' "vs im2col" cell: a language model's linear slots have no im2col convolution. */
 static const char *vs_im2col(char *buf, size_t n, const syno_db_cand_t *c) {
@@ -212,7 +228,7 @@ typedef struct {
 
 /* A record's copy without its strings (they stay with, and are freed with, the list). */
 static void numbers_only(syno_db_cand_t *c) {
-  c->op_text = c->path = c->reason = c->base_impl = c->slots_json = c->confirm_reason = NULL;
+  c->op_text = c->path = c->reason = c->base_impl = c->slots_json = c->confirm_reason = c->retime_base_impl = NULL;
 }
 
 /* The fastest candidate within the tolerance of one search. 0, or the exit status. */
@@ -305,6 +321,7 @@ static int report_table(const char *const *paths, int n, const char *out_dir, in
         cJSON_AddNumberToObject(o, "best_id", (double)t[i].best.id);
         cJSON_AddNumberToObject(o, "best", lm ? t[i].best.perplexity : t[i].best.accuracy);
         cJSON_AddNumberToObject(o, "speedup", speedup_of(&t[i].best));
+        cJSON_AddBoolToObject(o, "retimed", t[i].best.retimed == 1);
         cJSON_AddNumberToObject(o, "flops_ratio", t[i].best.flops_ratio);
         cJSON_AddNumberToObject(o, "params_ratio", t[i].base.params > 0 ? t[i].best.params / t[i].base.params : 0);
       }
@@ -326,13 +343,14 @@ static int report_table(const char *const *paths, int n, const char *out_dir, in
         show_quality(q, sizeof q, &t[i].best);
         show_delta(d, sizeof d, &t[i].best, &t[i].base);
         snprintf(id, sizeof id, "%ld", t[i].best.id);
-        snprintf(sp, sizeof sp, "%.2fx", speedup_of(&t[i].best));
+        show_speedup(sp, sizeof sp, &t[i].best);
         snprintf(fl, sizeof fl, "%.2fx", t[i].best.flops_ratio);
         if (t[i].base.params > 0) snprintf(pr, sizeof pr, "%.2fx", t[i].best.params / t[i].base.params);
       }
       printf("%-8s %-24.24s %5d %10s %5s %10s %10s %9s %7s %7s\n", t[i].backbone, t[i].db, t[i].candidates, b, id, q, d,
              sp, fl, pr);
     }
+    retimed_footnote();
     printf(
         "geometric mean speed-up over %d search(es): %.2fx (a search with no operator within the tolerance counts "
         "1x)\n",
@@ -509,9 +527,9 @@ int cli_cmd_report(int argc, char **argv) {
       char q[24], d[24];
       show_quality(q, sizeof q, c);
       show_delta(d, sizeof d, c, base);
-      char v[24];
-      printf("  %4ld %7.4f %8s %8s %9s %6.2fx %8.2fx %9s  %s\n", c->id, c->reward, q, conf, d, c->flops_ratio,
-             speedup_of(c), vs_im2col(v, sizeof v, c), c->op_text);
+      char v[24], sp[24];
+      printf("  %4ld %7.4f %8s %8s %9s %6.2fx %9s %9s  %s\n", c->id, c->reward, q, conf, d, c->flops_ratio,
+             show_speedup(sp, sizeof sp, c), vs_im2col(v, sizeof v, c), c->op_text);
     }
     if (n_failed) {
       printf("\nfailures:\n");
@@ -532,14 +550,14 @@ int cli_cmd_report(int argc, char **argv) {
             break;
           }
       }
-      printf("\nfastest within 1 %s of the baseline's %s:\n  %4s %8s %9s %8s %9s  %s\n", lm ? "point" : "pp",
+      printf("\nfastest within 1 %s of the baseline's %s:\n  %4s %8s %9s %9s %9s  %s\n", lm ? "point" : "pp",
              lm ? "perplexity" : "accuracy", "id", quality_name(), dname, "speed-up", "vs im2col", "operator");
       if (!fast[0]) printf("  none yet\n");
       for (int k = 0; k < 5 && fast[k]; k++) {
-        char q[24], d[24], v[24];
+        char q[24], d[24], v[24], sp[24];
         show_quality(q, sizeof q, fast[k]);
         show_delta(d, sizeof d, fast[k], base);
-        printf("  %4ld %8s %9s %8.2fx %9s  %s\n", fast[k]->id, q, d, speedup_of(fast[k]),
+        printf("  %4ld %8s %9s %9s %9s  %s\n", fast[k]->id, q, d, show_speedup(sp, sizeof sp, fast[k]),
                vs_im2col(v, sizeof v, fast[k]), fast[k]->op_text);
       }
       if (fast[0]) printf("  retrain one fully: syno train --db %s --id %ld --epochs 10\n", db_path, fast[0]->id);
@@ -547,11 +565,12 @@ int cli_cmd_report(int argc, char **argv) {
     printf("\nPareto front (%s against speed-up):\n  %4s %8s %8s %9s  %s\n", lm ? "perplexity" : "accuracy", "id",
            quality_name(), "speed-up", "vs im2col", "operator");
     for (int i = 0; i < n_front; i++) {
-      char q[24], v[24];
+      char q[24], v[24], sp[24];
       show_quality(q, sizeof q, front[i]);
-      printf("  %4ld %8s %7.2fx %9s  %s\n", front[i]->id, q, speedup_of(front[i]), vs_im2col(v, sizeof v, front[i]),
-             front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
+      printf("  %4ld %8s %8s %9s  %s\n", front[i]->id, q, show_speedup(sp, sizeof sp, front[i]),
+             vs_im2col(v, sizeof v, front[i]), front[i]->is_baseline ? "(baseline)" : front[i]->op_text);
     }
+    retimed_footnote();
     printf("\n");
     if (plotted)
       printf("wrote %s\n", png);

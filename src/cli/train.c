@@ -47,75 +47,6 @@ static char *read_file(const char *path) {
   return buf;
 }
 
-/* The candidate `id` of a search's database: its operator (*op, malloc'd; NULL for the
- * baseline) and the search's backbone, data set, padding and backbone knobs into cfg (strings
- * kept in strs). Exit status on error, with the message printed. */
-static int from_db(const char *path, long id, syno_train_cfg_t *cfg, char strs[3][256], char **op) {
-  syno_error_t err = {0};
-  syno_db_t *db = NULL;
-  syno_db_cand_t *rows = NULL;
-  char *settings = NULL;
-  int n = 0, rc = SYNO_EXIT_USAGE;
-  *op = NULL;
-  if (syno_db_open(path, SYNO_DB_READONLY, &db, &err) || syno_db_meta_get(db, "driver", &settings, &err) < 0 ||
-      syno_db_list(db, &rows, &n, &err)) {
-    fprintf(stderr, "syno: %s\n", err.msg);
-    goto out;
-  }
-  const syno_db_cand_t *c = NULL;
-  for (int i = 0; i < n; i++)
-    if (rows[i].id == id) c = &rows[i];
-  cJSON *o = settings ? cJSON_Parse(settings) : NULL;
-  const cJSON *bb = cJSON_GetObjectItemCaseSensitive(o, "backbone"),
-              *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
-  if (!c)
-    fprintf(stderr, "syno: %s has no candidate %ld (ids 1..%d; see syno report)\n", path, id, n);
-  else if (!cJSON_IsString(bb) || !cJSON_IsString(ds))
-    fprintf(stderr, "syno: %s has no search settings (meta 'driver'); not a syno search database?\n", path);
-  else {
-    snprintf(strs[0], 256, "%s", bb->valuestring);
-    snprintf(strs[1], 256, "%s", ds->valuestring);
-    cfg->backbone = strs[0];
-    cfg->dataset = strs[1];
-    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "preset");
-    snprintf(strs[2], 256, "%s", cJSON_IsString(ps) ? ps->valuestring : SYNO_DRIVER_LEGACY_PRESET);
-    cfg->preset = strs[2];
-    const cJSON *x;
-    /* Range-checked before converting: a damaged database must not overflow a conversion. */
-    int bad = 0;
-    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "pad"))) {
-      bad |= !(x->valuedouble >= 0 && x->valuedouble <= 64);
-      if (!bad) cfg->pad = (int)x->valuedouble;
-    }
-    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "width")) && x->valuedouble != 0) {
-      bad |= !(x->valuedouble > 0 && x->valuedouble <= 4096);
-      if (!bad) cfg->width = x->valuedouble;
-    }
-    if (cJSON_IsNumber(x = cJSON_GetObjectItemCaseSensitive(o, "depth")) && x->valuedouble != 0) {
-      bad |= !(x->valuedouble >= 1 && x->valuedouble <= 8);
-      if (!bad) cfg->depth = (int)x->valuedouble;
-    }
-    if (!bad && !c->is_baseline && c->op_text) *op = strdup(c->op_text);
-    if (bad)
-      fprintf(stderr, "syno: %s: the search settings' pad, width or depth is out of range (damaged?)\n", path);
-    else if (!c->is_baseline && !*op)
-      fprintf(stderr, "syno: candidate %ld of %s has no operator text\n", id, path);
-    else {
-      rc = 0;
-      if (!cfg->quiet)
-        fprintf(stderr, "retraining candidate %ld of %s (%s) on %s, backbone %s, pad %d\n", id, path,
-                c->is_baseline ? "the standard operator" : "a synthesized operator", cfg->dataset, cfg->backbone,
-                cfg->pad);
-    }
-  }
-  cJSON_Delete(o);
-out:
-  free(settings);
-  syno_db_list_free(rows, n);
-  syno_db_close(db);
-  return rc;
-}
-
 int cli_cmd_train(int argc, char **argv) {
   static const char *const optimizers[] = {"sgd", "adamw", NULL};
   const char *const *backbones = syno_backbone_names(0);
@@ -190,7 +121,7 @@ int cli_cmd_train(int argc, char **argv) {
             "--db takes the operator, preset, backbone, data set and padding from the "
             "search; drop --%s (and --op/--op-file/--preset/--backbone/--dataset/--pad)",
             own[i]);
-    rc = from_db(db_path, db_id, &cfg, db_strs, &db_op);
+    rc = cli_candidate_from_db(db_path, db_id, cfg.quiet ? NULL : "retraining", &cfg, db_strs, &db_op);
     if (rc) return rc;
     cfg.op_text = db_op;
   }

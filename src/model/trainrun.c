@@ -162,7 +162,9 @@ static void default_progress(const syno_train_progress_t *p, void *user) {
             p->epoch, p->epochs, p->loss, 100 * p->train_acc, 100 * p->test_acc, rate);
 }
 
-/* Accuracy and mean cross-entropy per label of net over every sample of src. */
+/* Accuracy and mean cross-entropy per label of net over every sample of src, in batches of the
+ * training batch: every layer's buffers are already that size, so evaluating allocates nothing
+ * more (a larger batch here once held a DenseNet's activations four times over). */
 static int evaluate(syno_layer_t *net, const source_t *src, int64_t batch, double *acc, double *loss,
                     syno_error_t *err) {
   syno_tensor_t x = SYNO_TENSOR_EMPTY;
@@ -263,7 +265,7 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
   if (!lab) syno_error_set(err, "out of memory");
   if (!rc && text) {
     double acc0;
-    rc = evaluate(bb->net, L->test, 64, &acc0, &res->initial_test_loss, err);
+    rc = evaluate(bb->net, L->test, nb, &acc0, &res->initial_test_loss, err);
   }
   syno_train_progress_t pr;
   for (int ep = 0; !rc && !fail && ep < cfg->epochs; ep++) {
@@ -336,7 +338,7 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
     if (rc || (fail && seen == 0)) break;
     double ep_sps = seen / (syno_clock_seconds() - ep_t0);
     double acc = 0, tloss = 0;
-    if (evaluate(bb->net, L->test, text ? 64 : 256, &acc, &tloss, err)) {
+    if (evaluate(bb->net, L->test, nb, &acc, &tloss, err)) {
       rc = -1;
       break;
     }

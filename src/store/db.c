@@ -41,6 +41,8 @@ typedef struct {
   { #name, type, offsetof(syno_db_cand_t, name), 2, old }
 #define FLD3(name, type, old) \
   { #name, type, offsetof(syno_db_cand_t, name), 3, old }
+#define FLD4(name, type, old) \
+  { #name, type, offsetof(syno_db_cand_t, name), 4, old }
 static const field_t fields[] = {
     FLD(id, F_LONG),
     FLD(is_baseline, F_INT),
@@ -72,10 +74,19 @@ static const field_t fields[] = {
     FLD2(confirm_reason, F_TEXT, NULL),
     FLD2(confirm_seconds, F_REAL, NULL),
     FLD3(perplexity, F_REAL, NULL),
+    FLD4(retimed, F_INT, NULL),
+    FLD4(retime_latency_s, F_REAL, NULL),
+    FLD4(retime_base_latency_s, F_REAL, NULL),
+    FLD4(retime_base_impl, F_TEXT, NULL),
+    FLD4(retime_nnconv_latency_s, F_REAL, NULL),
+    FLD4(retime_speedup, F_REAL, NULL),
+    FLD4(retime_speedup_nnconv, F_REAL, NULL),
+    FLD4(retime_repeats, F_INT, NULL),
 };
 #undef FLD
 #undef FLD2
 #undef FLD3
+#undef FLD4
 #define NFIELDS ((int)(sizeof fields / sizeof *fields))
 
 #define AT(c, f, T) ((T *)((char *)(c) + (f)->off))
@@ -428,6 +439,33 @@ int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
   sqlite3_finalize(q);
   if (rc == 0 && sqlite3_changes(db->h) != 1)
     rc = syno_error_set(err, "%s: no candidate %ld to confirm", db->path, c->id);
+  return rc;
+}
+
+int syno_db_retime(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
+  sqlite3_stmt *q;
+  if (sqlite3_prepare_v2(db->h,
+                         "UPDATE candidates SET retimed = 1, retime_latency_s = ?, retime_base_latency_s = ?, "
+                         "retime_base_impl = ?, retime_nnconv_latency_s = ?, retime_speedup = ?, "
+                         "retime_speedup_nnconv = ?, retime_repeats = ? WHERE id = ? AND is_baseline = 0",
+                         -1, &q, NULL) != SQLITE_OK)
+    return db_error(db, err, "re-time");
+  sqlite3_bind_double(q, 1, c->retime_latency_s);
+  sqlite3_bind_double(q, 2, c->retime_base_latency_s);
+  if (c->retime_base_impl)
+    sqlite3_bind_text(q, 3, c->retime_base_impl, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(q, 3);
+  sqlite3_bind_double(q, 4, c->retime_nnconv_latency_s);
+  sqlite3_bind_double(q, 5, c->retime_speedup);
+  sqlite3_bind_double(q, 6, c->retime_speedup_nnconv);
+  sqlite3_bind_int(q, 7, c->retime_repeats);
+  sqlite3_bind_int64(q, 8, c->id);
+  int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "recording a re-timing");
+  sqlite3_finalize(q);
+  if (rc == 0 && sqlite3_changes(db->h) != 1)
+    rc = syno_error_set(err, "%s: no candidate %ld to re-time (the baseline is the reference, not re-timed)",
+                        db->path, c->id);
   return rc;
 }
 
