@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "syno/cpus.h"
 #include "syno/dist.h"
 #include "syno/driver.h"
 #include "syno/store.h"
@@ -205,7 +206,7 @@ int main(int argc, char **argv) {
     counts[ncounts++] = (int)k;
   }
   int mpi = syno_dist_available() && access("/usr/bin/mpiexec", X_OK) == 0;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  long cpus = syno_cpu_count();
   printf(
       "bench/dist: search of %d candidates on the stand-in evaluator (0.05-0.5 s each, no training), "
       "MCTS over the conv2d preset, ResNet on digits; %ld CPUs; MPI: %s\n",

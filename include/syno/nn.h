@@ -195,10 +195,9 @@ int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, i
                            syno_error_t *err);
 
 /* Threads of the compute libraries: OpenBLAS and oneDNN's OpenMP runtime. syno_nn_threads_set
- * sets both to n (n < 1: one per online CPU) and returns the count set; the setting is per
- * process (OpenMP: per calling thread). syno_nn_threads_describe writes a one-line report of
- * the BLAS loaded and the thread counts in effect, for benchmark output. */
-int syno_nn_cpu_count(void);
+ * sets both to n (n < 1: one per CPU this process may run on, syno/cpus.h) and returns the count set; the setting is
+ * per process (OpenMP: per calling thread). syno_nn_threads_describe writes a one-line report of the BLAS loaded and
+ * the thread counts in effect, for benchmark output. */
 int syno_nn_threads_set(int n);
 /* The thread count the compute libraries use now (OpenMP's, which syno_nn_threads_set sets). */
 int syno_nn_threads_get(void);

@@ -22,11 +22,10 @@
  * Schema versions: 1 had the candidate columns up to finished_at; 2 added
  * epochs_done and the confirmation columns (confirmed, confirmed_accuracy,
  * confirm_reason, confirm_seconds); 3 added perplexity (language-model
- * searches); 4 added the re-timing columns (retimed, retime_*: `syno eval --retime`). syno_db_open upgrades an older file in place, in one
- * transaction, by adding the missing columns: its rows keep every value,
- * epochs_done reads -1 (unknown) in rows recorded before version 2, the
- * confirmation columns 0 / NULL (not confirmed), perplexity 0, retimed 0. An older
- * syno then refuses the upgraded file (a newer schema).
+ * searches); 4 added the re-timing columns (retimed, retime_*: `syno eval --retime`). syno_db_open upgrades an older
+ * file in place, in one transaction, by adding the missing columns: its rows keep every value, epochs_done reads -1
+ * (unknown) in rows recorded before version 2, the confirmation columns 0 / NULL (not confirmed), perplexity 0, retimed
+ * 0. An older syno then refuses the upgraded file (a newer schema).
  *
  * Meta keys written by `syno search`: "spec" (the search spec as JSON, read
  * by syno_space_spec_from_json), "driver" (the search settings as JSON),

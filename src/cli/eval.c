@@ -172,8 +172,8 @@ static void train_cfg(const syno_evalreq_t *req, syno_train_cfg_t *tc) {
  * measure_latency does, the figures written into its row (syno_db_retime), printed as one JSON
  * line, and said in words on stderr. */
 static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, const char *path, long id) {
-  static const char *const own[] = {"op", "preset", "backbone", "dataset", "pad", "width", "depth", "plan", "confirm",
-                                    "stand-in", NULL};
+  static const char *const own[] = {"op",    "preset", "backbone", "dataset",  "pad", "width",
+                                    "depth", "plan",   "confirm",  "stand-in", NULL};
   for (int i = 0; own[i]; i++)
     if (syno_opt_given(opts, own[i]))
       return cli_cmd_error("eval",
@@ -185,7 +185,8 @@ static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, c
   char strs[3][256], *op = NULL;
   int rc = cli_candidate_from_db(path, id, "re-timing", &tc, strs, &op);
   if (rc) return rc;
-  if (!op) return cli_cmd_error("eval", "candidate %ld of %s is the baseline, the reference of every speed-up", id, path);
+  if (!op)
+    return cli_cmd_error("eval", "candidate %ld of %s is the baseline, the reference of every speed-up", id, path);
   tc.op_text = op;
   syno_kernels_t kernels = SYNO_KERNELS_EXEC;
   if (syno_kernels_parse(req->kernels, &kernels)) {
@@ -221,8 +222,8 @@ static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, c
     else {
       rc = 0;
       int gpt = !strcmp(tc.backbone, "gpt");
-      fprintf(stderr, "candidate %ld: %.2fx faster than the standard network on %s (%.4f vs %.4f ms", id,
-              rec.speedup, rec.base_impl, 1e3 * rec.latency_s, 1e3 * rec.base_latency_s);
+      fprintf(stderr, "candidate %ld: %.2fx faster than the standard network on %s (%.4f vs %.4f ms", id, rec.speedup,
+              rec.base_impl, 1e3 * rec.latency_s, 1e3 * rec.base_latency_s);
       if (!gpt) fprintf(stderr, "; %.2fx vs im2col", rec.speedup_nnconv);
       fprintf(stderr, "), medians of %d, batch %ld, %d thread(s); recorded in %s\n", req->repeats,
               (long)req->latency_batch, req->latency_threads, path);

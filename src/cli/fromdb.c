@@ -75,4 +75,3 @@ out:
   syno_db_close(db);
   return rc;
 }
-

@@ -30,6 +30,8 @@ void syno_dist_finalize(void) {}
 #include <time.h>
 #include <unistd.h>
 
+#include "syno/cpus.h"
+
 enum { TAG_JOB = 1, TAG_RESULT = 2, TAG_STOP = 3 };
 
 /* How long a side sleeps between polls when nothing came. */
@@ -216,8 +218,7 @@ int syno_dist_pool_new(double timeout_s, syno_pool_t **out, syno_error_t *err) {
 
 /* This rank's share of its node's CPUs. */
 static int thread_share(void) {
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  long per = (cpus > 0 ? cpus : 1) / local_workers;
+  int per = syno_cpu_count() / local_workers;
   return per > 0 ? (int)per : 1;
 }
 

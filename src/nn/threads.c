@@ -8,17 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "syno/cpus.h"
 #include "syno/nn.h"
 
 static void *blas_sym(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
-int syno_nn_cpu_count(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
-
 int syno_nn_threads_set(int n) {
-  if (n < 1) n = syno_nn_cpu_count();
+  if (n < 1) n = syno_cpu_count();
   void (*set)(int) = NULL;
   void *sym = blas_sym("openblas_set_num_threads");
   memcpy(&set, &sym, sizeof sym);

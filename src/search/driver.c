@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "syno/cpus.h"
 #include "syno/evalproto.h"
 #include "syno/pool.h"
 #include "syno/search.h"
@@ -232,11 +233,6 @@ static void note_best(const syno_driver_cfg_t *c, syno_driver_progress_t *p, con
 
 /* ------------------------------------------------------------ workers */
 
-static int cpu_count(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
-
 /* One evaluation with the run's training settings: op NULL is the standard
  * operator, plan only lists the slots. */
 static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, syno_evalreq_t *q) {
@@ -254,7 +250,7 @@ static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, s
   q->pad = c->pad;
   if (c->cand_timeout > 0) q->time_limit = c->cand_timeout * 0.9;
   /* The CPUs shared among the workers, so that W workers do not oversubscribe them. */
-  int per = cpu_count() / (c->workers > 0 ? c->workers : 1);
+  int per = syno_cpu_count() / (c->workers > 0 ? c->workers : 1);
   q->threads = per > 0 ? per : 1;
   q->op_text = op;
   q->stand_in = c->stand_in;

@@ -464,8 +464,8 @@ int syno_db_retime(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
   int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "recording a re-timing");
   sqlite3_finalize(q);
   if (rc == 0 && sqlite3_changes(db->h) != 1)
-    rc = syno_error_set(err, "%s: no candidate %ld to re-time (the baseline is the reference, not re-timed)",
-                        db->path, c->id);
+    rc = syno_error_set(err, "%s: no candidate %ld to re-time (the baseline is the reference, not re-timed)", db->path,
+                        c->id);
   return rc;
 }
 
