@@ -1,7 +1,8 @@
 /*
- * Batch and layer normalisation. Statistics use two passes in double: the one-pass
- * E[x^2] - E[x]^2 form cancels catastrophically in float when |mean| >> std, which happens
- * after ReLU layers with large activations.
+ * Batch and layer normalisation. Statistics use two passes (the mean, then the squared
+ * deviations from it), summed in double across rows: the one-pass E[x^2] - E[x]^2 form cancels
+ * catastrophically in float when |mean| >> std, which happens after ReLU layers with large
+ * activations.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +27,54 @@ static int bn_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims,
   return ndim;
 }
 
+/* One row's sums in LANES float accumulators, folded into a double: the compiler vectorises
+ * them without -ffast-math, and a row (one sample's plane of one channel) is short enough
+ * that float partial sums lose nothing the two passes care about. */
+#define LANES 8
+static double row_sum(const float *p, int64_t k) {
+  float acc[LANES] = {0};
+  int64_t j = 0;
+  for (; j + LANES <= k; j += LANES)
+    for (int l = 0; l < LANES; l++) acc[l] += p[j + l];
+  double s = 0.0;
+  for (int l = 0; l < LANES; l++) s += acc[l];
+  for (; j < k; j++) s += p[j];
+  return s;
+}
+
+static double row_sqdev(const float *p, int64_t k, float mean) {
+  float acc[LANES] = {0};
+  int64_t j = 0;
+  for (; j + LANES <= k; j += LANES)
+    for (int l = 0; l < LANES; l++) {
+      float d = p[j + l] - mean;
+      acc[l] += d * d;
+    }
+  double s = 0.0;
+  for (int l = 0; l < LANES; l++) s += acc[l];
+  for (; j < k; j++) s += (double)(p[j] - mean) * (p[j] - mean);
+  return s;
+}
+
+/* sum g and sum g * (p - mean) over one row. */
+static void row_dots(const float *g, const float *p, int64_t k, float mean, double *sg, double *sgd) {
+  float a[LANES] = {0}, b[LANES] = {0};
+  int64_t j = 0;
+  for (; j + LANES <= k; j += LANES)
+    for (int l = 0; l < LANES; l++) {
+      a[l] += g[j + l];
+      b[l] += g[j + l] * (p[j + l] - mean);
+    }
+  double x = 0.0, y = 0.0;
+  for (int l = 0; l < LANES; l++) x += a[l], y += b[l];
+  for (; j < k; j++) x += g[j], y += (double)g[j] * (p[j] - mean);
+  *sg += x;
+  *sgd += y;
+}
+
+/* Channels are independent: split them over the threads when there is enough work. */
+#define BN_PARALLEL_MIN 65536
+
 static int bn_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   bn_t *b = (bn_t *)self;
   int64_t od[SYNO_TENSOR_MAX_DIMS];
@@ -37,22 +86,14 @@ static int bn_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   const int64_t m = n * inner;
   const float *gamma = self->params[0].value.data, *beta = self->params[1].value.data;
   float *rm = b->running_mean.data, *rv = b->running_var.data;
+#pragma omp parallel for schedule(static) if (c * m >= BN_PARALLEL_MIN)
   for (int64_t ch = 0; ch < c; ch++) {
     double mean, var;
     if (train) {
       double s = 0.0, ss = 0.0;
-      for (int64_t i = 0; i < n; i++) {
-        const float *p = x->data + (i * c + ch) * inner;
-        for (int64_t j = 0; j < inner; j++) s += p[j];
-      }
+      for (int64_t i = 0; i < n; i++) s += row_sum(x->data + (i * c + ch) * inner, inner);
       mean = m > 0 ? s / (double)m : 0.0;
-      for (int64_t i = 0; i < n; i++) {
-        const float *p = x->data + (i * c + ch) * inner;
-        for (int64_t j = 0; j < inner; j++) {
-          double d = p[j] - mean;
-          ss += d * d;
-        }
-      }
+      for (int64_t i = 0; i < n; i++) ss += row_sqdev(x->data + (i * c + ch) * inner, inner, (float)mean);
       var = m > 0 ? ss / (double)m : 0.0;
       double unbiased = m > 1 ? ss / (double)(m - 1) : var;
       rm[ch] = (float)((1.0 - b->momentum) * rm[ch] + b->momentum * mean);
@@ -83,31 +124,26 @@ static int bn_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   const double m = (double)(n * inner);
   const float *gamma = self->params[0].value.data;
   float *dgamma = self->params[0].grad.data, *dbeta = self->params[1].grad.data;
+#pragma omp parallel for schedule(static) if ((double)c * m >= BN_PARALLEL_MIN)
   for (int64_t ch = 0; ch < c; ch++) {
     const double mean = b->mean[ch], inv = b->invstd[ch];
-    double sdy = 0.0, sdyx = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-      const float *p = x->data + (i * c + ch) * inner;
-      const float *g = dy->data + (i * c + ch) * inner;
-      for (int64_t j = 0; j < inner; j++) {
-        sdy += g[j];
-        sdyx += g[j] * ((p[j] - mean) * inv);
-      }
-    }
+    double sdy = 0.0, sdyd = 0.0; /* sum dy, sum dy * (x - mean) */
+    for (int64_t i = 0; i < n; i++)
+      row_dots(dy->data + (i * c + ch) * inner, x->data + (i * c + ch) * inner, inner, (float)mean, &sdy, &sdyd);
+    const double sdyx = sdyd * inv; /* sum dy * xhat */
     dgamma[ch] += (float)sdyx;
     dbeta[ch] += (float)sdy;
     if (skip) continue;
-    /* In eval mode the statistics are constants, so only the scale flows back. */
+    /* In eval mode the statistics are constants, so only the scale flows back:
+     * dx = k (dy - a - xhat bx), xhat = (x - mean) inv. */
     const double k = gamma[ch] * inv;
     const double a = self->train ? sdy / m : 0.0, bx = self->train ? sdyx / m : 0.0;
+    const float kf = (float)k, off = (float)(-k * a), slope = (float)(-k * bx * inv), meanf = (float)mean;
     for (int64_t i = 0; i < n; i++) {
       const float *p = x->data + (i * c + ch) * inner;
       const float *g = dy->data + (i * c + ch) * inner;
       float *q = self->grad_in.data + (i * c + ch) * inner;
-      for (int64_t j = 0; j < inner; j++) {
-        double xh = (p[j] - mean) * inv;
-        q[j] = (float)(k * (g[j] - a - xh * bx));
-      }
+      for (int64_t j = 0; j < inner; j++) q[j] = kf * g[j] + off + slope * (p[j] - meanf);
     }
   }
   return SYNO_NN_OK;

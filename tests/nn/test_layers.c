@@ -94,6 +94,58 @@ static void test_batchnorm_train(void **state) {
   syno_nn_layer_free(l);
 }
 
+/* A batch large enough for the rows' vector lanes and for splitting the channels over two
+ * threads, with a mean far from 0: forward statistics and the backward pass against the
+ * definitions evaluated in double. */
+static void test_batchnorm_large_against_double(void **state) {
+  (void)state;
+  const int64_t N = 8, C = 4, HW = 2 * 1153; /* HW not a multiple of the lanes: the tail too */
+  int64_t d[4] = {N, C, 2, 1153};
+  syno_tensor_t x = gc_randn(4, d, 31), dy = gc_randn(4, d, 32);
+  for (int64_t i = 0; i < syno_nn_tensor_numel(&x); i++) x.data[i] = x.data[i] * 0.5f + 40.0f;
+  syno_nn_threads_set(2);
+  syno_layer_t *l = syno_nn_batchnorm_create(C, 0.1, 1e-5);
+  for (int c = 0; c < C; c++) l->params[0].value.data[c] = 0.5f + 0.25f * (float)c;
+  assert_int_equal(syno_nn_forward(l, &x, 1), 0);
+  syno_nn_zero_grad(l);
+  assert_int_equal(syno_nn_backward(l, &dy), 0);
+  const double m = (double)(N * HW);
+  for (int64_t c = 0; c < C; c++) {
+    double s = 0, ss = 0, sg = 0, sgx = 0;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t j = 0; j < HW; j++) s += x.data[(n * C + c) * HW + j];
+    const double mean = s / m;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t j = 0; j < HW; j++) ss += pow(x.data[(n * C + c) * HW + j] - mean, 2);
+    const double inv = 1 / sqrt(ss / m + 1e-5), g = l->params[0].value.data[c];
+    assert_true(fabs(syno_nn_batchnorm_running_mean(l)->data[c] - 0.1 * mean) < 1e-4);
+    assert_true(fabs(syno_nn_batchnorm_running_var(l)->data[c] - (0.9 + 0.1 * ss / (m - 1))) < 1e-5);
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t j = 0; j < HW; j++) {
+        const int64_t k = (n * C + c) * HW + j;
+        const double xh = (x.data[k] - mean) * inv;
+        assert_true(fabs(l->out.data[k] - g * xh) < 1e-4);
+        sg += dy.data[k];
+        sgx += dy.data[k] * xh;
+      }
+    assert_true(fabs(l->params[0].grad.data[c] - sgx) < 1e-3 * (1 + fabs(sgx)));
+    assert_true(fabs(l->params[1].grad.data[c] - sg) < 1e-3 * (1 + fabs(sg)));
+    double worst = 0;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t j = 0; j < HW; j++) {
+        const int64_t k = (n * C + c) * HW + j;
+        const double xh = (x.data[k] - mean) * inv;
+        const double want = g * inv * (dy.data[k] - sg / m - xh * sgx / m);
+        worst = fmax(worst, fabs(l->grad_in.data[k] - want) / (1e-3 + fabs(want)));
+      }
+    assert_true(worst < 1e-3);
+  }
+  syno_nn_threads_set(0);
+  syno_nn_tensor_free(&x);
+  syno_nn_tensor_free(&dy);
+  syno_nn_layer_free(l);
+}
+
 static void test_batchnorm_running_stats_and_eval(void **state) {
   (void)state;
   syno_layer_t *l = syno_nn_batchnorm_create(2, 0.1, 1e-5);
@@ -485,6 +537,7 @@ int main(void) {
       cmocka_unit_test(test_linear),
       cmocka_unit_test(test_batchnorm_train),
       cmocka_unit_test(test_batchnorm_running_stats_and_eval),
+      cmocka_unit_test(test_batchnorm_large_against_double),
       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_relu_gelu),
       cmocka_unit_test(test_maxpool),
