@@ -195,7 +195,10 @@ int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t head
 int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n);
 
 /* Median inference-forward seconds of net on a batch of `batch` random images of shape
- * [c, h, w] over `repeats` runs (after one warm-up run). */
+ * [c, h, w] over `repeats` runs (after one warm-up run). Every latency here (these and
+ * syno_backbone_latency_cmp's) is the calling thread's CPU time when the compute libraries
+ * run one thread (syno_nn_threads_set(1)) and no Halide kernel is timed, so that other
+ * processes on a shared machine do not count; else wall time. */
 int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
                      double *median_seconds, syno_error_t *err);
 /* The same for n nets on one input, timed round-robin (one forward of each in turn, so a
