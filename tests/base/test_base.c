@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "syno/alloc.h"
 #include "syno/clock.h"
@@ -329,6 +330,16 @@ static void test_median_clock(void **state) {
   assert_true(syno_median(NULL, 0) == 0);
   double a = syno_clock_seconds(), b = syno_clock_seconds();
   assert_true(a > 0 && b >= a);
+  /* The thread's CPU clock runs while it computes and stands while it sleeps. */
+  double c0 = syno_clock_thread_seconds();
+  volatile double sink = 0;
+  while (syno_clock_thread_seconds() - c0 < 0.01) sink += 1;
+  double c1 = syno_clock_thread_seconds(), w1 = syno_clock_seconds();
+  struct timespec nap = {0, 100000000};
+  while (nanosleep(&nap, &nap) != 0) {}
+  double c2 = syno_clock_thread_seconds(), w2 = syno_clock_seconds();
+  assert_true(c1 - c0 >= 0.01 && w2 - w1 >= 0.1);
+  assert_true(c2 - c1 < 0.05); /* a sleep of 0.1 s costs microseconds of CPU */
 }
 
 static void test_lex(void **state) {
