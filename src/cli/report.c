@@ -333,7 +333,7 @@ static int report_table(const char *const *paths, int n, const char *out_dir, in
     printf("{\"summary\":true,\"searches\":%d,\"geomean_speedup\":%.6g%s%s%s}\n", n, geo, plotted ? ",\"png\":\"" : "",
            plotted ? png : "", plotted ? "\"" : "");
   } else {
-    printf("%-8s %-24s %5s %10s %5s %10s %10s %9s %7s %7s\n", "backbone", "search", "cands", "baseline", "id", "best",
+    printf("%-15s %-24s %5s %10s %5s %10s %10s %9s %7s %7s\n", "backbone", "search", "cands", "baseline", "id", "best",
            "delta", "speed-up", "FLOPs", "params");
     for (int i = 0; i < n; i++) {
       lm = t[i].lm;
@@ -347,7 +347,7 @@ static int report_table(const char *const *paths, int n, const char *out_dir, in
         snprintf(fl, sizeof fl, "%.2fx", t[i].best.flops_ratio);
         if (t[i].base.params > 0) snprintf(pr, sizeof pr, "%.2fx", t[i].best.params / t[i].base.params);
       }
-      printf("%-8s %-24.24s %5d %10s %5s %10s %10s %9s %7s %7s\n", t[i].backbone, t[i].db, t[i].candidates, b, id, q, d,
+      printf("%-15s %-24.24s %5d %10s %5s %10s %10s %9s %7s %7s\n", t[i].backbone, t[i].db, t[i].candidates, b, id, q, d,
              sp, fl, pr);
     }
     retimed_footnote();
