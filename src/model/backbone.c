@@ -460,8 +460,8 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n) {
 /* The clock of a latency: with one compute thread and no Halide kernels (whose runtime has a
  * thread pool of its own), every forward runs on the calling thread, so its CPU time is its
  * latency without the time other processes held the CPU (on a loaded machine the wall clock's
- * medians moved a speed-up between 1.96x and 3.05x in two runs where CPU time gave 1.83x and
- * 1.81x); otherwise the wall clock. */
+ * medians put one speed-up at 1.96x and 3.05x in two runs, CPU time at 1.81x and 1.79x; quiet,
+ * both said 1.85x); otherwise the wall clock. */
 static double (*latency_clock(int kernels))(void) {
   return kernels == SYNO_KERNELS_EXEC && syno_nn_threads_get() == 1 ? syno_clock_thread_seconds : syno_clock_seconds;
 }
