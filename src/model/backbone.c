@@ -456,7 +456,6 @@ int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n) {
   return bb->nslots;
 }
 
-/* Times n nets on input x, round-robin; medians[k] is net k's median. */
 /* The clock of a latency: with one compute thread and no Halide kernels (whose runtime has a
  * thread pool of its own), every forward runs on the calling thread, so its CPU time is its
  * latency without the time other processes held the CPU (on a loaded machine the wall clock's
@@ -466,6 +465,7 @@ static double (*latency_clock(int kernels))(void) {
   return kernels == SYNO_KERNELS_EXEC && syno_nn_threads_get() == 1 ? syno_clock_thread_seconds : syno_clock_seconds;
 }
 
+/* Times n nets on input x, round-robin, on latency_clock(kernels); medians[k] is net k's median. */
 static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x, int repeats, int kernels,
                         double *medians, syno_error_t *err) {
   double (*clk)(void) = latency_clock(kernels);
