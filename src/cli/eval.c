@@ -209,15 +209,16 @@ static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, c
   if (measure_latency(&cand, &cand.cfg, kernels, &rng, req->latency_batch, req->repeats, &rec, &err))
     fprintf(stderr, "syno eval: re-timing candidate %ld failed: %s\n", id, err.msg);
   else {
-    rec.id = id;
-    rec.retime_latency_s = rec.latency_s;
-    rec.retime_base_latency_s = rec.base_latency_s;
-    rec.retime_base_impl = rec.base_impl;
-    rec.retime_nnconv_latency_s = rec.nnconv_latency_s;
-    rec.retime_speedup = rec.speedup;
-    rec.retime_speedup_nnconv = rec.speedup_nnconv;
-    rec.retime_repeats = req->repeats;
-    if (syno_db_open(path, 0, &db, &err) || syno_db_retime(db, &rec, &err))
+    /* The measurement's fields, as the row's re-timing (strings borrowed from rec). */
+    const syno_db_cand_t rt = {.id = id,
+                               .retime_latency_s = rec.latency_s,
+                               .retime_base_latency_s = rec.base_latency_s,
+                               .retime_base_impl = rec.base_impl,
+                               .retime_nnconv_latency_s = rec.nnconv_latency_s,
+                               .retime_speedup = rec.speedup,
+                               .retime_speedup_nnconv = rec.speedup_nnconv,
+                               .retime_repeats = req->repeats};
+    if (syno_db_open(path, 0, &db, &err) || syno_db_retime(db, &rt, &err))
       fprintf(stderr, "syno eval: %s\n", err.msg);
     else {
       rc = 0;
@@ -242,7 +243,6 @@ static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, c
       cJSON_Delete(o);
     }
   }
-  rec.retime_base_impl = NULL; /* the same string as base_impl */
   syno_db_close(db);
   syno_db_cand_clear(&rec);
   syno_backbone_free(&cand);

@@ -382,6 +382,24 @@ int syno_db_meta_get(syno_db_t *db, const char *key, char **value, syno_error_t 
   return rc;
 }
 
+/* Binds record c's value of field f to parameter i of q (op_text NULL as "": it is never NULL). */
+static void bind_field(sqlite3_stmt *q, int i, const field_t *f, const syno_db_cand_t *c) {
+  switch (f->type) {
+    case F_INT: sqlite3_bind_int(q, i, *AT(c, f, int)); break;
+    case F_LONG: sqlite3_bind_int64(q, i, *AT(c, f, long)); break;
+    case F_REAL: sqlite3_bind_double(q, i, *AT(c, f, double)); break;
+    case F_TEXT: {
+      const char *s = *AT(c, f, char *);
+      if (s)
+        sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+      else if (!strcmp(f->name, "op_text"))
+        sqlite3_bind_text(q, i, "", -1, SQLITE_STATIC);
+      else
+        sqlite3_bind_null(q, i);
+    } break;
+  }
+}
+
 int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err) {
   char sql[2048];
   int n = snprintf(sql, sizeof sql, "INSERT INTO candidates(");
@@ -392,23 +410,7 @@ int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err) {
   snprintf(sql + n, sizeof sql - (size_t)n, ")");
   sqlite3_stmt *q;
   if (sqlite3_prepare_v2(db->h, sql, -1, &q, NULL) != SQLITE_OK) return db_error(db, err, "insert");
-  for (int i = 1; i < NFIELDS; i++) {
-    const field_t *f = &fields[i];
-    switch (f->type) {
-      case F_INT: sqlite3_bind_int(q, i, *AT(c, f, int)); break;
-      case F_LONG: sqlite3_bind_int64(q, i, *AT(c, f, long)); break;
-      case F_REAL: sqlite3_bind_double(q, i, *AT(c, f, double)); break;
-      case F_TEXT: {
-        const char *s = *AT(c, f, char *);
-        if (s)
-          sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
-        else if (!strcmp(f->name, "op_text"))
-          sqlite3_bind_text(q, i, "", -1, SQLITE_STATIC);
-        else
-          sqlite3_bind_null(q, i);
-      } break;
-    }
-  }
+  for (int i = 1; i < NFIELDS; i++) bind_field(q, i, &fields[i], c);
   int r = sqlite3_step(q), rc = 0;
   if (r == SQLITE_CONSTRAINT)
     rc = syno_error_set(err, "%s: %s is already recorded", db->path, c->is_baseline ? "the baseline" : c->op_text);
@@ -420,53 +422,40 @@ int syno_db_insert(syno_db_t *db, syno_db_cand_t *c, syno_error_t *err) {
   return rc;
 }
 
-int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
+/* Writes c's columns whose names start with `group` into row c->id (a candidate's, not the
+ * baseline's, when candidate_only); `what` names the change in messages, `missing` ends the
+ * message for a row that is not there. */
+static int update_group(syno_db_t *db, const syno_db_cand_t *c, const char *group, int candidate_only, const char *what,
+                        const char *missing, syno_error_t *err) {
+  const size_t g = strlen(group);
+  char sql[1024];
+  int n = snprintf(sql, sizeof sql, "UPDATE candidates SET "), k = 0;
+  for (int i = 0; i < NFIELDS; i++)
+    if (!strncmp(fields[i].name, group, g))
+      n += snprintf(sql + n, sizeof sql - (size_t)n, "%s%s = ?", k++ ? ", " : "", fields[i].name);
+  snprintf(sql + n, sizeof sql - (size_t)n, " WHERE id = ?%s", candidate_only ? " AND is_baseline = 0" : "");
   sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(db->h,
-                         "UPDATE candidates SET confirmed = ?, confirmed_accuracy = ?, confirm_reason = ?, "
-                         "confirm_seconds = ? WHERE id = ?",
-                         -1, &q, NULL) != SQLITE_OK)
-    return db_error(db, err, "confirm");
-  sqlite3_bind_int(q, 1, c->confirmed);
-  sqlite3_bind_double(q, 2, c->confirmed_accuracy);
-  if (c->confirm_reason)
-    sqlite3_bind_text(q, 3, c->confirm_reason, -1, SQLITE_TRANSIENT);
-  else
-    sqlite3_bind_null(q, 3);
-  sqlite3_bind_double(q, 4, c->confirm_seconds);
-  sqlite3_bind_int64(q, 5, c->id);
-  int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "recording a confirmation");
+  if (sqlite3_prepare_v2(db->h, sql, -1, &q, NULL) != SQLITE_OK) return db_error(db, err, what);
+  k = 0;
+  for (int i = 0; i < NFIELDS; i++)
+    if (!strncmp(fields[i].name, group, g)) bind_field(q, ++k, &fields[i], c);
+  sqlite3_bind_int64(q, k + 1, c->id);
+  int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, what);
   sqlite3_finalize(q);
   if (rc == 0 && sqlite3_changes(db->h) != 1)
-    rc = syno_error_set(err, "%s: no candidate %ld to confirm", db->path, c->id);
+    rc = syno_error_set(err, "%s: no candidate %ld %s", db->path, c->id, missing);
   return rc;
 }
 
+int syno_db_confirm(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
+  return update_group(db, c, "confirm", 0, "recording a confirmation", "to confirm", err);
+}
+
 int syno_db_retime(syno_db_t *db, const syno_db_cand_t *c, syno_error_t *err) {
-  sqlite3_stmt *q;
-  if (sqlite3_prepare_v2(db->h,
-                         "UPDATE candidates SET retimed = 1, retime_latency_s = ?, retime_base_latency_s = ?, "
-                         "retime_base_impl = ?, retime_nnconv_latency_s = ?, retime_speedup = ?, "
-                         "retime_speedup_nnconv = ?, retime_repeats = ? WHERE id = ? AND is_baseline = 0",
-                         -1, &q, NULL) != SQLITE_OK)
-    return db_error(db, err, "re-time");
-  sqlite3_bind_double(q, 1, c->retime_latency_s);
-  sqlite3_bind_double(q, 2, c->retime_base_latency_s);
-  if (c->retime_base_impl)
-    sqlite3_bind_text(q, 3, c->retime_base_impl, -1, SQLITE_TRANSIENT);
-  else
-    sqlite3_bind_null(q, 3);
-  sqlite3_bind_double(q, 4, c->retime_nnconv_latency_s);
-  sqlite3_bind_double(q, 5, c->retime_speedup);
-  sqlite3_bind_double(q, 6, c->retime_speedup_nnconv);
-  sqlite3_bind_int(q, 7, c->retime_repeats);
-  sqlite3_bind_int64(q, 8, c->id);
-  int rc = sqlite3_step(q) == SQLITE_DONE ? 0 : db_error(db, err, "recording a re-timing");
-  sqlite3_finalize(q);
-  if (rc == 0 && sqlite3_changes(db->h) != 1)
-    rc = syno_error_set(err, "%s: no candidate %ld to re-time (the baseline is the reference, not re-timed)", db->path,
-                        c->id);
-  return rc;
+  syno_db_cand_t r = *c; /* a shallow copy: its strings stay c's */
+  r.retimed = 1;
+  return update_group(db, &r, "retime", 1, "recording a re-timing",
+                      "to re-time (the baseline is the reference, not re-timed)", err);
 }
 
 void syno_db_cand_clear(syno_db_cand_t *c) {
