@@ -76,7 +76,7 @@ static const opt_t opts[] = {
     OPT("--threads", K_INT, threads, W_ALWAYS, 0, 256, 0, NULL, "T", "threads for training (default 0: one per CPU)"),
     OPT("--latency-batch", K_LONG, latency_batch, W_CHANGED, 1, 65536, 0, NULL, "B",
         "batch size for the latency measurements (default 1)"),
-    OPT("--repeats", K_INT, repeats, W_CHANGED, 1, 100000, 0, NULL, "R",
+    OPT("--repeats", K_INT, repeats, W_CHANGED, 1, 1000, 0, NULL, "R",
         "timing repeats, the median is taken (default 30)"),
     OPT("--latency-threads", K_INT, latency_threads, W_CHANGED, 1, 256, 0, NULL, "T",
         "threads for the latency measurements (default 1)"),

@@ -221,6 +221,7 @@ t "--kernels fast: must be one of exec, halide, best" "$SYNO" search --kernels f
 t "--epochs 0: must be an integer" "$SYNO" eval --epochs 0
 t "--lr nan: must be a finite number" "$SYNO" eval --lr nan
 t "--time-limit -1: must be a finite number" "$SYNO" eval --time-limit -1
+t "--repeats 5000: must be an integer in 1..1000" "$SYNO" eval --repeats 5000
 t "--op" "$SYNO" eval --op 'in[bogus]' --plan
 t "--plan and --confirm exclude each other" "$SYNO" eval --plan --confirm
 t "--threads 300: must be an integer in 0..256" "$SYNO" eval --threads 300
