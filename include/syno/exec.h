@@ -53,6 +53,16 @@ const char *syno_exec_strategy(const syno_exec_t *e);
  * stays "gemm" or "chain"). Static storage. */
 const char *syno_exec_fallback_reason(const syno_exec_t *e);
 
+/* Holding the weights: a GEMM stage gathers its weight into the matrix its GEMM reads on
+ * every forward (the weight's layout is the operator's, rarely the GEMM's), which at batch 1
+ * can cost more than the GEMM. A deployed operator packs its weights once; so does the
+ * executor while the caller holds them: with id != 0 the caller promises that the weights of
+ * every later forward are the same tensors with the same values as in the previous forward
+ * given the same id, and a stage gathers only at the first forward under an id (or when a
+ * weight pointer changes). 0 (the default) promises nothing. Take a new id whenever the
+ * weights may have changed (syno_nn_freeze does). */
+void syno_exec_hold_weights(syno_exec_t *e, uint64_t id);
+
 /* out = op(tensors[0], ..., tensors[n_tensors-1]); out is overwritten. */
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err);
 

@@ -137,6 +137,7 @@ struct syno_layer {
   int skip_input_grad; /* set by the user: backward leaves grad_in alone */
   int train;           /* mode of the last forward */
   int has_forward;     /* a forward happened since creation (backward needs one) */
+  uint64_t frozen;     /* syno_nn_freeze's id while frozen, else 0 */
 };
 
 int syno_nn_forward(syno_layer_t *l, const syno_tensor_t *x, int train);
@@ -154,6 +155,14 @@ int syno_nn_params(syno_layer_t *l, syno_param_t **out, int cap);
 int64_t syno_nn_param_count(syno_layer_t *l);
 /* Zeroes the gradient of every parameter of l and its descendants. */
 void syno_nn_zero_grad(syno_layer_t *l);
+/* Freezing (on = 1) promises that no parameter of l or its descendants changes until it is
+ * thawed (on = 0), so inference forwards may reuse what they derive from the parameters: a
+ * layer whose kernel wants its weight in another layout (an operator slot's GEMM stages, a
+ * oneDNN convolution's blocked weight) then converts it once, as deployed inference does,
+ * instead of at every forward. Each freeze takes a new id, so what a layer kept from an
+ * earlier freeze is never reused; training forwards ignore it. The latency measurements
+ * freeze the networks they time. */
+void syno_nn_freeze(syno_layer_t *l, int on);
 
 /* ---------------------------------------------------------------- layers */
 

@@ -23,6 +23,7 @@ struct syno_exec {
   const char *strategy;
   const char *fallback_reason; /* NULL on a fast path */
   exec_chain_t *chain;
+  uint64_t hold; /* syno_exec_hold_weights */
 };
 
 int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err) {
@@ -72,9 +73,11 @@ int64_t syno_exec_flops(const syno_exec_t *e) { return e->flops; }
 const char *syno_exec_strategy(const syno_exec_t *e) { return e->strategy; }
 const char *syno_exec_fallback_reason(const syno_exec_t *e) { return e->fallback_reason; }
 
+void syno_exec_hold_weights(syno_exec_t *e, uint64_t id) { e->hold = id; }
+
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
   if (e->chain) {
-    exec_chain_forward(e->chain, tensors, out);
+    exec_chain_forward(e->chain, tensors, out, e->hold);
     return 0;
   }
   return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);

@@ -95,19 +95,19 @@ fail:
   return -1;
 }
 
-static void run_forward(exec_chain_t *c, const float *const *tensors, int n, float *out) {
+static void run_forward(exec_chain_t *c, const float *const *tensors, int n, float *out, uint64_t hold) {
   for (int k = 0; k < n; k++) {
     const float *a = k ? c->t[k - 1] : tensors[0], *w = c->weight[k] ? tensors[c->weight[k]] : NULL;
-    exec_gemm_forward(c->plan[k], a, w, k == c->n_stages - 1 ? out : c->t[k]);
+    exec_gemm_forward(c->plan[k], a, w, k == c->n_stages - 1 ? out : c->t[k], hold);
   }
 }
 
-void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out) {
-  run_forward(c, tensors, c->n_stages, out);
+void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold) {
+  run_forward(c, tensors, c->n_stages, out, hold);
 }
 
 void exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads) {
-  run_forward(c, tensors, c->n_stages - 1, NULL);
+  run_forward(c, tensors, c->n_stages - 1, NULL, 0);
   const float *g = grad_out;
   for (int k = c->n_stages - 1; k >= 0; k--) {
     const float *a = k ? c->t[k - 1] : tensors[0], *w = c->weight[k] ? tensors[c->weight[k]] : NULL;

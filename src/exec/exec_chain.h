@@ -38,7 +38,8 @@ int exec_chain_stages(const exec_chain_t *c);
 /* NULL when every stage runs as a GEMM, else why one runs as a generic loop. */
 const char *exec_chain_generic(const exec_chain_t *c);
 
-void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out);
+/* hold: as syno_exec_hold_weights (0: gather every weight). */
+void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold);
 /* grads[t] may be NULL (not wanted); the others are overwritten. */
 void exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads);
 

@@ -65,6 +65,8 @@ struct exec_gemm_plan {
   int64_t ldo;
   float alpha;
   float *col, *cbuf, *wg, *dwg; /* [K][c*Me], [N][c*Me], [G][N][K], [N][K] */
+  uint64_t held;                 /* wg is the gather of held_w under this hold id (0: none) */
+  const float *held_w;
   int64_t flops;
   /* The generic loop (generic != NULL). */
   const char *generic;
@@ -434,8 +436,11 @@ static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
   }
 }
 
-static void gather_weight(exec_gemm_plan_t *p, const float *w) {
-  if (!p->has_w) return;
+/* wg from w; hold != 0 reuses the gather of the last call with the same hold and w. */
+static void gather_weight(exec_gemm_plan_t *p, const float *w, uint64_t hold) {
+  if (!p->has_w || (hold && p->held == hold && p->held_w == w)) return;
+  p->held = hold;
+  p->held_w = w;
   int64_t n = p->G * p->N * p->K;
   for (int64_t i = 0; i < n; i++) p->wg[i] = p->tw[i] >= 0 ? w[p->tw[i]] : 0.0f;
 }
@@ -487,12 +492,12 @@ static void scatter_col_add(const exec_gemm_plan_t *p, int64_t g, int64_t mp0, i
   }
 }
 
-void exec_gemm_forward(exec_gemm_plan_t *p, const float *x, const float *w, float *out) {
+void exec_gemm_forward(exec_gemm_plan_t *p, const float *x, const float *w, float *out, uint64_t hold) {
   if (p->generic) {
     generic_run(p, x, w, out, NULL, NULL, NULL);
     return;
   }
-  gather_weight(p, w);
+  gather_weight(p, w, hold);
   for (int64_t g = 0; g < p->G; g++)
     for (int64_t mp0 = 0; mp0 < p->Mp; mp0 += p->chunk) {
       int64_t nc = p->Mp - mp0 < p->chunk ? p->Mp - mp0 : p->chunk, ld = nc * p->Me;
@@ -524,7 +529,7 @@ void exec_gemm_backward(exec_gemm_plan_t *p, const float *x, const float *w, con
   }
   if (dx) {
     memset(dx, 0, sizeof(float) * (size_t)p->numel_a);
-    gather_weight(p, w);
+    gather_weight(p, w, 0);
   }
   if (dw) memset(dw, 0, sizeof(float) * (size_t)p->numel_w);
   /* dcol reuses the column buffer: the forward columns are gathered only for dW. */

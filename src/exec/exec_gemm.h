@@ -68,8 +68,10 @@ const char *exec_gemm_plan_generic(const exec_gemm_plan_t *p);
 /* Multiply-adds of the stage, 2 each (the product of its extents, times 2). */
 int64_t exec_gemm_plan_flops(const exec_gemm_plan_t *p);
 
-/* c = alpha * sum A W (w ignored without a weight); c is overwritten. */
-void exec_gemm_forward(exec_gemm_plan_t *p, const float *a, const float *w, float *c);
+/* c = alpha * sum A W (w ignored without a weight); c is overwritten. hold != 0: w is the
+ * same as in the previous forward under the same hold, so its gathered copy is reused
+ * (syno_exec_hold_weights). */
+void exec_gemm_forward(exec_gemm_plan_t *p, const float *a, const float *w, float *c, uint64_t hold);
 /* da = dL/dA, dw = dL/dW given dc = dL/dC; either may be NULL (not wanted),
  * the others are overwritten. */
 void exec_gemm_backward(exec_gemm_plan_t *p, const float *a, const float *w, const float *dc, float *da, float *dw);

@@ -471,6 +471,9 @@ static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x
   double (*clk)(void) = latency_clock(kernels);
   double *t = malloc(sizeof(double) * (size_t)repeats * (size_t)n);
   int rc = t ? 0 : SYNO_NN_ENOMEM;
+  /* Frozen, as a deployed network is: weights converted to a kernel's layout once, in the
+   * warm-up (syno_nn_freeze). */
+  for (int k = 0; k < n; k++) syno_nn_freeze(nets[k], 1);
   for (int k = 0; !rc && k < n; k++) rc = syno_nn_forward(nets[k], x, 0); /* warm-up: primitives, scratch buffers */
   /* Round-robin, so that a change of load on a shared machine hits every net alike. */
   for (int i = 0; !rc && i < repeats; i++)
@@ -479,6 +482,7 @@ static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x
       rc = syno_nn_forward(nets[k], x, 0);
       t[(size_t)k * (size_t)repeats + (size_t)i] = clk() - t0;
     }
+  for (int k = 0; k < n; k++) syno_nn_freeze(nets[k], 0);
   if (rc) {
     free(t);
     return syno_error_set(err, "latency: forward failed: %s", syno_nn_status_str(rc));

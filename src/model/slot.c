@@ -257,6 +257,7 @@ static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   const float *t[SYNO_MAX_TENSORS];
   t[0] = x->data;
   for (int i = 0; i < s->nweights; i++) t[i + 1] = self->params[i].value.data;
+  syno_exec_hold_weights(e, train ? 0 : self->frozen);
   if (!train && s->kernels != SYNO_KERNELS_EXEC) {
     if (slot_infer(s, slot_entry(s, x->dims[0]), t, self->out.data)) return SYNO_NN_EINVAL;
     return SYNO_NN_OK;

@@ -185,7 +185,7 @@ static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   const float *bias = cv->cfg.bias ? self->params[1].value.data : NULL;
   float *y = self->out.data;
   if (cv->dnnl && nn_dnnl_conv_supported(cv->dnnl, &cv->cfg, g.n, g.h, g.w)) {
-    rc = nn_dnnl_conv_forward(cv->dnnl, &cv->cfg, x, w, bias, y, train);
+    rc = nn_dnnl_conv_forward(cv->dnnl, &cv->cfg, x, w, bias, y, train, self->frozen);
     if (rc) return rc;
     syno_nn_begin_forward(self, x, train);
     cv->used = SYNO_CONV_ONEDNN;
@@ -350,6 +350,7 @@ int syno_nn_conv2d_latency(const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, i
   int rc = t ? syno_nn_tensor_alloc(&x, 4, xd) : SYNO_NN_ENOMEM;
   if (!rc) {
     syno_nn_fill_normal(&rng, &x, 0.0, 1.0);
+    syno_nn_freeze(l, 1); /* the weight reordered once, as deployed (syno_nn_freeze) */
     rc = syno_nn_forward(l, &x, 0); /* warm-up: creates primitives, touches buffers */
   }
   for (int i = 0; !rc && i < repeats; i++) {

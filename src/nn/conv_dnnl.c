@@ -44,6 +44,8 @@ typedef struct port {
   dnnl_memory_t user;  /* plain layout; handle set per call */
   dnnl_memory_t inner; /* NULL: the primitive reads/writes the user memory directly */
   dnnl_primitive_t reorder;
+  uint64_t held; /* the weights: inner holds the reorder of held_ptr under this freeze id */
+  const void *held_ptr;
 } port_t;
 
 typedef struct op {
@@ -195,13 +197,21 @@ static int reorder(nn_dnnl_conv_t *d, port_t *p, dnnl_memory_t from, dnnl_memory
   return dnnl_primitive_execute(p->reorder, d->stream, 2, a) != dnnl_success;
 }
 
-/* Runs o on the caller's plain buffers ptr[i] (one per port, in port order). */
-static int op_exec(nn_dnnl_conv_t *d, op_t *o, void *const *ptr) {
+/* Runs o on the caller's plain buffers ptr[i] (one per port, in port order). hold != 0: the
+ * weights are unchanged since the last run under the same id (syno_nn_freeze), so their
+ * reordered copy is reused. */
+static int op_exec(nn_dnnl_conv_t *d, op_t *o, void *const *ptr, uint64_t hold) {
   dnnl_exec_arg_t args[MAXPORTS];
   for (int i = 0; i < o->nports; i++) {
     port_t *p = &o->port[i];
     if (dnnl_memory_set_data_handle(p->user, ptr[i])) return SYNO_NN_EINVAL;
-    if (p->inner && !p->out && reorder(d, p, p->user, p->inner)) return SYNO_NN_EINVAL;
+    if (p->inner && !p->out) {
+      int weights = p->arg == DNNL_ARG_WEIGHTS;
+      if (!(weights && hold && p->held == hold && p->held_ptr == ptr[i]) && reorder(d, p, p->user, p->inner))
+        return SYNO_NN_EINVAL;
+      p->held = weights ? hold : 0;
+      p->held_ptr = ptr[i];
+    }
     args[i].arg = p->arg;
     args[i].memory = p->inner ? p->inner : p->user;
   }
@@ -277,7 +287,7 @@ int nn_dnnl_conv_supported(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, int64_
 }
 
 int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const syno_tensor_t *x, const float *wt,
-                         const float *bias, float *y, int train) {
+                         const float *bias, float *y, int train, uint64_t hold) {
   entry_t *e = lookup(d, c, x->dims[0], x->dims[2], x->dims[3]);
   if (!e->ok) return SYNO_NN_EINVAL;
   op_t *o = &e->fwd_train;
@@ -289,7 +299,7 @@ int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const sy
     o = &e->fwd_inf;
   }
   void *ptr[4] = {(void *)x->data, (void *)wt, y, (void *)bias};
-  return op_exec(d, o, ptr);
+  return op_exec(d, o, ptr, train ? 0 : hold);
 }
 
 int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const syno_tensor_t *x, const float *dy,
@@ -323,12 +333,12 @@ int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *c, const s
   }
   /* Weight (and bias) gradients into scratch, then accumulated. */
   void *wptr[4] = {(void *)x->data, (void *)dy, d->dw, d->db};
-  int rc = op_exec(d, &e->bwd_w, wptr);
+  int rc = op_exec(d, &e->bwd_w, wptr, 0);
   if (rc) return rc;
   for (int64_t i = 0; i < d->dw_len; i++) dw[i] += d->dw[i];
   if (db)
     for (int64_t k = 0; k < c->out_channels; k++) db[k] += d->db[k];
   if (!dx) return SYNO_NN_OK;
   void *dptr[3] = {(void *)dy, (void *)wt, dx};
-  return op_exec(d, &e->bwd_data, dptr);
+  return op_exec(d, &e->bwd_data, dptr, 0);
 }

@@ -84,6 +84,16 @@ static int64_t count_scalars(syno_layer_t *l) {
 
 int64_t syno_nn_param_count(syno_layer_t *l) { return l ? count_scalars(l) : 0; }
 
+static void set_frozen(syno_layer_t *l, uint64_t id) {
+  l->frozen = id;
+  for (int i = 0; i < l->nchildren; i++) set_frozen(l->children[i], id);
+}
+
+void syno_nn_freeze(syno_layer_t *l, int on) {
+  static _Atomic uint64_t last_id;
+  if (l) set_frozen(l, on ? ++last_id : 0);
+}
+
 void syno_nn_zero_grad(syno_layer_t *l) {
   if (!l) return;
   for (int i = 0; i < l->nparams; i++) syno_nn_tensor_zero(&l->params[i].grad);

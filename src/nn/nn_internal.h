@@ -31,7 +31,7 @@ nn_dnnl_conv_t *nn_dnnl_conv_new(const syno_conv2d_cfg_t *cfg);
 void nn_dnnl_conv_free(nn_dnnl_conv_t *d);
 int nn_dnnl_conv_supported(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w);
 int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x, const float *w,
-                         const float *bias, float *y, int train);
+                         const float *bias, float *y, int train, uint64_t hold);
 int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x, const float *dy,
                           const float *w, float *dw, float *db, float *dx);
 

@@ -74,7 +74,7 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
       fail_msg("%s: %s", what, err.msg);
     if (loops) {
       for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
-      exec_chain_forward(loops, (const float *const *)t, out);
+      exec_chain_forward(loops, (const float *const *)t, out, 0);
       fe = st_rel_err(out, want, n_out);
       if (!(fe <= TOL)) fail_msg("%s [loops]: forward differs by %g", what, fe);
       exec_chain_backward(loops, (const float *const *)t, gout, g);

@@ -113,6 +113,21 @@ static void test_synthesized_slot_matches_conv(void **state) {
     syno_nn_tensor_free(&x);
     syno_nn_tensor_free(&dy);
   }
+  /* Frozen inference (syno_nn_freeze) follows the weights from one freeze to the next. */
+  for (int round = 0; round < 3; round++) {
+    syno_tensor_t x = SYNO_TENSOR_EMPTY;
+    int64_t d[4] = {2, 3, 5, 5};
+    rand_tensor(&x, 4, d, 30 + round);
+    syno_nn_freeze(slot, 1);
+    for (int rep = 0; rep < 2; rep++) {
+      assert_int_equal(syno_nn_forward(slot, &x, 0), 0);
+      assert_int_equal(syno_nn_forward(conv, &x, 0), 0);
+      assert_true(max_diff(&slot->out, &conv->out) < 1e-5);
+    }
+    syno_nn_freeze(slot, 0);
+    for (int64_t i = 0; i < nw; i++) ps[0]->value.data[i] = pc[0]->value.data[i] = 0.5f - 1.5f * pc[0]->value.data[i];
+    syno_nn_tensor_free(&x);
+  }
   /* wrong input shape */
   syno_tensor_t bad = SYNO_TENSOR_EMPTY;
   int64_t bd[4] = {1, 2, 5, 5};

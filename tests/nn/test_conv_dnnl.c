@@ -169,6 +169,35 @@ static void test_auto_and_cache(void **state) {
   assert_null(syno_nn_conv2d_create(&c, &rng));
 }
 
+/* Frozen (syno_nn_freeze), the oneDNN layer reorders its weight once per freeze: a new freeze
+ * after the weights changed sees the new weights. */
+static void test_frozen_weights(void **state) {
+  (void)state;
+  syno_conv2d_cfg_t c = cfg_of(16, 32, 3, 1, 1, 1, 0);
+  syno_layer_t *a = make(c, SYNO_CONV_ONEDNN, 8), *b = make(c, SYNO_CONV_IM2COL, 8);
+  assert_non_null(a);
+  assert_non_null(b);
+  int64_t xd[4] = {1, 16, 8, 8};
+  syno_tensor_t x = gc_randn(4, xd, 81);
+  int64_t nw = syno_nn_tensor_numel(&a->params[0].value);
+  for (int round = 0; round < 3; round++) {
+    syno_nn_freeze(a, 1);
+    for (int rep = 0; rep < 2; rep++) {
+      assert_int_equal(syno_nn_forward(a, &x, 0), SYNO_NN_OK);
+      assert_int_equal(syno_nn_forward(b, &x, 0), SYNO_NN_OK);
+      assert_true(rel_err(a->out.data, b->out.data, syno_nn_tensor_numel(&b->out)) <= 1e-4);
+    }
+    syno_nn_freeze(a, 0);
+    /* what an optimizer step does between two evaluations */
+    for (int64_t i = 0; i < nw; i++) {
+      a->params[0].value.data[i] = b->params[0].value.data[i] = 0.5f - a->params[0].value.data[i] * 1.5f;
+    }
+  }
+  syno_nn_tensor_free(&x);
+  syno_nn_layer_free(a);
+  syno_nn_layer_free(b);
+}
+
 static void test_latency(void **state) {
   (void)state;
   syno_conv2d_cfg_t c = cfg_of(8, 8, 3, 1, 1, 1, 0);
@@ -197,6 +226,7 @@ int main(void) {
       cmocka_unit_test(test_groups_rect_dilation),
       cmocka_unit_test(test_gradcheck_onednn),
       cmocka_unit_test(test_auto_and_cache),
+      cmocka_unit_test(test_frozen_weights),
       cmocka_unit_test(test_latency),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
