@@ -198,6 +198,56 @@ static void test_frozen_weights(void **state) {
   syno_nn_layer_free(b);
 }
 
+/* Every oneDNN convolution keeps its blocked activations in one shared arena: a large and a
+ * small layer, interleaved (forward, forward, backward, backward, again after the large one is
+ * freed, which leaves the arena to the small one), each agree with their im2col twins. */
+static void test_shared_arena(void **state) {
+  (void)state;
+  syno_conv2d_cfg_t cfg[2] = {cfg_of(16, 32, 3, 1, 1, 1, 0), cfg_of(32, 16, 1, 2, 0, 1, 1)};
+  int64_t xd[2][4] = {{4, 16, 12, 12}, {2, 32, 6, 5}};
+  syno_layer_t *a[2], *b[2];
+  syno_tensor_t x[2], dy[2];
+  for (int i = 0; i < 2; i++) {
+    a[i] = make(cfg[i], SYNO_CONV_ONEDNN, 90 + i);
+    b[i] = make(cfg[i], SYNO_CONV_IM2COL, 90 + i);
+    assert_non_null(a[i]);
+    assert_non_null(b[i]);
+    x[i] = gc_randn(4, xd[i], 92 + i);
+  }
+  for (int round = 0; round < 2; round++) {
+    int first = round; /* round 1: the large layer is gone */
+    for (int i = first; i < 2; i++) {
+      assert_int_equal(syno_nn_forward(a[i], &x[i], 1), SYNO_NN_OK);
+      assert_int_equal(syno_nn_forward(b[i], &x[i], 1), SYNO_NN_OK);
+    }
+    for (int i = first; i < 2; i++) {
+      assert_true(rel_err(a[i]->out.data, b[i]->out.data, syno_nn_tensor_numel(&b[i]->out)) <= 1e-4);
+      if (round == 0) dy[i] = gc_randn(b[i]->out.ndim, b[i]->out.dims, 94 + i);
+      syno_nn_zero_grad(a[i]);
+      syno_nn_zero_grad(b[i]);
+    }
+    for (int i = 1; i >= first; i--) {
+      assert_int_equal(syno_nn_backward(a[i], &dy[i]), SYNO_NN_OK);
+      assert_int_equal(syno_nn_backward(b[i], &dy[i]), SYNO_NN_OK);
+    }
+    for (int i = first; i < 2; i++) {
+      assert_true(rel_err(a[i]->grad_in.data, b[i]->grad_in.data, syno_nn_tensor_numel(&x[i])) <= 1e-4);
+      assert_true(rel_err(a[i]->params[0].grad.data, b[i]->params[0].grad.data,
+                          syno_nn_tensor_numel(&b[i]->params[0].grad)) <= 1e-4);
+    }
+    if (round == 0) {
+      syno_nn_layer_free(a[0]);
+      syno_nn_layer_free(b[0]);
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    syno_nn_tensor_free(&x[i]);
+    syno_nn_tensor_free(&dy[i]);
+  }
+  syno_nn_layer_free(a[1]);
+  syno_nn_layer_free(b[1]);
+}
+
 static void test_latency(void **state) {
   (void)state;
   syno_conv2d_cfg_t c = cfg_of(8, 8, 3, 1, 1, 1, 0);
@@ -227,6 +277,7 @@ int main(void) {
       cmocka_unit_test(test_gradcheck_onednn),
       cmocka_unit_test(test_auto_and_cache),
       cmocka_unit_test(test_frozen_weights),
+      cmocka_unit_test(test_shared_arena),
       cmocka_unit_test(test_latency),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
