@@ -123,6 +123,12 @@ void syno_nn_begin_forward(syno_layer_t *l, const syno_tensor_t *x, int train);
 /* Shape of the last forward's input into grad_in, unless the caller skips it. Returns a
  * status; *skip is set when no input gradient is wanted. */
 int syno_nn_prepare_grad_in(syno_layer_t *l, int *skip);
+/* Frees l's input gradient once consumer (the layer its gradient flowed into, or the
+ * container that summed it) has used it: the buffer l owns, or, when l's grad_in is a view of
+ * a child's (a sequential's is its first child's), that child's, recursively. The buffer stays
+ * when consumer's own grad_in points into it (a flatten's is a view of its dy). Containers
+ * call it, so that a backward holds only the gradients still in flight, not one per layer. */
+void syno_nn_release_grad_in(syno_layer_t *l, const syno_layer_t *consumer);
 
 /* The common head of every layer. Concrete layers embed it as their first member. */
 struct syno_layer {

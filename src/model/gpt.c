@@ -124,6 +124,7 @@ static int ga_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   for (int i = 3; i >= 0; i--) {
     c[i]->skip_input_grad = i ? 0 : self->skip_input_grad;
     if ((rc = syno_nn_backward(c[i], i == 3 ? dy : &c[i + 1]->grad_in))) return rc;
+    if (i < 3) syno_nn_release_grad_in(c[i + 1], c[i]);
   }
   if (!self->skip_input_grad)
     self->grad_in = syno_nn_tensor_view(c[0]->grad_in.data, c[0]->grad_in.ndim, c[0]->grad_in.dims);

@@ -36,6 +36,26 @@ int syno_nn_prepare_grad_in(syno_layer_t *l, int *skip) {
   return syno_nn_tensor_resize_like(&l->grad_in, &l->in);
 }
 
+/* Frees the storage of l's grad_in unless keep points into it, and forgets the views of it
+ * on the way down. */
+static void release_grad(syno_layer_t *l, const float *keep) {
+  syno_tensor_t *t = &l->grad_in;
+  if (!t->owned) {
+    for (int i = 0; t->data && i < l->nchildren; i++)
+      if (l->children[i] && l->children[i]->grad_in.data == t->data) {
+        release_grad(l->children[i], keep);
+        break;
+      }
+  } else if (keep && keep >= t->data && keep < t->data + t->capacity) {
+    return;
+  }
+  syno_nn_tensor_free(t);
+}
+
+void syno_nn_release_grad_in(syno_layer_t *l, const syno_layer_t *consumer) {
+  release_grad(l, consumer ? consumer->grad_in.data : NULL);
+}
+
 int syno_nn_forward(syno_layer_t *l, const syno_tensor_t *x, int train) {
   if (!l || !x || !x->data) return SYNO_NN_EINVAL;
   return l->ops->forward(l, x, train);
@@ -122,6 +142,7 @@ static int seq_backward(syno_layer_t *self, const syno_tensor_t *dy) {
     c->skip_input_grad = i == 0 ? self->skip_input_grad : 0;
     int rc = syno_nn_backward(c, g);
     if (rc) return rc;
+    if (i + 1 < self->nchildren) syno_nn_release_grad_in(self->children[i + 1], c);
     g = &c->grad_in;
   }
   if (!self->skip_input_grad) self->grad_in = syno_nn_tensor_view(g->data, g->ndim, g->dims);
@@ -204,6 +225,8 @@ static int res_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   rc = syno_nn_tensor_resize_like(&self->grad_in, &self->in);
   if (rc) return rc;
   add_into(self->grad_in.data, body->grad_in.data, other->data, syno_nn_tensor_numel(other));
+  syno_nn_release_grad_in(body, self);
+  if (sc) syno_nn_release_grad_in(sc, self);
   return SYNO_NN_OK;
 }
 
@@ -339,6 +362,7 @@ static int dense_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   for (int64_t n = 0; n < self->in.dims[0]; n++)
     add_into(self->grad_in.data + n * cx * inner, dy->data + n * (cx + cb) * inner, body->grad_in.data + n * cx * inner,
              cx * inner);
+  syno_nn_release_grad_in(body, self);
   return SYNO_NN_OK;
 }
 

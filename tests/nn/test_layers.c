@@ -406,6 +406,16 @@ static void test_composite_network(void **state) {
   assert_int_equal(syno_nn_backward(net, &dy), 0);
   for (int64_t i = 0; i < syno_nn_tensor_numel(&g1); i++)
     assert_true(fabsf(p[0]->grad.data[i] - 2 * g1.data[i]) <= 1e-5f + 1e-5f * fabsf(g1.data[i]));
+  /* After a backward only the gradients still read are kept: the first layer's (the net's
+   * input gradient is a view of it) and the linear's (the flatten's is a view of it). Every
+   * other one was freed once the layer before it had consumed it, the residual's inner ones
+   * too. */
+  assert_non_null(layers[0]->grad_in.data);
+  assert_ptr_equal(net->grad_in.data, layers[0]->grad_in.data);
+  for (int i = 1; i <= 5; i++) assert_null(layers[i]->grad_in.data);
+  assert_non_null(layers[6]->grad_in.data);
+  assert_null(body[0]->grad_in.data);
+  assert_null(body[1]->grad_in.data);
   /* Wrong dy shape and wrong input shape are reported, not crashed on. */
   int64_t wd[2] = {3, 4};
   syno_tensor_t bad = gc_randn(2, wd, 95);
