@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench.h"
 #include "syno/backbone.h"
@@ -76,24 +77,28 @@ int main(int argc, char **argv) {
     return 1;
   }
   double ours_inf = batch / lat;
-  printf("ours:    train %8.1f images/s   inference %8.1f images/s   %lld params\n", ours_train, ours_inf,
-         (long long)bb.params);
+  struct rusage ru;
+  double ours_mb = getrusage(RUSAGE_SELF, &ru) ? 0.0 : ru.ru_maxrss / 1024.0; /* Linux: KiB */
+  printf("ours:    train %8.1f images/s   inference %8.1f images/s   %lld params   peak memory %7.0f MiB\n",
+         ours_train, ours_inf, (long long)bb.params, ours_mb);
   char args[192];
   snprintf(args, sizeof args, "%s %g %d %lld %d %lld", name, width, depth, (long long)batch, reps, (long long)side);
   char *out = bench_run_torch("train_torch.py", args);
-  double tt = 0, ti = 0;
+  double tt = 0, ti = 0, tmb = 0;
   long long tparams = 0;
-  int got = out && sscanf(out, "train_ips %lf infer_ips %lf params %lld", &tt, &ti, &tparams) == 3;
+  int got = out && sscanf(out, "train_ips %lf infer_ips %lf params %lld maxrss_mb %lf", &tt, &ti, &tparams, &tmb) == 4;
   free(out);
   if (!got) {
     printf("pytorch: skipped (" BENCH_PYTHON " with torch not available, or bench/train_torch.py failed)\n");
   } else {
-    printf("pytorch: train %8.1f images/s   inference %8.1f images/s   %lld params (torch.set_num_threads(2))\n", tt,
-           ti, tparams);
+    printf("pytorch: train %8.1f images/s   inference %8.1f images/s   %lld params   peak memory %7.0f MiB "
+           "(torch.set_num_threads(2))\n",
+           tt, ti, tparams, tmb);
     if (tparams != (long long)bb.params)
       printf("warning: the two nets differ (%lld against %lld parameters): the ratio compares different nets\n",
              (long long)bb.params, tparams);
-    printf("ratio ours/pytorch: train %.2fx, inference %.2fx\n", ours_train / tt, ours_inf / ti);
+    printf("ratio ours/pytorch: train %.2fx, inference %.2fx, peak memory %.2fx\n", ours_train / tt, ours_inf / ti,
+           ours_mb / tmb);
   }
   free(t);
   free(lab);

@@ -5,8 +5,9 @@ SE's linears, BN, AvgPool2d(2) where the published nets stride), SGD momentum 0.
 synthetic 1xSxS inputs.
     train_torch.py NAME WIDTH DEPTH BATCH REPS SIDE
 DEPTH 0 is the backbone's default (resnet/resnet18: 2 blocks per stage, the others as
-published). Prints one line: "train_ips X infer_ips Y params P" (medians of REPS)."""
-import sys, time
+published). Prints one line: "train_ips X infer_ips Y params P maxrss_mb M" (medians of
+REPS; M the process's peak resident memory)."""
+import resource, sys, time
 import torch
 import torch.nn as nn
 
@@ -189,7 +190,9 @@ def main():
     tt.sort()
     ti.sort()
     params = sum(p.numel() for p in net.parameters())
-    print("train_ips %.3f infer_ips %.3f params %d" % (batch / tt[len(tt) // 2], batch / ti[len(ti) // 2], params))
+    maxrss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print("train_ips %.3f infer_ips %.3f params %d maxrss_mb %.1f"
+          % (batch / tt[len(tt) // 2], batch / ti[len(ti) // 2], params, maxrss_mb))
 
 
 if __name__ == "__main__":
