@@ -6,7 +6,7 @@ synthetic 1xSxS inputs.
     train_torch.py NAME WIDTH DEPTH BATCH REPS SIDE
 DEPTH 0 is the backbone's default (resnet/resnet18: 2 blocks per stage, the others as
 published). Prints one line: "train_ips X infer_ips Y params P maxrss_mb M" (medians of
-REPS; M the process's peak resident memory)."""
+REPS; M the process's peak resident memory in MiB)."""
 import resource, sys, time
 import torch
 import torch.nn as nn
