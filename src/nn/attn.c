@@ -59,7 +59,7 @@ static int attn_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
         for (int64_t j = 1; j <= i; j++) mx = row[j] > mx ? row[j] : mx;
         double s = 0.0;
         for (int64_t j = 0; j <= i; j++) {
-          row[j] = expf(row[j] - mx);
+          row[j] = nn_expf(row[j] - mx);
           s += row[j];
         }
         const float inv = (float)(1.0 / s);

@@ -513,6 +513,25 @@ static void test_silu_sigmoid_gate(void **state) {
     assert_true(fabs(sg->out.data[i] - s) < 1e-6);
     assert_true(fabs(si->out.data[i] - v * s) < 1e-6 * (1 + fabs(v)));
   }
+  /* From -100 to 100, past where e^-x leaves float's range: finite, and within 1e-6 of the
+   * double definitions relative to their value where that is a normal float. */
+  int64_t sd[1] = {4001};
+  syno_tensor_t sweep = gc_randn(1, sd, 125);
+  for (int64_t i = 0; i < sd[0]; i++) sweep.data[i] = (float)(-100.0 + 0.05 * (double)i);
+  assert_int_equal(syno_nn_forward(si, &sweep, 0), 0);
+  assert_int_equal(syno_nn_forward(sg, &sweep, 0), 0);
+  double worst = 0.0;
+  for (int64_t i = 0; i < sd[0]; i++) {
+    double v = sweep.data[i], s = 1 / (1 + exp(-v));
+    assert_true(isfinite(sg->out.data[i]) && isfinite(si->out.data[i]));
+    assert_true(sg->out.data[i] >= 0.0f && sg->out.data[i] <= 1.0f);
+    if (v < -87.0) continue;
+    worst = fmax(worst, fabs(sg->out.data[i] - s) / s);
+    worst = fmax(worst, fabs(si->out.data[i] - v * s) / fmax(fabs(v * s), 1e-30));
+  }
+  fprintf(stderr, "sigmoid/SiLU worst relative error on [-87, 100]: %.2e\n", worst);
+  assert_true(worst < 1e-6);
+  syno_nn_tensor_free(&sweep);
   syno_rng_t rng;
   syno_rng_seed(&rng, 124, 1);
   syno_layer_t *se[5] = {syno_nn_global_avgpool_create(), syno_nn_linear_create(3, 2, 1, &rng), syno_nn_silu_create(),
