@@ -39,6 +39,10 @@ static const syno_layer_ops_t relu_ops = {
 
 syno_layer_t *syno_nn_relu_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &relu_ops, 0); }
 
+static inline float sigm(float v) { return 1.0f / (1.0f + nn_expf(-v)); }
+
+/* GELU in its tanh form, 0.5 v (1 + tanh(u)), computed as v sigmoid(2u) (the same function:
+ * 1 + tanh(u) = 2 sigmoid(2u)), so that it vectorises through nn_expf. */
 #define GELU_C 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_A 0.044715
 
@@ -51,7 +55,7 @@ static int gelu_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   float *q = self->out.data;
   for (int64_t i = 0; i < n; i++) {
     float v = p[i];
-    q[i] = 0.5f * v * (1.0f + tanhf((float)GELU_C * (v + (float)GELU_A * v * v * v)));
+    q[i] = v * sigm(2.0f * (float)GELU_C * (v + (float)GELU_A * v * v * v));
   }
   return SYNO_NN_OK;
 }
@@ -64,9 +68,9 @@ static int gelu_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   float *q = self->grad_in.data;
   for (int64_t i = 0; i < n; i++) {
     float v = p[i];
-    float t = tanhf((float)GELU_C * (v + (float)GELU_A * v * v * v));
-    float dt = (float)GELU_C * (1.0f + 3.0f * (float)GELU_A * v * v);
-    q[i] = g[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * dt);
+    float sg = sigm(2.0f * (float)GELU_C * (v + (float)GELU_A * v * v * v));
+    float du = (float)GELU_C * (1.0f + 3.0f * (float)GELU_A * v * v);
+    q[i] = g[i] * (sg + 2.0f * v * sg * (1.0f - sg) * du); /* d/dv of v sigmoid(2u) */
   }
   return SYNO_NN_OK;
 }
@@ -79,7 +83,6 @@ syno_layer_t *syno_nn_gelu_create(void) { return syno_nn_layer_new(sizeof(syno_l
 
 /* SiLU and sigmoid read their output back where it is enough: sigmoid's derivative is
  * y (1 - y); SiLU's needs sigmoid(x) too, recomputed from the input rather than stored. */
-static inline float sigm(float v) { return 1.0f / (1.0f + nn_expf(-v)); }
 
 static int silu_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   int rc = syno_nn_tensor_resize_like(&self->out, x);

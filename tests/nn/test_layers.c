@@ -219,10 +219,14 @@ static void test_relu_gelu(void **state) {
   for (int64_t i = 0; i < syno_nn_tensor_numel(&x); i++)
     assert_true(r->out.data[i] == (x.data[i] > 0 ? x.data[i] : 0.0f));
   check(g, &x, GC_DEFAULT, 43);
+  assert_int_equal(syno_nn_forward(g, &x, 1), 0); /* the check left a perturbed forward */
   /* The tanh form stays within 1e-3 of the exact erf GELU. */
   for (int64_t i = 0; i < syno_nn_tensor_numel(&x); i++) {
     double v = x.data[i], exact = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
     assert_true(fabs(g->out.data[i] - exact) < 1e-3);
+    /* and within float rounding of the tanh form itself */
+    double tanh_form = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    assert_true(fabs(g->out.data[i] - tanh_form) < 1e-6 * (1.0 + fabs(v)));
   }
   syno_nn_tensor_free(&x);
   syno_nn_layer_free(r);
