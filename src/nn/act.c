@@ -83,7 +83,6 @@ syno_layer_t *syno_nn_gelu_create(void) { return syno_nn_layer_new(sizeof(syno_l
 
 /* SiLU and sigmoid read their output back where it is enough: sigmoid's derivative is
  * y (1 - y); SiLU's needs sigmoid(x) too, recomputed from the input rather than stored. */
-
 static int silu_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   int rc = syno_nn_tensor_resize_like(&self->out, x);
   if (rc) return rc;

@@ -250,13 +250,13 @@ static int reorder(nn_dnnl_conv_t *d, port_t *p, dnnl_memory_t from, dnnl_memory
   return dnnl_primitive_execute(p->reorder, d->stream, 2, a) != dnnl_success;
 }
 
-/* op_exec's work, under the arena lock. */
-static int op_run(nn_dnnl_conv_t *d, op_t *o, void *const *ptr, uint64_t hold, char *arena) {
+/* op_exec's work, under the arena lock; base is the arena. */
+static int op_run(nn_dnnl_conv_t *d, op_t *o, void *const *ptr, uint64_t hold, char *base) {
   dnnl_exec_arg_t args[MAXPORTS];
   for (int i = 0; i < o->nports; i++) {
     port_t *p = &o->port[i];
     if (dnnl_memory_set_data_handle(p->user, ptr[i]) ||
-        (p->shared && dnnl_memory_set_data_handle(p->inner, arena + p->off)))
+        (p->shared && dnnl_memory_set_data_handle(p->inner, base + p->off)))
       return SYNO_NN_EINVAL;
     if (p->inner && !p->out) {
       int weights = p->arg == DNNL_ARG_WEIGHTS;

@@ -46,8 +46,9 @@ static void release_grad(syno_layer_t *l, const float *keep) {
         release_grad(l->children[i], keep);
         break;
       }
-  } else if (keep && keep >= t->data && keep < t->data + t->capacity) {
-    return;
+  } else if (keep && (uintptr_t)keep >= (uintptr_t)t->data &&
+             (uintptr_t)keep < (uintptr_t)(t->data + t->capacity)) {
+    return; /* compared as integers: keep may point into another object */
   }
   syno_nn_tensor_free(t);
 }

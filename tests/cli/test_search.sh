@@ -23,16 +23,18 @@ echo "$msg" | grep -q "junk.db" || fail "the message does not name the file: $ms
 "$bin" search --db "$tmp/x.db" --confirm -1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--confirm -1 should exit 2"
 
 # A search that is killed with SIGKILL once some candidates are recorded.
-# Full width: each evaluation must take long enough for the kill below to land
-# in the middle of the search (at --width 0.25 the whole search takes 1 s); so
-# every candidate trains (--min-speedup 0), and nothing is confirmed.
+# Full width and 4 epochs: each evaluation must take long enough (about a second
+# here) for the kill below to land in the middle of the search; at 1 epoch the
+# whole search took 2-3 s, and a poll could miss it. Every candidate trains
+# (--min-speedup 0), and nothing is confirmed.
 common=(--backbone resnet --dataset digits --epochs 1 --subset 300 --batch 32 --depth 1
         --space-depth 6 --seed 3 --quiet)
-"$bin" search --db "$tmp/k.db" --budget 5 --log "$tmp/log1" --min-speedup 0 --confirm 0 "${common[@]}" 2>"$tmp/err1" &
+"$bin" search --db "$tmp/k.db" --budget 5 --log "$tmp/log1" --min-speedup 0 --confirm 0 "${common[@]}" --epochs 4 \
+  2>"$tmp/err1" &
 pid=$!
 rows() { "$bin" report --db "$tmp/k.db" --json 2>/dev/null | grep -c '"op_text"'; }
-for _ in $(seq 600); do
-  sleep 0.5
+for _ in $(seq 3000); do
+  sleep 0.1
   kill -0 $pid 2>/dev/null || break
   [ "$(rows)" -ge 3 ] && break   # the baseline + 2 candidates
 done
