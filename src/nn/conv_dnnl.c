@@ -51,8 +51,7 @@ typedef struct port {
   int arg, out;        /* out: the primitive writes it (reorder after, not before) */
   dnnl_memory_t user;  /* plain layout; handle set per call */
   dnnl_memory_t inner; /* NULL: the primitive reads/writes the user memory directly */
-  size_t off;          /* inner in the shared arena at this offset (all but the weights) */
-  int shared;
+  size_t off;          /* inner in the shared arena at this offset (see port_shared) */
   dnnl_primitive_t reorder;
   uint64_t held; /* the weights: inner holds the reorder of held_ptr under this freeze id */
   const void *held_ptr;
@@ -119,6 +118,10 @@ static void arena_users_add(int delta) {
   }
   pthread_mutex_unlock(&arena_lock);
 }
+
+/* Whether p's blocked copy lives in the arena: every one but the weights', which a frozen
+ * layer reuses across calls. */
+static int port_shared(const port_t *p) { return p->inner && p->arg != DNNL_ARG_WEIGHTS; }
 
 static void engine_init(void) {
   if (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success) engine = NULL;
@@ -222,12 +225,12 @@ static int op_init(op_t *o, const void *opdesc, const_dnnl_primitive_desc_t hint
     }
     const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(o->pd, dnnl_query_exec_arg_md, p->arg);
     if (!md || dnnl_memory_desc_equal(md, b[i].plain)) continue;
-    p->shared = p->arg != DNNL_ARG_WEIGHTS;
-    if (dnnl_memory_create(&p->inner, md, engine, p->shared ? DNNL_MEMORY_NONE : DNNL_MEMORY_ALLOCATE)) {
+    const int shared = p->arg != DNNL_ARG_WEIGHTS;
+    if (dnnl_memory_create(&p->inner, md, engine, shared ? DNNL_MEMORY_NONE : DNNL_MEMORY_ALLOCATE)) {
       p->inner = NULL;
       return -1;
     }
-    if (p->shared) {
+    if (port_shared(p)) {
       p->off = o->scratch;
       o->scratch += (dnnl_memory_desc_get_size(md) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     }
@@ -256,10 +259,10 @@ static int op_run(nn_dnnl_conv_t *d, op_t *o, void *const *ptr, uint64_t hold, c
   for (int i = 0; i < o->nports; i++) {
     port_t *p = &o->port[i];
     if (dnnl_memory_set_data_handle(p->user, ptr[i]) ||
-        (p->shared && dnnl_memory_set_data_handle(p->inner, base + p->off)))
+        (port_shared(p) && dnnl_memory_set_data_handle(p->inner, base + p->off)))
       return SYNO_NN_EINVAL;
     if (p->inner && !p->out) {
-      int weights = p->arg == DNNL_ARG_WEIGHTS;
+      const int weights = !port_shared(p);
       if (!(weights && hold && p->held == hold && p->held_ptr == ptr[i]) && reorder(d, p, p->user, p->inner))
         return SYNO_NN_EINVAL;
       p->held = weights ? hold : 0;
