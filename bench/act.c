@@ -1,9 +1,10 @@
 /* bench/act: the elementwise activations that need e^x (SiLU, sigmoid, GELU), forward and
  * backward through their layers, against the same formulas written with libm's expf / tanhf
  * one element at a time (what the layers did before they used the inlined nn_expf), in one
- * run, on one thread. Inputs are uniform in [-8, 8]; --elems elements (default 65536: L2
- * resident) and 4 Mi (memory bound) are timed. Prints ns per element and the ratio.
- *   build/bench/act [--reps R] [--elems N] */
+ * run (the layers on --threads threads, default 1; the loops always on one). Inputs are uniform
+ * in [-8, 8]; --elems elements (default 65536: L2 resident) and 4 Mi (memory bound) are timed.
+ * Prints ns per element and the ratio.
+ *   build/bench/act [--reps R] [--elems N] [--threads T] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,18 +46,19 @@ typedef struct {
 
 int main(int argc, char **argv) {
   int reps = 21;
-  int64_t elems = 65536;
+  int64_t elems = 65536, threads = 1;
   static const char usage[] =
-      "usage: act [--reps R] [--elems N]\n"
+      "usage: act [--reps R] [--elems N] [--threads T]\n"
       "SiLU, sigmoid and GELU layers (inlined e^x) against libm expf/tanhf loops, ns per element.\n";
   syno_opt_t opts[] = {
       BENCH_OPT_REPS(&reps, 10000),
       SYNO_OPT_INT("elems", "N", &elems, 1, 1 << 26, "elements of the smaller size (default 65536)"),
+      SYNO_OPT_INT("threads", "T", &threads, 1, 256, "threads of the layers (default 1)"),
       SYNO_OPT_END,
   };
   bench_options("act", usage, opts, argc, argv);
   bench_signals(0);
-  syno_nn_threads_set(1);
+  syno_nn_threads_set((int)threads);
   bench_print_setup(reps);
   const act_t acts[] = {{"silu", syno_nn_silu_create, ref_silu},
                         {"sigmoid", syno_nn_sigmoid_create, ref_sigmoid},

@@ -23,9 +23,11 @@ static inline int64_t nn_prod(const int64_t *dims, int from, int to) {
 }
 
 /* e^x in float, inlined so that elementwise loops vectorise (libm's expf is one call per
- * element). bench/act measures the layers that use it against libm: GELU 3.4x faster
- * forward, sigmoid 2x; SiLU's forward gains nothing (GCC gives the clamped cases their own
- * division), its backward 1.4x. x = n ln 2 + r with
+ * element). bench/act measures the layers that use it (act.c: restrict-qualified span
+ * kernels, AVX-512 on this CPU) against libm, one thread, 64 Ki elements: SiLU 7.6x faster
+ * forward (3.6 -> 0.47 ns per element), 5.7x backward; sigmoid 6.8x; GELU 33x. Before the
+ * kernels were restrict-qualified and cloned, SiLU's forward ran its scalar loop (0.9x libm)
+ * and took most of EfficientNetV2-S's inference. x = n ln 2 + r with
  * |r| <= ln 2 / 2; e^r by the degree-6 polynomial of the Cephes library's expf (about 1 ulp
  * here); 2^n written into the exponent bits. x is clamped to [ln FLT_MIN, 88.376], so the
  * result is finite and never below FLT_MIN times 0.7 (where libm would give inf or 0). */

@@ -233,6 +233,44 @@ static void test_relu_gelu(void **state) {
   syno_nn_layer_free(g);
 }
 
+/* Tensors large enough to be split into spans over two threads, with a tail: every
+ * activation's forward and backward against its definition evaluated in double. */
+static void test_activations_large_against_double(void **state) {
+  (void)state;
+  int64_t d[2] = {7, 10007}; /* 70049 elements: 4 spans and a tail, over the parallel threshold */
+  syno_tensor_t x = gc_randn(2, d, 131), dy = gc_randn(2, d, 132);
+  const int64_t n = syno_nn_tensor_numel(&x);
+  for (int64_t i = 0; i < n; i++) x.data[i] *= 4.0f;
+  syno_nn_threads_set(2);
+  syno_layer_t *layers[4] = {syno_nn_relu_create(), syno_nn_gelu_create(), syno_nn_silu_create(),
+                             syno_nn_sigmoid_create()};
+  for (int a = 0; a < 4; a++) {
+    syno_layer_t *l = layers[a];
+    assert_int_equal(syno_nn_forward(l, &x, 1), 0);
+    assert_int_equal(syno_nn_backward(l, &dy), 0);
+    double worst_y = 0, worst_g = 0;
+    for (int64_t i = 0; i < n; i++) {
+      const double v = x.data[i], s = 1 / (1 + exp(-v));
+      const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v), t = tanh(u);
+      double y, dydv;
+      if (a == 0) y = v > 0 ? v : 0, dydv = v > 0 ? 1 : 0;
+      else if (a == 1)
+        y = 0.5 * v * (1 + t), dydv = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * v * v);
+      else if (a == 2) y = v * s, dydv = s * (1 + v * (1 - s));
+      else y = s, dydv = s * (1 - s);
+      worst_y = fmax(worst_y, fabs(l->out.data[i] - y) / (1 + fabs(y)));
+      worst_g = fmax(worst_g, fabs(l->grad_in.data[i] - dy.data[i] * dydv) / (1 + fabs(dy.data[i] * dydv)));
+    }
+    fprintf(stderr, "%s on %lld elements, 2 threads: worst error forward %.1e, backward %.1e\n", l->ops->kind,
+            (long long)n, worst_y, worst_g);
+    assert_true(worst_y < 1e-5 && worst_g < 1e-5);
+    syno_nn_layer_free(l);
+  }
+  syno_nn_threads_set(0);
+  syno_nn_tensor_free(&x);
+  syno_nn_tensor_free(&dy);
+}
+
 static void test_maxpool(void **state) {
   (void)state;
   int64_t d[4] = {2, 2, 6, 5};
@@ -573,6 +611,7 @@ int main(void) {
       cmocka_unit_test(test_batchnorm_large_against_double),
       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_relu_gelu),
+      cmocka_unit_test(test_activations_large_against_double),
       cmocka_unit_test(test_maxpool),
       cmocka_unit_test(test_avgpool_and_gap),
       cmocka_unit_test(test_embedding),
