@@ -1,9 +1,10 @@
 /* Training and inference throughput of a CNN backbone (standard operator in every slot): ours
  * against the same network in PyTorch (bench/train_torch.py builds it layer for layer, run via
- * popen with torch.set_num_threads(2)), batch 128 of synthetic 1xSxS images, medians of
- * repeats. Both sides print their parameter count, and a difference is reported: the two nets
- * are the same only when the counts agree.
- *   build/bench/train [--backbone NAME] [--reps R] [--width W] [--depth D] [--batch B] [--side S] */
+ * popen with torch.set_num_threads(T)), batch 128 of synthetic 1xSxS images, medians of
+ * repeats, both on --threads T threads (default 2). Both sides print their parameter count,
+ * and a difference is reported: the two nets are the same only when the counts agree.
+ *   build/bench/train [--backbone NAME] [--reps R] [--width W] [--depth D] [--batch B] [--side S]
+ *                     [--threads T] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,12 @@
 int main(int argc, char **argv) {
   int reps = 5, depth = 0;
   double width = 1.0;
-  int64_t batch = 128, side = 28;
+  int64_t batch = 128, side = 28, threads = 2;
   const char *name = "resnet";
   static const char *const backbones[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
                                           "densenet121", "efficientnetv2s", NULL};
   static const char usage[] =
-      "usage: train [--backbone NAME] [--reps R] [--width W] [--depth D] [--batch B] [--side S]\n"
+      "usage: train [--backbone NAME] [--reps R] [--width W] [--depth D] [--batch B] [--side S] [--threads T]\n"
       "Training and inference throughput of a backbone, ours against the same net in PyTorch.\n";
   syno_opt_t opts[] = {
       SYNO_OPT_ENUM("backbone", "NAME", &name, backbones, "the network (default resnet)"),
@@ -29,10 +30,12 @@ int main(int argc, char **argv) {
       SYNO_OPT_INT("depth", "D", &depth, 0, 8, "blocks per stage (default 0: resnet 2, the others as published)"),
       SYNO_OPT_INT("batch", "B", &batch, 1, 65536, "batch size (default 128)"),
       SYNO_OPT_INT("side", "S", &side, 4, 1024, "image side (default 28; Fashion-MNIST padded by 2: 32)"),
+      SYNO_OPT_INT("threads", "T", &threads, 1, 256, "threads of both sides (default 2)"),
       SYNO_OPT_END,
   };
   bench_options("train", usage, opts, argc, argv);
   bench_signals(0);
+  syno_nn_threads_set((int)threads);
   bench_print_setup(reps);
   printf("%s backbone width %g depth %d%s, batch %lld, 1x%lldx%lld, %d repeats\n", name, width, depth,
          depth ? "" : " (its default)", (long long)batch, (long long)side, (long long)side, reps);
@@ -82,7 +85,8 @@ int main(int argc, char **argv) {
   printf("ours:    train %8.1f images/s   inference %8.1f images/s   %lld params   peak memory %7.0f MiB\n",
          ours_train, ours_inf, (long long)bb.params, ours_mb);
   char args[192];
-  snprintf(args, sizeof args, "%s %g %d %lld %d %lld", name, width, depth, (long long)batch, reps, (long long)side);
+  snprintf(args, sizeof args, "%s %g %d %lld %d %lld %lld", name, width, depth, (long long)batch, reps,
+           (long long)side, (long long)threads);
   char *out = bench_run_torch("train_torch.py", args);
   double tt = 0, ti = 0, tmb = 0;
   long long tparams = 0;
@@ -92,8 +96,8 @@ int main(int argc, char **argv) {
     printf("pytorch: skipped (" BENCH_PYTHON " with torch not available, or bench/train_torch.py failed)\n");
   } else {
     printf("pytorch: train %8.1f images/s   inference %8.1f images/s   %lld params   peak memory %7.0f MiB "
-           "(torch.set_num_threads(2))\n",
-           tt, ti, tparams, tmb);
+           "(torch.set_num_threads(%lld))\n",
+           tt, ti, tparams, tmb, (long long)threads);
     if (tparams != (long long)bb.params)
       printf("warning: the two nets differ (%lld against %lld parameters): the ratio compares different nets\n",
              (long long)bb.params, tparams);

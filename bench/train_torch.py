@@ -3,10 +3,10 @@
 the standard operator in every slot, layer for layer (no conv bias but the classifier's and
 SE's linears, BN, AvgPool2d(2) where the published nets stride), SGD momentum 0.9, on
 synthetic 1xSxS inputs.
-    train_torch.py NAME WIDTH DEPTH BATCH REPS SIDE
+    train_torch.py NAME WIDTH DEPTH BATCH REPS SIDE THREADS
 DEPTH 0 is the backbone's default (resnet/resnet18: 2 blocks per stage, the others as
-published). Prints one line: "train_ips X infer_ips Y params P maxrss_mb M" (medians of
-REPS; M the process's peak resident memory in MiB)."""
+published); THREADS goes to torch.set_num_threads. Prints one line: "train_ips X infer_ips Y
+params P maxrss_mb M" (medians of REPS; M the process's peak resident memory in MiB)."""
 import resource, sys, time
 import torch
 import torch.nn as nn
@@ -158,8 +158,8 @@ def build(name, width, depth, side, classes=10):
 
 def main():
     name, width, depth = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-    batch, reps, side = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-    torch.set_num_threads(2)
+    batch, reps, side, threads = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
     net = build(name, width, depth, side)
     x = torch.randn(batch, 1, side, side)
