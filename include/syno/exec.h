@@ -13,8 +13,10 @@
  * benchmarks can tell a fast path from the fallback.
  *
  * Strategies: the staged fast path evaluates the contractions one at a time
- * in the stage order of spec section 7, each stage an offset-table gather,
- * cblas_sgemm and scatter on the running tensor and one weight, backward by
+ * in the stage order of spec section 7, each stage a convolution on oneDNN
+ * when it is one in disguise (a window, any gather of the input, groups),
+ * else an offset-table gather, cblas_sgemm and scatter on the running tensor
+ * and one weight, backward by
  * the chain rule (see docs/exec.md). It is named "gemm" when it is a single
  * stage (an input and at most one weight) and "chain" when it has several
  * (several weights, or an early reduction of the input). "interp" is the
@@ -46,6 +48,11 @@ int syno_exec_num_tensors(const syno_exec_t *e);
 int64_t syno_exec_flops(const syno_exec_t *e);
 /* A short name of the strategy chosen ("interp" for the fallback). */
 const char *syno_exec_strategy(const syno_exec_t *e);
+
+/* What runs each stage, in stage order, separated by "; ": "gather + sgemm" (a GEMM
+ * stage), "loop" (its generic loop), a convolution on oneDNN (e.g. "oneDNN conv2d 1x3,
+ * input gathered"), or "interpreter". Owned by the executor. */
+const char *syno_exec_path(const syno_exec_t *e);
 
 /* NULL when the executor runs entirely on GEMM stages; else why not: why
  * the staged path does not apply (strategy "interp"), or why one of its

@@ -5,6 +5,7 @@
  * contraction, exec_gemm.c), named "gemm" when it is a single stage and
  * "chain" otherwise; when it does not apply, the reason is kept for
  * syno_exec_fallback_reason. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ struct syno_exec {
   const char *fallback_reason; /* NULL on a fast path */
   exec_chain_t *chain;
   uint64_t hold; /* syno_exec_hold_weights */
+  char path[256]; /* syno_exec_path */
 };
 
 int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err) {
@@ -42,11 +44,15 @@ int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_e
   if (syno_forward_flops(&e->op, &e->low.forward, &e->vars, b, &e->flops, err)) goto fail;
   const char *reason = NULL;
   syno_nest_split_blocks(&e->low.forward, &e->vars, &e->run);
-  if (exec_chain_new(&e->op, &e->run, &e->vars, b, false, &e->chain, &reason, err)) goto fail;
+  if (exec_chain_new(&e->op, &e->run, &e->vars, b, 0, &e->chain, &reason, err)) goto fail;
   if (e->chain) {
     e->strategy = exec_chain_stages(e->chain) == 1 ? "gemm" : "chain";
     e->fallback_reason = exec_chain_generic(e->chain); /* a stage that runs as a loop, or NULL */
+    size_t len = 0;
+    for (int k = 0; k < exec_chain_stages(e->chain) && len < sizeof e->path; k++)
+      len += (size_t)snprintf(e->path + len, sizeof e->path - len, "%s%s", k ? "; " : "", exec_chain_path(e->chain, k));
   } else {
+    snprintf(e->path, sizeof e->path, "interpreter");
     e->strategy = "interp";
     e->fallback_reason = reason;
   }
@@ -71,24 +77,19 @@ int64_t syno_exec_numel(const syno_exec_t *e, int t) {
 int syno_exec_num_tensors(const syno_exec_t *e) { return e->op.n_tensors; }
 int64_t syno_exec_flops(const syno_exec_t *e) { return e->flops; }
 const char *syno_exec_strategy(const syno_exec_t *e) { return e->strategy; }
+const char *syno_exec_path(const syno_exec_t *e) { return e->path; }
 const char *syno_exec_fallback_reason(const syno_exec_t *e) { return e->fallback_reason; }
 
 void syno_exec_hold_weights(syno_exec_t *e, uint64_t id) { e->hold = id; }
 
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
-  if (e->chain) {
-    exec_chain_forward(e->chain, tensors, out, e->hold);
-    return 0;
-  }
+  if (e->chain) return exec_chain_forward(e->chain, tensors, out, e->hold, err);
   return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);
 }
 
 int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,
                        syno_error_t *err) {
-  if (e->chain) {
-    exec_chain_backward(e->chain, tensors, grad_out, grads);
-    return 0;
-  }
+  if (e->chain) return exec_chain_backward(e->chain, tensors, grad_out, grads, err);
   for (int t = 0; t < e->op.n_tensors; t++) {
     if (!grads[t]) continue;
     if (syno_interp_nest(&e->low.backward[t], &e->vars, e->b, tensors, grad_out, grads[t], err)) return -1;

@@ -5,12 +5,15 @@
 
 #include "../lower/stages.h"
 #include "exec_chain.h"
+#include "exec_conv.h"
 #include "exec_gemm.h"
 
 struct syno_chain {
   int n_stages;
   int weight[SYNO_MAX_STAGES]; /* the stage's weight tensor, 0 = none */
-  exec_gemm_plan_t *plan[SYNO_MAX_STAGES];
+  exec_gemm_plan_t *plan[SYNO_MAX_STAGES];    /* the stage as gather + GEMM + scatter, or */
+  exec_conv_plan_t *conv[SYNO_MAX_STAGES];    /* as a convolution on oneDNN */
+  const char *path[SYNO_MAX_STAGES];          /* what runs it */
   float *t[SYNO_MAX_STAGES], *dt[SYNO_MAX_STAGES]; /* result of stage s < n_stages-1, its gradient */
   const char *generic;
 };
@@ -22,14 +25,16 @@ void exec_chain_free(exec_chain_t *c) {
   if (!c) return;
   for (int k = 0; k < c->n_stages; k++) {
     exec_gemm_plan_free(c->plan[k]);
+    exec_conv_plan_free(c->conv[k]);
     free(c->t[k]);
     free(c->dt[k]);
   }
   free(c);
 }
 
-int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
+int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, int flags,
                    exec_chain_t **out, const char **reason, syno_error_t *err) {
+  const bool loops = flags & EXEC_LOOPS;
   *out = NULL;
   *reason = NULL;
   lower_stages_t s;
@@ -73,8 +78,15 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
       st->choose_layout = true;
     }
     c->n_stages = k + 1;
-    if (exec_gemm_plan_new(st, v, b, &c->plan[k], err)) goto fail;
-    if (!c->generic) c->generic = exec_gemm_plan_generic(c->plan[k]);
+    const char *why = NULL;
+    if (!(flags & EXEC_NO_LIBRARY) && !loops && exec_conv_plan_new(st, v, b, &c->conv[k], &why, err)) goto fail;
+    if (c->conv[k]) {
+      c->path[k] = exec_conv_plan_desc(c->conv[k]);
+    } else {
+      if (exec_gemm_plan_new(st, v, b, &c->plan[k], err)) goto fail;
+      if (!c->generic) c->generic = exec_gemm_plan_generic(c->plan[k]);
+      c->path[k] = exec_gemm_plan_generic(c->plan[k]) ? "loop" : "gather + sgemm";
+    }
     if (!last) {
       c->t[k] = malloc(sizeof(float) * (size_t)st->res_numel);
       c->dt[k] = malloc(sizeof(float) * (size_t)st->res_numel);
@@ -95,24 +107,43 @@ fail:
   return -1;
 }
 
-static void run_forward(exec_chain_t *c, const float *const *tensors, int n, float *out, uint64_t hold) {
+const char *exec_chain_path(const exec_chain_t *c, int k) { return k >= 0 && k < c->n_stages ? c->path[k] : NULL; }
+
+int64_t exec_chain_stage_flops(const exec_chain_t *c, int k) {
+  return c->conv[k] ? exec_conv_plan_flops(c->conv[k]) : exec_gemm_plan_flops(c->plan[k]);
+}
+
+static int run_forward(exec_chain_t *c, const float *const *tensors, int n, float *out, uint64_t hold,
+                       syno_error_t *err) {
   for (int k = 0; k < n; k++) {
     const float *a = k ? c->t[k - 1] : tensors[0], *w = c->weight[k] ? tensors[c->weight[k]] : NULL;
-    exec_gemm_forward(c->plan[k], a, w, k == c->n_stages - 1 ? out : c->t[k], hold);
+    float *res = k == c->n_stages - 1 ? out : c->t[k];
+    if (c->conv[k]) {
+      if (exec_conv_forward(c->conv[k], a, w, res, hold, err)) return -1;
+    } else {
+      exec_gemm_forward(c->plan[k], a, w, res, hold);
+    }
   }
+  return 0;
 }
 
-void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold) {
-  run_forward(c, tensors, c->n_stages, out, hold);
+int exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold, syno_error_t *err) {
+  return run_forward(c, tensors, c->n_stages, out, hold, err);
 }
 
-void exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads) {
-  run_forward(c, tensors, c->n_stages - 1, NULL, 0);
+int exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads,
+                        syno_error_t *err) {
+  if (run_forward(c, tensors, c->n_stages - 1, NULL, 0, err)) return -1;
   const float *g = grad_out;
   for (int k = c->n_stages - 1; k >= 0; k--) {
     const float *a = k ? c->t[k - 1] : tensors[0], *w = c->weight[k] ? tensors[c->weight[k]] : NULL;
     float *da = k ? c->dt[k - 1] : grads[0], *dw = c->weight[k] ? grads[c->weight[k]] : NULL;
-    exec_gemm_backward(c->plan[k], a, w, g, da, dw);
+    if (c->conv[k]) {
+      if (exec_conv_backward(c->conv[k], a, w, g, da, dw, err)) return -1;
+    } else {
+      exec_gemm_backward(c->plan[k], a, w, g, da, dw);
+    }
     if (k) g = c->dt[k - 1];
   }
+  return 0;
 }

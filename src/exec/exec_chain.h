@@ -1,7 +1,8 @@
 /* exec_chain.h - the staged fast path of the executor (internal to
  * src/lower): an operator's forward nest evaluated one contraction at a
  * time, in the stage order of spec section 7, each stage a GEMM
- * (exec_gemm.h) on the running tensor and one weight.
+ * (exec_gemm.h) or a convolution (exec_conv.h) on the running tensor and
+ * one weight.
  *
  * The stages are those of the plan in stages.h (lower_stages_plan): the
  * running tensor starts as the input, an optional leading stage without a
@@ -28,9 +29,13 @@ typedef struct syno_chain exec_chain_t;
 /* Builds the chain of forward nest fwd of op under binding b. Returns 0 and
  * *out = the chain, or 0, *out = NULL and *reason = why the staged path does
  * not apply (static storage); -1 on error. The nest must outlive the chain.
- * With `loops`, every stage runs as the generic loop (tests check the loop
- * against the interpreter, as the table limits are rarely reached). */
-int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, bool loops,
+ * A stage that is a convolution (exec_conv.h) runs on oneDNN, any other as a
+ * GEMM stage (exec_gemm.h). Flags: EXEC_LOOPS runs every stage as the
+ * generic loop (tests check the loop against the interpreter, as the table
+ * limits are rarely reached); EXEC_NO_LIBRARY keeps every stage on the GEMM
+ * path (tests and benchmarks compare the two). */
+enum { EXEC_LOOPS = 1, EXEC_NO_LIBRARY = 2 };
+int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b, int flags,
                    exec_chain_t **out, const char **reason, syno_error_t *err);
 void exec_chain_free(exec_chain_t *c);
 
@@ -38,9 +43,15 @@ int exec_chain_stages(const exec_chain_t *c);
 /* NULL when every stage runs as a GEMM, else why one runs as a generic loop. */
 const char *exec_chain_generic(const exec_chain_t *c);
 
-/* hold: as syno_exec_hold_weights (0: gather every weight). */
-void exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold);
+/* What runs stage k ("gather + sgemm", "loop", or the convolution's description). */
+const char *exec_chain_path(const exec_chain_t *c, int k);
+/* Multiply-adds of stage k, 2 each. */
+int64_t exec_chain_stage_flops(const exec_chain_t *c, int k);
+
+/* hold: as syno_exec_hold_weights (0: gather every weight). -1 when a library call fails. */
+int exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold, syno_error_t *err);
 /* grads[t] may be NULL (not wanted); the others are overwritten. */
-void exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads);
+int exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads,
+                        syno_error_t *err);
 
 #endif

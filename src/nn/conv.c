@@ -21,6 +21,7 @@
 #include <cblas.h>
 
 #include "nn_internal.h"
+#include "syno/dnnl.h"
 #include "syno/clock.h"
 #include "syno/train.h"
 
@@ -32,7 +33,7 @@ typedef struct conv {
   float *col; /* [ckk][nb*ohw] */
   float *tmp; /* [K][nb*ohw]: GEMM output / gathered dy when nb > 1 */
   int64_t col_cap, tmp_cap;
-  nn_dnnl_conv_t *dnnl; /* oneDNN primitives (NULL for the im2col backend) */
+  syno_dnnl_conv_t *dnnl; /* oneDNN primitives (NULL for the im2col backend) */
   int used;             /* backend of the last forward; -1 before the first */
 } conv_t;
 
@@ -41,17 +42,31 @@ typedef struct geom {
   int64_t n, c, h, w, k, oh, ow, ohw, ckk, g, cg, kg, ckkg;
 } geom_t;
 
-static int64_t out_side(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  int64_t span = d * (k - 1) + 1;
-  if (in + 2 * p < span) return 0;
-  return (in + 2 * p - span) / s + 1;
+/* The conv2d of c on an input of geometry g, as the shared oneDNN module takes it. */
+static void dnnl_geo(const syno_conv2d_cfg_t *c, const geom_t *g, syno_dnnl_geo_t *d) {
+  *d = (syno_dnnl_geo_t){.nsp = 2,
+                         .bias = c->bias,
+                         .n = g->n,
+                         .ic = c->in_channels,
+                         .oc = c->out_channels,
+                         .groups = c->groups,
+                         .in = {g->h, g->w},
+                         .out = {g->oh, g->ow},
+                         .k = {c->kernel_h, c->kernel_w},
+                         .stride = {c->stride_h, c->stride_w},
+                         .dil = {c->dilation_h, c->dilation_w},
+                         .pad = {c->pad_h, c->pad_w}};
+}
+
+static int dnnl_rc(int rc) {
+  return rc == SYNO_DNNL_OK ? SYNO_NN_OK : rc == SYNO_DNNL_ENOMEM ? SYNO_NN_ENOMEM : SYNO_NN_EINVAL;
 }
 
 static int conv_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out) {
   const syno_conv2d_cfg_t *c = &((const conv_t *)self)->cfg;
   if (ndim != 4 || dims[1] != c->in_channels) return SYNO_NN_ESHAPE;
-  int64_t oh = out_side(dims[2], c->kernel_h, c->stride_h, c->pad_h, c->dilation_h);
-  int64_t ow = out_side(dims[3], c->kernel_w, c->stride_w, c->pad_w, c->dilation_w);
+  int64_t oh = syno_dnnl_out_side(dims[2], c->kernel_h, c->stride_h, c->pad_h, c->dilation_h);
+  int64_t ow = syno_dnnl_out_side(dims[3], c->kernel_w, c->stride_w, c->pad_w, c->dilation_w);
   if (oh <= 0 || ow <= 0) return SYNO_NN_ESHAPE;
   out[0] = dims[0];
   out[1] = c->out_channels;
@@ -184,8 +199,10 @@ static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   const float *w = self->params[0].value.data;
   const float *bias = cv->cfg.bias ? self->params[1].value.data : NULL;
   float *y = self->out.data;
-  if (cv->dnnl && nn_dnnl_conv_supported(cv->dnnl, &cv->cfg, g.n, g.h, g.w)) {
-    rc = nn_dnnl_conv_forward(cv->dnnl, &cv->cfg, x, w, bias, y, train, self->frozen);
+  syno_dnnl_geo_t dg;
+  dnnl_geo(&cv->cfg, &g, &dg);
+  if (cv->dnnl && syno_dnnl_conv_supported(cv->dnnl, &dg)) {
+    rc = dnnl_rc(syno_dnnl_conv_forward(cv->dnnl, &dg, x->data, w, bias, y, train, self->frozen));
     if (rc) return rc;
     syno_nn_begin_forward(self, x, train);
     cv->used = SYNO_CONV_ONEDNN;
@@ -228,8 +245,11 @@ static int conv_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   float *dw = self->params[0].grad.data;
   if (cv->used == SYNO_CONV_ONEDNN) {
     if ((rc = syno_nn_prepare_grad_in(self, &skip))) return rc;
-    return nn_dnnl_conv_backward(cv->dnnl, &cv->cfg, x, dy->data, w, dw,
-                                 cv->cfg.bias ? self->params[1].grad.data : NULL, skip ? NULL : self->grad_in.data);
+    syno_dnnl_geo_t dg;
+    dnnl_geo(&cv->cfg, &g, &dg);
+    return dnnl_rc(syno_dnnl_conv_backward(cv->dnnl, &dg, x->data, dy->data, w, dw,
+                                           cv->cfg.bias ? self->params[1].grad.data : NULL,
+                                           skip ? NULL : self->grad_in.data, 1));
   }
   if ((rc = plan_chunk(cv, &g, &nb)) || (rc = syno_nn_prepare_grad_in(self, &skip))) return rc;
   if (cv->cfg.bias) {
@@ -272,7 +292,7 @@ static void conv_destroy(syno_layer_t *self) {
   conv_t *cv = (conv_t *)self;
   free(cv->col);
   free(cv->tmp);
-  nn_dnnl_conv_free(cv->dnnl);
+  syno_dnnl_conv_free(cv->dnnl);
 }
 
 static const syno_layer_ops_t conv_ops = {
@@ -300,7 +320,7 @@ syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rn
   cv->used = -1;
   syno_layer_t *l = &cv->base;
   if (c.backend != SYNO_CONV_IM2COL) {
-    cv->dnnl = nn_dnnl_conv_new(&cv->cfg);
+    cv->dnnl = syno_dnnl_conv_new();
     /* AUTO without a working oneDNN engine still runs, on im2col. */
     if (!cv->dnnl && c.backend == SYNO_CONV_ONEDNN) {
       syno_nn_layer_free(l);

@@ -48,19 +48,5 @@ static inline float nn_expf(float x) {
   return p * scale;
 }
 
-/* The oneDNN backend of conv2d (conv_dnnl.c): a per-layer cache of primitives keyed by the
- * input shape. cfg must have its defaults filled in and must not change over the cache's life.
- * forward/backward return SYNO_NN_EINVAL when oneDNN rejects the shape (nothing written
- * then); backward accumulates into dw/db (db may be NULL: no bias) and overwrites dx
- * (NULL: no input gradient). */
-typedef struct nn_dnnl_conv nn_dnnl_conv_t;
-nn_dnnl_conv_t *nn_dnnl_conv_new(const syno_conv2d_cfg_t *cfg);
-void nn_dnnl_conv_free(nn_dnnl_conv_t *d);
-int nn_dnnl_conv_supported(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, int64_t n, int64_t h, int64_t w);
-int nn_dnnl_conv_forward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x, const float *w,
-                         const float *bias, float *y, int train, uint64_t hold);
-int nn_dnnl_conv_backward(nn_dnnl_conv_t *d, const syno_conv2d_cfg_t *cfg, const syno_tensor_t *x, const float *dy,
-                          const float *w, float *dw, float *db, float *dx);
-
 /* The gpt backbone (gpt.c), called by syno_backbone_build. */
 #endif

@@ -70,14 +70,14 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
   for (int pass = 0; pass < 1 + (n_split > 0); pass++) {
     exec_chain_t *loops = NULL;
     const char *why = NULL;
-    if (exec_chain_new(op, pass ? split : &low->forward, v, 0, true, &loops, &why, &err))
+    if (exec_chain_new(op, pass ? split : &low->forward, v, 0, EXEC_LOOPS, &loops, &why, &err))
       fail_msg("%s: %s", what, err.msg);
     if (loops) {
       for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
-      exec_chain_forward(loops, (const float *const *)t, out, 0);
+      if (exec_chain_forward(loops, (const float *const *)t, out, 0, &err)) fail_msg("%s: %s", what, err.msg);
       fe = st_rel_err(out, want, n_out);
       if (!(fe <= TOL)) fail_msg("%s [loops]: forward differs by %g", what, fe);
-      exec_chain_backward(loops, (const float *const *)t, gout, g);
+      if (exec_chain_backward(loops, (const float *const *)t, gout, g, &err)) fail_msg("%s: %s", what, err.msg);
       for (int i = 0; i < nt; i++) {
         double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
         if (!(ge <= TOL)) fail_msg("%s [loops]: gradient of tensor %d differs by %g", what, i, ge);

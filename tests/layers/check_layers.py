@@ -17,7 +17,7 @@ import sys
 HEADER = {
     "error": "base", "clock": "base", "cpus": "base", "alloc": "base", "opt": "base", "strbuf": "base", "lex": "base", "rng": "base", "hash": "base", "grow": "base",
     "size": "size", "graph": "graph", "signature": "graph", "lower": "lower", "normal": "lower",
-    "space": "space", "flopsgame": "space", "codegen": "codegen", "exec": "exec", "kernels": "kernels",
+    "space": "space", "flopsgame": "space", "codegen": "codegen", "exec": "exec", "kernels": "kernels", "dnnl": "dnnl",
     "nn": "nn", "train": "nn", "data": "nn", "backbone": "model",
     "search": "search", "pool": "search", "driver": "search", "evalproto": "search",
     "store": "store", "dist": "dist", "syno": "cli",
@@ -31,10 +31,11 @@ ALLOWED = {
     "lower": CORE,
     "space": CORE | {"space"},
     "codegen": CORE | {"codegen"},
-    "exec": CORE | {"exec"},
+    "dnnl": {"base", "dnnl"},
+    "exec": CORE | {"dnnl", "exec"},
     "kernels": CORE | {"codegen", "kernels"},
-    "nn": {"base", "nn"},
-    "model": CORE | {"exec", "kernels", "nn", "model"},
+    "nn": {"base", "dnnl", "nn"},
+    "model": CORE | {"dnnl", "exec", "kernels", "nn", "model"},
     "store": {"base", "store"},
     "search": CORE | {"space", "store", "search"},
     "dist": {"base", "search", "dist"},
@@ -43,7 +44,7 @@ ALLOWED["cli"] = set(HEADER.values()) | set(ALLOWED)
 # Static libraries and the modules they hold (CMakeLists.txt).
 LIBS = {
     "syno_base": {"base"}, "syno_core": {"size", "graph", "lower", "space", "codegen"},
-    "syno_exec": {"exec"}, "syno_kernels": {"kernels"}, "syno_nn": {"nn"}, "syno_model": {"model"}, "syno_search": {"search", "store"},
+    "syno_dnnl": {"dnnl"}, "syno_exec": {"exec"}, "syno_kernels": {"kernels"}, "syno_nn": {"nn"}, "syno_model": {"model"}, "syno_search": {"search", "store"},
     "syno_dist": {"dist"},
 }
 
