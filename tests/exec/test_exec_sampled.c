@@ -23,7 +23,7 @@
  * generic loops; fails the test on any mismatch. Returns 1 when the executor
  * ran on a fast path, and its strategy. */
 static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char *what, syno_rng_t *rng,
-                     const char **strategy, int *splits) {
+                     const char **strategy, int *splits, int *library) {
   syno_error_t err = {0};
   syno_exec_t *e = NULL;
   if (syno_exec_new(op, v, 0, &e, &err)) fail_msg("%s: %s", what, err.msg);
@@ -66,21 +66,26 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
     if (!(fe <= TOL)) fail_msg("%s [split nest]: forward differs by %g", what, fe);
   }
   /* The generic loop of every stage, where the staged path applies, on the
-   * nest as lowered and on the split one. */
-  for (int pass = 0; pass < 1 + (n_split > 0); pass++) {
+   * nest as lowered and on the split one; and the split one with every stage
+   * on gather + GEMM, where the library paths would take some. */
+  const syno_nest_t *nests[3] = {&low->forward, split, n_split ? split : &low->forward};
+  const int flags[3] = {EXEC_LOOPS, EXEC_LOOPS, EXEC_NO_LIBRARY};
+  static const char *const pass_name[3] = {"loops", "loops, split nest", "GEMM stages only"};
+  for (int pass = 0; pass < 3; pass++) {
+    if (pass == 1 && !n_split) continue;
     exec_chain_t *loops = NULL;
     const char *why = NULL;
-    if (exec_chain_new(op, pass ? split : &low->forward, v, 0, EXEC_LOOPS, &loops, &why, &err))
+    if (exec_chain_new(op, nests[pass], v, 0, flags[pass], &loops, &why, &err))
       fail_msg("%s: %s", what, err.msg);
     if (loops) {
       for (int64_t j = 0; j < n_out; j++) out[j] = 1e30f;
       if (exec_chain_forward(loops, (const float *const *)t, out, 0, &err)) fail_msg("%s: %s", what, err.msg);
       fe = st_rel_err(out, want, n_out);
-      if (!(fe <= TOL)) fail_msg("%s [loops]: forward differs by %g", what, fe);
+      if (!(fe <= TOL)) fail_msg("%s [%s]: forward differs by %g", what, pass_name[pass], fe);
       if (exec_chain_backward(loops, (const float *const *)t, gout, g, &err)) fail_msg("%s: %s", what, err.msg);
       for (int i = 0; i < nt; i++) {
         double ge = st_rel_err(g[i], ref[i], syno_exec_numel(e, i));
-        if (!(ge <= TOL)) fail_msg("%s [loops]: gradient of tensor %d differs by %g", what, i, ge);
+        if (!(ge <= TOL)) fail_msg("%s [%s]: gradient of tensor %d differs by %g", what, pass_name[pass], i, ge);
       }
       exec_chain_free(loops);
     }
@@ -89,6 +94,7 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
   int fast = syno_exec_fallback_reason(e) == NULL;
   if (fast) assert_true(strcmp(syno_exec_strategy(e), "interp") != 0);
   if (strategy) *strategy = syno_exec_strategy(e);
+  if (library) *library = strstr(syno_exec_path(e), "oneDNN") != NULL;
   for (int i = 0; i < nt; i++) {
     free(t[i]);
     free(g[i]);
@@ -125,8 +131,9 @@ static void test_builtins_fast(void **state) {
     if (strcmp(syno_exec_strategy(e), "gemm") != 0)
       fail_msg("%s: not on the fast path (%s)", cases[i][0], syno_exec_fallback_reason(e));
     assert_null(syno_exec_fallback_reason(e));
+    printf("%s at %s: %s\n", cases[i][0], cases[i][1], syno_exec_path(e));
     syno_exec_free(e);
-    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng, NULL, NULL), 1);
+    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng, NULL, NULL, NULL), 1);
     st_op_free(&o);
   }
 }
@@ -140,7 +147,8 @@ enum { N_STRATEGIES = 3 };
 typedef struct {
   char **seen;
   int n_seen, fast, target;
-  int split; /* operators whose forward nest has a block split */
+  int split;   /* operators whose forward nest has a block split */
+  int library; /* operators with a stage on oneDNN */
   int n_tensors_hist[SYNO_MAX_TENSORS + 1];
   int by_strategy[SYNO_MAX_TENSORS + 1][N_STRATEGIES]; /* [tensors][strategy] */
   const char *reason[MAX_REASONS];
@@ -162,9 +170,10 @@ static int visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
   c->seen[c->n_seen++] = strdup(buf);
   c->n_tensors_hist[op.n_tensors]++;
   const char *strategy = NULL;
-  int splits = 0;
-  int fast = check_one(&op, v, buf, &c->rng, &strategy, &splits);
+  int splits = 0, library = 0;
+  int fast = check_one(&op, v, buf, &c->rng, &strategy, &splits, &library);
   c->split += splits > 0;
+  c->library += library;
   int k = 0;
   while (k < N_STRATEGIES && strcmp(strategies[k], strategy) != 0) k++;
   if (k == N_STRATEGIES) fail_msg("%s: unknown strategy %s", buf, strategy);
@@ -187,21 +196,21 @@ static int visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
   return c->n_seen >= c->target;
 }
 
-static void test_sampled_operators(void **state) {
-  (void)state;
+/* Checks `target` distinct operators of a preset at one binding: all of depth 4, then those
+ * of the next depths (depth first), up to max_depth. */
+static void census(const char *preset, const char *binding, int max_depth, int target) {
   /* Random walks draw only a few operators a second at these depths, so the
-   * operators come from enumerating the space: all of depth 4, then the
-   * first ones of depth 5 (depth first), up to the target. Up to two weights. */
+   * operators come from enumerating the space. Up to two weights. */
   census_t *c = calloc(1, sizeof *c);
   assert_non_null(c);
   c->seen = calloc(MAX_OPS, sizeof *c->seen);
   assert_non_null(c->seen);
-  c->target = 520;
+  c->target = target;
   syno_rng_seed(&c->rng, 5, 3);
-  for (int depth = 4; depth <= 5 && c->n_seen < c->target; depth++) {
+  for (int depth = 4; depth <= max_depth && c->n_seen < c->target; depth++) {
     syno_space_spec_t spec;
     syno_error_t err = {0};
-    if (syno_space_preset("conv2d-wide", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", &spec, &err)) fail_msg("%s", err.msg);
+    if (syno_space_preset(preset, binding, &spec, &err)) fail_msg("%s", err.msg);
     spec.opts.depth = depth;
     spec.opts.max_tensors = 3;
     syno_space_t *s = NULL;
@@ -209,8 +218,8 @@ static void test_sampled_operators(void **state) {
     if (syno_space_exhaust(s, visit, c, NULL, NULL, &err)) fail_msg("%s", err.msg);
     syno_space_free(s);
   }
-  printf("checked %d distinct operators: %d entirely on GEMM stages, %d not\n", c->n_seen, c->fast,
-         c->n_seen - c->fast);
+  printf("%s at %s: checked %d distinct operators: %d entirely on fast stages, %d not\n", preset, binding, c->n_seen,
+         c->fast, c->n_seen - c->fast);
   for (int t = 1; t <= SYNO_MAX_TENSORS; t++) {
     if (!c->n_tensors_hist[t]) continue;
     printf("  %d operators with %d tensor(s):", c->n_tensors_hist[t], t);
@@ -219,15 +228,24 @@ static void test_sampled_operators(void **state) {
   }
   for (int k = 0; k < MAX_REASONS && c->reason[k]; k++) printf("  not fast (%d): %s\n", c->reason_n[k], c->reason[k]);
   printf("  %d operators run with a loop variable split at a block (div/mod)\n", c->split);
+  printf("  %d operators run a stage as a oneDNN convolution\n", c->library);
   assert_true(c->split > 0);
-  assert_true(c->n_seen >= 500);
+  assert_true(c->n_seen >= target - 20);
   assert_true(c->n_tensors_hist[3] > 0);
+  assert_true(c->library > 0);
   /* No operator of the sample needs the interpreter or a loop stage. */
   assert_int_equal(c->fast, c->n_seen);
   for (int t = 1; t <= SYNO_MAX_TENSORS; t++) assert_int_equal(c->by_strategy[t][2], 0);
   for (int i = 0; i < c->n_seen; i++) free(c->seen[i]);
   free(c->seen);
   free(c);
+}
+
+static void test_sampled_operators(void **state) {
+  (void)state;
+  census("conv2d-wide", "N=2,C_in=4,C_out=4,H=6,W=6,k=3,s=2", 5, 520);
+  /* The published preset (its operators appear from depth 4, most at 6). */
+  census("conv2d", "N=2,C_in=8,C_out=8,H=8,g=2,k_1=3,k_2=5,s=2", 6, 300);
 }
 
 int main(void) {
