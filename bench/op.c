@@ -110,11 +110,25 @@ int main(int argc, char **argv) {
       printf("  %-22s %9.4f %9.4f %9.4f %9.4f  %7.2fx %8.2fx  %s\n", name, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2],
              1e3 * t[3], t[g] / t[0], t[2] / t[0], lc.slot_kernel[i]);
     }
+    /* Per FLOP: the operator's GFLOP/s (the FLOPs of its plan) against oneDNN's 3x3 conv
+     * at the same slot, and what ran each stage. */
+    printf("  %-22s %9s %9s %9s %9s  %s\n", "", "FLOPs", "GFLOP/s", "oneDNN", "per FLOP", "path");
+    for (int i = 0; i < lc.nslots; i++) {
+      const double *t = lc.slot_t[i];
+      char name[64];
+      snprintf(name, sizeof name, "slot %lldx%lld %lldx%lld", (long long)lc.slot[i].c_in, (long long)lc.slot[i].c_out,
+               (long long)lc.slot[i].h, (long long)lc.slot[i].w);
+      double fo = (double)lc.slot[i].flops * (double)batch, fs = (double)lc.std_slot_flops[i] * (double)batch;
+      double go = fo / t[0] * 1e-9, gs = fs / t[1] * 1e-9;
+      printf("  %-22s %8.3fx %9.1f %9.1f %8.0f%%  %s\n", name, fo / fs, go, gs, 100.0 * go / gs, lc.slot_path[i]);
+    }
     syno_backbone_free(&cand);
     syno_slotop_free(op);
   }
   printf(
       "\nspeed-up = the fastest standard implementation's time / this operator's time; kernels = the\n"
-      "standard network with its 3x3 convs as Halide kernels (--kernels halide|best; 0: not timed)\n");
+      "standard network with its 3x3 convs as Halide kernels (--kernels halide|best; 0: not timed);\n"
+      "FLOPs = the operator's (its cheapest plan) over the 3x3 conv's; per FLOP = its GFLOP/s over\n"
+      "oneDNN's 3x3 conv's at the same slot\n");
   return 0;
 }

@@ -106,6 +106,10 @@ int syno_slot_set_kernels(syno_layer_t *l, int kernels);
 /* "exec" or "halide": what ran the slot's last inference forward; NULL for a standard slot
  * or before the first forward. */
 const char *syno_slot_kernel_used(const syno_layer_t *l);
+/* What ran the synthesized operator's last forward, stage by stage (syno_exec_path, e.g.
+ * "oneDNN conv2d 1x3, input gathered"), or "Halide kernel"; NULL before any forward or for a
+ * standard slot. */
+const char *syno_slot_path(const syno_layer_t *l);
 
 /* ---------------------------------------------------------------- backbones */
 
@@ -220,6 +224,8 @@ typedef struct syno_latency_cmp {
    * the network, the same when every slot agrees, else "mixed" */
   char net_kernel[16];
   char slot_kernel[SYNO_BACKBONE_MAX_SLOTS][16];
+  char slot_path[SYNO_BACKBONE_MAX_SLOTS][96]; /* syno_slot_path of the candidate's slot */
+  int64_t std_slot_flops[SYNO_BACKBONE_MAX_SLOTS]; /* the standard slot's FLOPs per sample */
   /* The same for the standard network of SYNO_LAT_HALIDE (its 3x3 convs in primitives under
    * the kernels choice: "halide", or with best "exec" where that was faster); when it could
    * not be built (a 3x3 window over a smaller map), why, and net[SYNO_LAT_HALIDE] is 0 */

@@ -678,6 +678,10 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
       forward_error(bbs, 4, err);
     }
     snprintf(out->slot_kernel[out->nslots], sizeof out->slot_kernel[0], "%s", slot_kernel(cand, i));
+    const char *path = syno_slot_path(cand->slots[i]);
+    snprintf(out->slot_path[out->nslots], sizeof out->slot_path[0], "%s", path ? path : "standard");
+    syno_slot_info_t ss;
+    out->std_slot_flops[out->nslots] = syno_slot_info(std[0].slots[i], &ss) ? ss.flops : 0;
     if (nstd > 2)
       snprintf(out->std_slot_kernel[out->nslots], sizeof out->std_slot_kernel[0], "%s", slot_kernel(&std[2], i));
     out->nslots++;
