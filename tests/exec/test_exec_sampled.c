@@ -138,6 +138,40 @@ static void test_builtins_fast(void **state) {
   }
 }
 
+/* Operators the searches found (README): each must run on oneDNN and equal the interpreter,
+ * forward and gradients, at ResNet-like bindings (two maps, channels growing). */
+static void test_found_operators(void **state) {
+  (void)state;
+  static const char *const ops[] = {
+      /* the published-preset winner: a 1x3 conv over a transposed, rolled map, its weight
+       * shared by two channel groups */
+      "r0=sum(k_1) r1=sum(s^-1*C_in); in[i0, split(div(i1, s^-1*C_out), share(r1, 1)), shift(unfold(i3, "
+      "share(r0, 1))), i2] expand[share(mod(i1, s^-1*C_out), 1)] w1[mod(i1, s^-1*C_out), r1, r0]",
+      /* the 1x3 conv winner */
+      "r0=sum(k_1) r1=sum(C_in); in[i0, share(r1, 1), i2, unfold(i3, share(r0, 1))] expand[share(i1, 1)] "
+      "w1[r1, i1, r0]",
+  };
+  static const char *const binds[] = {"N=3,C_in=8,C_out=8,H=10,k_1=3,k_2=7,s=2,g=32",
+                                      "N=2,C_in=8,C_out=16,H=5,k_1=3,k_2=7,s=2,g=32", NULL};
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 13, 1);
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    for (int b = 0; binds[b]; b++) {
+      const char *one[2] = {binds[b], NULL};
+      st_op_t o;
+      st_op_make(&o, "N: 0, C_in: 2, C_out: 4, H: 0; k_1: 2, k_2: 2, s: 2, g: 3", "[N, C_in: unordered, H, H]",
+                 "[N, C_out: unordered, H, H]", ops[i], one);
+      syno_error_t err = {0};
+      syno_exec_t *e = NULL;
+      assert_int_equal(syno_exec_new(&o.op, syno_graph_vars(o.g), 0, &e, &err), 0);
+      printf("found operator %zu at %s: %s\n", i + 1, binds[b], syno_exec_path(e));
+      if (!strstr(syno_exec_path(e), "oneDNN")) fail_msg("operator %zu: not on oneDNN (%s)", i + 1, syno_exec_path(e));
+      syno_exec_free(e);
+      assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), ops[i], &rng, NULL, NULL, NULL), 1);
+      st_op_free(&o);
+    }
+}
+
 #define MAX_OPS 600
 #define MAX_REASONS 16
 
@@ -249,6 +283,7 @@ static void test_sampled_operators(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_builtins_fast), cmocka_unit_test(test_sampled_operators)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_builtins_fast), cmocka_unit_test(test_found_operators),
+                                     cmocka_unit_test(test_sampled_operators)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
