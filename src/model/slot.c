@@ -38,7 +38,7 @@ typedef struct {
   int64_t wgrad_cap;
   int kernels;      /* syno_kernels_t of inference */
   const char *used; /* the kernel of the last inference forward: "exec" or "halide" */
-  const char *path; /* what ran it: syno_exec_path, or "Halide kernel" */
+  char path[96];    /* what ran it: syno_exec_path (copied: the executor may be evicted), or "Halide kernel" */
   syno_error_t err;
 } slot_t;
 
@@ -192,7 +192,7 @@ static int slot_infer(slot_t *s, slot_exec_t *c, const float *const *t, float *y
     }
   }
   s->used = c->use_k ? "halide" : "exec";
-  s->path = c->use_k ? "Halide kernel" : syno_exec_path(c->e);
+  snprintf(s->path, sizeof s->path, "%s", c->use_k ? "Halide kernel" : syno_exec_path(c->e));
   return c->use_k ? syno_kernel_forward(c->k, t, y, &s->err) : syno_exec_forward(c->e, t, y, &s->err);
 }
 
@@ -265,7 +265,7 @@ static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
     return SYNO_NN_OK;
   }
   s->used = "exec";
-  s->path = syno_exec_path(e);
+  snprintf(s->path, sizeof s->path, "%s", syno_exec_path(e));
   if (syno_exec_forward(e, t, self->out.data, &s->err)) return SYNO_NN_EINVAL;
   return SYNO_NN_OK;
 }
@@ -350,7 +350,7 @@ const char *syno_slot_kernel_used(const syno_layer_t *l) {
 const char *syno_slot_path(const syno_layer_t *l) {
   if (!l || l->ops != &slot_ops) return NULL;
   const slot_t *s = (const slot_t *)l;
-  return s->op ? s->path : NULL;
+  return s->op && s->path[0] ? s->path : NULL;
 }
 
 const char *syno_slot_error(const syno_layer_t *l) {
