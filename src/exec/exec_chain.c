@@ -109,10 +109,6 @@ fail:
 
 const char *exec_chain_path(const exec_chain_t *c, int k) { return k >= 0 && k < c->n_stages ? c->path[k] : NULL; }
 
-int64_t exec_chain_stage_flops(const exec_chain_t *c, int k) {
-  return c->conv[k] ? exec_conv_plan_flops(c->conv[k]) : exec_gemm_plan_flops(c->plan[k]);
-}
-
 static int run_forward(exec_chain_t *c, const float *const *tensors, int n, float *out, uint64_t hold,
                        syno_error_t *err) {
   for (int k = 0; k < n; k++) {

@@ -45,8 +45,6 @@ const char *exec_chain_generic(const exec_chain_t *c);
 
 /* What runs stage k ("gather + sgemm", "loop", or the convolution's description). */
 const char *exec_chain_path(const exec_chain_t *c, int k);
-/* Multiply-adds of stage k, 2 each. */
-int64_t exec_chain_stage_flops(const exec_chain_t *c, int k);
 
 /* hold: as syno_exec_hold_weights (0: gather every weight). -1 when a library call fails. */
 int exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold, syno_error_t *err);

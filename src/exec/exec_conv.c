@@ -60,7 +60,6 @@ struct exec_conv_plan {
   float *src, *wei, *dst, *dsrc, *dwei;
   uint64_t held;
   const float *held_w;
-  int64_t flops;
   char desc[96];
 };
 
@@ -78,7 +77,6 @@ void exec_conv_plan_free(exec_conv_plan_t *p) {
   free(p);
 }
 
-int64_t exec_conv_plan_flops(const exec_conv_plan_t *p) { return p->flops; }
 const char *exec_conv_plan_desc(const exec_conv_plan_t *p) { return p->desc; }
 
 static bool has_restrict(const syno_nest_t *n, int i) {
@@ -146,37 +144,17 @@ static bool fit_window(const syno_nest_t *n, const int64_t *size_val, const int6
   return w->len > 0;
 }
 
-/* The offset of an access at the variable values val, or -1 (zero padding). */
-static int64_t access_off(const syno_nest_t *n, const syno_access_t *acc, const int64_t *stride, const int64_t *size_val,
-                          const int64_t *val) {
-  bool ok = true;
-  int64_t off = 0;
-  for (int i = 0; i < acc->rank; i++)
-    off += syno_expr_eval(n, acc->idx[i], size_val, val, val + n->n_outer, &ok) * stride[i];
-  return ok ? off : -1;
-}
-
 /* Fills table t[total(x)] with the access's offsets over axes x; -1 when one is beyond numel. */
 static int fill_table(const syno_nest_t *n, const syno_access_t *acc, const int64_t *stride, const int64_t *size_val,
                       const axes_t *x, int64_t numel, int32_t *t) {
   int64_t val[SYNO_NEST_MAX_VARS] = {0}, total = axes_total(x);
   for (int64_t i = 0; i < total; i++) {
     axes_decode(x, i, val);
-    int64_t o = access_off(n, acc, stride, size_val, val);
+    int64_t o = syno_access_offset(n, acc, stride, size_val, val);
     if (o >= numel) return -1;
     t[i] = (int32_t)o;
   }
   return 0;
-}
-
-/* Sorts vars[0..n) by decreasing result stride (the outermost first). */
-static void by_stride(int *vars, int n, const int64_t *res_stride) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && res_stride[vars[j - 1]] < res_stride[vars[j]]; j--) {
-      int t = vars[j];
-      vars[j] = vars[j - 1];
-      vars[j - 1] = t;
-    }
 }
 
 enum { R_NONE, R_BATCH, R_GROUP, R_OUT, R_IN, R_SPATIAL, R_TAP };
@@ -192,10 +170,7 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   }
   const int nv = n->n_outer + n->n_inner;
   int64_t ext[SYNO_NEST_MAX_VARS] = {0}, size_val[SYNO_MAX_NODES] = {0};
-  for (int i = 0; i < n->n_nodes; i++)
-    if (n->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, n->node[i].size, b, &size_val[i], err)) return -1;
-  for (int i = 0; i < nv; i++)
-    if (syno_size_eval(v, i < n->n_outer ? n->outer[i] : n->inner[i - n->n_outer], b, &ext[i], err)) return -1;
+  if (syno_nest_sizes(n, v, b, size_val, ext, err)) return -1;
   const syno_access_t *A = st->a.acc, *W = st->w.acc;
   int ca[SYNO_NEST_MAX_VARS] = {0}, cw[SYNO_NEST_MAX_VARS] = {0};
   for (int i = 0; i < A->rank; i++) syno_expr_count_vars(n, A->idx[i], ca);
@@ -298,10 +273,10 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
     }
   }
   if (!st->choose_layout) {
-    by_stride(sp, nsp, st->res_stride);
-    by_stride(bat, nbat, st->res_stride);
-    by_stride(grp, ngrp, st->res_stride);
-    by_stride(oc, noc, st->res_stride);
+    exec_sort_by_stride(sp, nsp, st->res_stride);
+    exec_sort_by_stride(bat, nbat, st->res_stride);
+    exec_sort_by_stride(grp, ngrp, st->res_stride);
+    exec_sort_by_stride(oc, noc, st->res_stride);
   }
 
   /* The geometry and the three tables' axes. */
@@ -340,7 +315,6 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   g->groups = G;
   g->ic = G * I;
   g->oc = G * O;
-  int64_t taps = 1;
   for (int j = 0; j < nsp; j++) {
     const window_t *w = NULL;
     for (int q = 0; q < nwin; q++)
@@ -360,12 +334,10 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
       g->k[j] = g->stride[j] = g->dil[j] = 1;
     }
     axes_add(&xd, sp[j], ext[sp[j]], 0, 1);
-    taps *= g->k[j];
   }
   p->nsrc = axes_total(&xs);
   p->nwei = axes_total(&xw);
   p->ndst = axes_total(&xd);
-  p->flops = 2 * p->ndst * I * taps;
   p->alpha = (float)(1.0 / (double)st->divisor);
 
   /* The result's layout: the convolution's when the plan chooses it; else is it? */

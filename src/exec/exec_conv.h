@@ -43,8 +43,6 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
                        syno_error_t *err);
 void exec_conv_plan_free(exec_conv_plan_t *p);
 
-/* Multiply-adds of the convolution, 2 each. */
-int64_t exec_conv_plan_flops(const exec_conv_plan_t *p);
 /* What runs the stage, e.g. "oneDNN conv 1x3 groups 1 (src gathered)". */
 const char *exec_conv_plan_desc(const exec_conv_plan_t *p);
 

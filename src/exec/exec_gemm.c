@@ -67,7 +67,6 @@ struct exec_gemm_plan {
   float *col, *cbuf, *wg, *dwg; /* [K][c*Me], [N][c*Me], [G][N][K], [N][K] */
   uint64_t held;                 /* wg is the gather of held_w under this hold id (0: none) */
   const float *held_w;
-  int64_t flops;
   /* The generic loop (generic != NULL). */
   const char *generic;
   ev_t *ev;
@@ -93,10 +92,7 @@ static int64_t opnd_off(const ev_t *e, const opnd_t *o, int nv) {
     for (int i = 0; i < nv; i++) off += e->val[i] * o->stride[i];
     return off;
   }
-  bool ok = true;
-  for (int i = 0; i < o->acc->rank; i++)
-    off += syno_expr_eval(e->n, o->acc->idx[i], e->size_val, e->val, e->val + e->n->n_outer, &ok) * o->axis_stride[i];
-  return ok ? off : -1;
+  return syno_access_offset(e->n, o->acc, o->axis_stride, e->size_val, e->val);
 }
 
 static int opnd_init(opnd_t *o, const exec_gemm_operand_t *src, const syno_vars_t *v, int b, syno_error_t *err) {
@@ -138,7 +134,15 @@ void exec_gemm_plan_free(exec_gemm_plan_t *p) {
 }
 
 const char *exec_gemm_plan_generic(const exec_gemm_plan_t *p) { return p->generic; }
-int64_t exec_gemm_plan_flops(const exec_gemm_plan_t *p) { return p->flops; }
+
+void exec_sort_by_stride(int *vars, int n, const int64_t *stride) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && stride[vars[j - 1]] < stride[vars[j]]; j--) {
+      int t = vars[j];
+      vars[j] = vars[j - 1];
+      vars[j - 1] = t;
+    }
+}
 
 static void *xcalloc(int64_t n, size_t sz) { return calloc((size_t)(n > 0 ? n : 1), sz); }
 
@@ -156,12 +160,7 @@ int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   const int nv = fwd->n_outer + fwd->n_inner;
   p->nv = nv;
   int64_t *ext = p->ext;
-  for (int i = 0; i < fwd->n_nodes; i++)
-    if (fwd->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, fwd->node[i].size, b, &e->size_val[i], err)) goto fail;
-  for (int i = 0; i < fwd->n_outer; i++)
-    if (syno_size_eval(v, fwd->outer[i], b, &ext[i], err)) goto fail;
-  for (int i = 0; i < fwd->n_inner; i++)
-    if (syno_size_eval(v, fwd->inner[i], b, &ext[fwd->n_outer + i], err)) goto fail;
+  if (syno_nest_sizes(fwd, v, b, e->size_val, ext, err)) goto fail;
   for (int i = 0; i < nv; i++) {
     if (!st->in_stage[i]) continue;
     if (ext[i] <= 0) {
@@ -221,12 +220,7 @@ int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
       }
     }
     /* Outermost first, as decode reads them. */
-    for (int i = 1; i < cl[CL_ME].n; i++)
-      for (int j = i; j > 0 && st->res_stride[cl[CL_ME].var[j - 1]] < st->res_stride[cl[CL_ME].var[j]]; j--) {
-        int t = cl[CL_ME].var[j];
-        cl[CL_ME].var[j] = cl[CL_ME].var[j - 1];
-        cl[CL_ME].var[j - 1] = t;
-      }
+    exec_sort_by_stride(cl[CL_ME].var, cl[CL_ME].n, st->res_stride);
   }
   for (int c = 0; c < CL_COUNT; c++) {
     cl[c].total = 1;
@@ -237,7 +231,6 @@ int exec_gemm_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   p->Me = cl[CL_ME].total;
   p->N = cl[CL_N].total;
   p->K = cl[CL_K].total;
-  p->flops = 2 * p->G * p->Mp * p->Me * p->N * p->K;
 
   /* The result layout: chosen as [G][N][Mp][Me], or given. */
   if (st->choose_layout) {

@@ -65,8 +65,8 @@ void exec_gemm_plan_free(exec_gemm_plan_t *p);
 /* NULL when the stage runs as gather + GEMM + scatter, else why it runs as a
  * generic loop (static storage). */
 const char *exec_gemm_plan_generic(const exec_gemm_plan_t *p);
-/* Multiply-adds of the stage, 2 each (the product of its extents, times 2). */
-int64_t exec_gemm_plan_flops(const exec_gemm_plan_t *p);
+/* Sorts the loop variables vars[0..n) by decreasing stride (the outermost first). */
+void exec_sort_by_stride(int *vars, int n, const int64_t *stride);
 
 /* c = alpha * sum A W (w ignored without a weight); c is overwritten. hold != 0: w is the
  * same as in the previous forward under the same hold, so its gathered copy is reused

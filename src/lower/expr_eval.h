@@ -37,6 +37,28 @@ static inline int64_t syno_expr_eval(const syno_nest_t *n, int i, const int64_t 
   }
 }
 
+/* The offset of access acc (row-major strides `stride`) at the loop variable values val
+ * (outer variables, then inner), or -1 when a restrict is out of range (zero padding). */
+static inline int64_t syno_access_offset(const syno_nest_t *n, const syno_access_t *acc, const int64_t *stride,
+                                         const int64_t *size_val, const int64_t *val) {
+  bool ok = true;
+  int64_t off = 0;
+  for (int i = 0; i < acc->rank; i++)
+    off += syno_expr_eval(n, acc->idx[i], size_val, val, val + n->n_outer, &ok) * stride[i];
+  return ok ? off : -1;
+}
+
+/* Under binding b: size_val[j] for every SIZE node j of n, and ext[v] for every loop
+ * variable v (outer, then inner). -1 (err set) when a size does not evaluate. */
+static inline int syno_nest_sizes(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *size_val, int64_t *ext,
+                                  syno_error_t *err) {
+  for (int i = 0; i < n->n_nodes; i++)
+    if (n->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, n->node[i].size, b, &size_val[i], err)) return -1;
+  for (int i = 0; i < n->n_outer + n->n_inner; i++)
+    if (syno_size_eval(v, i < n->n_outer ? n->outer[i] : n->inner[i - n->n_outer], b, &ext[i], err)) return -1;
+  return 0;
+}
+
 /* Adds to cnt[v] the occurrences of loop variable v (outer variables first,
  * then inner: ri_j is n->n_outer + j) in the tree of node i. */
 static inline void syno_expr_count_vars(const syno_nest_t *n, int i, int *cnt) {
