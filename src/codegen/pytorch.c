@@ -1,217 +1,981 @@
-/* The PyTorch emitter: a torch.nn.Module computing the forward loop nest
- * with tensor operations.
+/* The PyTorch emitter: a torch.nn.Module computing the forward loop nest with
+ * tensor views and one contraction per stage (src/lower/views.h).
  *
- * The forward nest is target[outer] = sum over inner of prod_f factor_f[idx_f]
- * / divisor. Each factor reads its tensor through index expressions over
- * only some of the loop variables, so the module gathers each factor once
- * over exactly the loops it depends on (an index gather: the im2col of a
- * convolution, a reshape/permute for a split or merge, a padded window for
- * an Unfold, a rolled axis for a Shift), folds zero padding into it as a
- * mask, and lets torch.einsum contract the factors over the reduction loops
- * in one call. No Python loop runs per element, and autograd gives the
- * backward pass (gathers scatter-add, einsum contracts back).
+ * Each factor becomes a few copies along single axes (zero padding, a roll
+ * for a Shift, a repeat for div and mod) and then one strided view over the
+ * loop variables it reads; each stage of the plan (src/lower/stages.h) is one
+ * torch.einsum of the running result with the next weight's view, or one
+ * torch.nn.functional.conv1d/2d/3d when the stage convolves the input. No
+ * index tensor is built: a module's memory is its weights, and padding puts
+ * real zeros where the loop nest reads nothing, so an inf or NaN elsewhere in
+ * the input cannot reach an output that does not read it.
  *
- * Sizes are the constants of the chosen binding; forward checks the input's
- * shape and names the mismatch. */
+ * Sizes are symbolic: coefficients (k, s, ...) are fixed at the exported
+ * binding; the primary sizes that shape a weight, or that the input's shape
+ * does not give, are constructor arguments defaulting to the binding's; the
+ * others are read from the input at every call. Every size is checked to be
+ * a whole number and every input axis against the operator's shape, and a
+ * mismatch raises ValueError naming it. The generated code is TorchScript
+ * (torch.jit.script) as written. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "../lower/expr_eval.h"
+#include "../lower/stages.h"
+#include "../lower/views.h"
 #include "emit.h"
 #include "syno/alloc.h"
 #include "syno/codegen.h"
 #include "syno/lower.h"
 #include "syno/strbuf.h"
 
-#define FW_CAP (1 << 16)
+#define WHO "codegen pytorch"
+#define MAX_SIZES 96
+#define NAME_LEN 40
+#define BODY_CAP (1 << 17)
 
-static const codegen_dialect_t py = {
-    .who = "codegen pytorch",
-    .letters = true,
-    .num_pre = "",
-    .num_post = "",
-    .div = "_fdiv(",
-    .mod = "_emod(",
-    .pad = "_pad(",
-    .pad_post = ", ok)",
-};
+/* The sizes of one Python function: each distinct size is spelled once, as a
+ * number, a primary's name or a local computed (and checked) in `pro`. */
+typedef struct {
+  const syno_vars_t *v;
+  int b;
+  syno_strbuf_t *pro;
+  int n;
+  syno_size_t size[MAX_SIZES];
+  char name[MAX_SIZES][NAME_LEN];
+  int next_local;
+  bool failed;
+  syno_error_t *err;
+} sizes_t;
 
-static bool has_restrict(const syno_nest_t *n, int i) {
+static const char *reserved[] = {"F", "torch", "math", "x", "y", "t", "w", "st", "lo", "hi", "self", NULL};
+
+/* The Python name of primary variable i. */
+static void primary_name(const syno_vars_t *v, int i, char *out, size_t n) {
+  const char *s = v->var[SYNO_PRIMARY][i].name;
+  bool clash = false;
+  for (int k = 0; reserved[k]; k++) clash |= strcmp(s, reserved[k]) == 0;
+  snprintf(out, n, "%s%s", clash ? "size_" : "", s);
+}
+
+/* The spelling of size a (static storage of the table); "?" after an error. */
+static const char *py_size(sizes_t *z, syno_size_t a) {
+  for (int i = 0; i < z->n; i++)
+    if (syno_size_eq(z->size[i], a)) return z->name[i];
+  if (z->n >= MAX_SIZES) {
+    if (!z->failed) syno_error_set(z->err, WHO ": more than %d distinct sizes", MAX_SIZES);
+    z->failed = true;
+    return "?";
+  }
+  syno_size_t coeff = a;
+  memset(coeff.p, 0, sizeof coeff.p);
+  int64_t num, den;
+  if (syno_size_eval_frac(z->v, coeff, z->b, &num, &den, z->err)) {
+    z->failed = true;
+    return "?";
+  }
+  char prod[256] = "", text[128];
+  syno_strbuf_t ps;
+  syno_strbuf_init(&ps, prod, sizeof prod);
+  int factors = 0, lone = -1;
+  for (int i = 0; i < z->v->n[SYNO_PRIMARY]; i++) {
+    if (a.p[i] < 0) {
+      syno_size_print(z->v, a, text, sizeof text);
+      if (!z->failed) syno_error_set(z->err, WHO ": the size %s has a negative power of a primary variable", text);
+      z->failed = true;
+      return "?";
+    }
+    for (int k = 0; k < a.p[i]; k++) {
+      char pn[NAME_LEN];
+      primary_name(z->v, i, pn, sizeof pn);
+      syno_strbuf_printf(&ps, "%s%s", factors ? " * " : "", pn);
+      lone = factors ? -1 : i;
+      factors++;
+    }
+  }
+  char *name = z->name[z->n];
+  if (factors == 0) {
+    if (den != 1) {
+      syno_size_print(z->v, a, text, sizeof text);
+      if (!z->failed) syno_error_set(z->err, WHO ": the size %s is %" PRId64 "/%" PRId64 ", not whole", text, num, den);
+      z->failed = true;
+      return "?";
+    }
+    snprintf(name, NAME_LEN, "%" PRId64, num);
+  } else if (factors == 1 && num == 1 && den == 1 && lone >= 0) {
+    primary_name(z->v, lone, name, NAME_LEN);
+  } else {
+    snprintf(name, NAME_LEN, "s%d", z->next_local++);
+    syno_size_print(z->v, a, text, sizeof text);
+    if (den != 1) {
+      syno_strbuf_printf(z->pro, "        if (%s * %" PRId64 ") %% %" PRId64 " != 0:\n", prod, num, den);
+      syno_strbuf_printf(z->pro, "            raise ValueError('SynoOp: the size %s = %s * %" PRId64 " / %" PRId64
+                                 " is not a whole number at'", text, prod, num, den);
+      for (int i = 0; i < z->v->n[SYNO_PRIMARY]; i++)
+        if (a.p[i] > 0) {
+          char pn[NAME_LEN];
+          primary_name(z->v, i, pn, sizeof pn);
+          syno_strbuf_printf(z->pro, " + ' %s = ' + str(%s)", pn, pn);
+        }
+      syno_strbuf_printf(z->pro, ")\n");
+    }
+    syno_strbuf_printf(z->pro, "        %s = (%s * %" PRId64 ") // %" PRId64 "  # %s\n", name, prod, num, den, text);
+  }
+  z->size[z->n++] = a;
+  return name;
+}
+
+/* The emitter's state for one operator. */
+typedef struct {
+  const syno_operator_t *op;
+  const syno_nest_t *n; /* the forward nest, its loop variables split at blocks */
+  sizes_t z;
+  syno_strbuf_t *body;
+  syno_error_t *err;
+  bool failed;
+} emit_t;
+
+static void fail(emit_t *e, const char *msg) {
+  if (!e->failed && !e->z.failed) syno_error_set(e->err, WHO ": %s", msg);
+  e->failed = true;
+}
+
+static syno_size_t extent(const syno_nest_t *n, int v) {
+  return v < n->n_outer ? n->outer[v] : n->inner[v - n->n_outer];
+}
+
+static const char *ext(emit_t *e, int v) { return py_size(&e->z, extent(e->n, v)); }
+
+/* A constant node as a Python int expression. */
+static void py_const(emit_t *e, syno_strbuf_t *sb, int i) {
+  const syno_expr_t *x = &e->n->node[i];
+  switch (x->kind) {
+    case SYNO_EXPR_SIZE: syno_strbuf_printf(sb, "%s", py_size(&e->z, x->size)); return;
+    case SYNO_EXPR_IMM: syno_strbuf_printf(sb, x->imm < 0 ? "(%" PRId64 ")" : "%" PRId64, x->imm); return;
+    case SYNO_EXPR_OUTER:
+    case SYNO_EXPR_INNER:
+    case SYNO_EXPR_RESTRICT: fail(e, "a loop variable or a padding in a constant"); return;
+    default: break;
+  }
+  const char *op = x->kind == SYNO_EXPR_ADD   ? " + "
+                   : x->kind == SYNO_EXPR_SUB ? " - "
+                   : x->kind == SYNO_EXPR_MUL ? " * "
+                   : x->kind == SYNO_EXPR_DIV ? " // "
+                                              : " % ";
+  syno_strbuf_printf(sb, "(");
+  py_const(e, sb, x->a);
+  syno_strbuf_printf(sb, "%s", op);
+  py_const(e, sb, x->b);
+  syno_strbuf_printf(sb, ")");
+}
+
+/* The least (hi = false) or greatest value of node i over the loops, as a
+ * Python int expression; a bound, not always attained. */
+static void py_bound(emit_t *e, syno_strbuf_t *sb, int i, bool hi) {
+  const syno_nest_t *n = e->n;
   const syno_expr_t *x = &n->node[i];
+  if (lower_node_is_const(n, i)) {
+    py_const(e, sb, i);
+    return;
+  }
   switch (x->kind) {
     case SYNO_EXPR_OUTER:
     case SYNO_EXPR_INNER:
-    case SYNO_EXPR_SIZE:
-    case SYNO_EXPR_IMM: return false;
-    case SYNO_EXPR_RESTRICT: return true;
-    default: return has_restrict(n, x->a) || has_restrict(n, x->b);
+      if (hi)
+        syno_strbuf_printf(sb, "(%s - 1)", ext(e, x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var));
+      else
+        syno_strbuf_printf(sb, "0");
+      return;
+    case SYNO_EXPR_RESTRICT:
+    case SYNO_EXPR_MOD:
+      if (hi) {
+        syno_strbuf_printf(sb, "(");
+        py_const(e, sb, x->b);
+        syno_strbuf_printf(sb, " - 1)");
+      } else {
+        syno_strbuf_printf(sb, "0");
+      }
+      return;
+    case SYNO_EXPR_DIV:
+      syno_strbuf_printf(sb, "(");
+      py_bound(e, sb, x->a, hi);
+      syno_strbuf_printf(sb, " // ");
+      py_const(e, sb, x->b);
+      syno_strbuf_printf(sb, ")");
+      return;
+    case SYNO_EXPR_ADD:
+    case SYNO_EXPR_SUB: {
+      bool sub = x->kind == SYNO_EXPR_SUB;
+      syno_strbuf_printf(sb, "(");
+      py_bound(e, sb, x->a, hi);
+      syno_strbuf_printf(sb, sub ? " - " : " + ");
+      py_bound(e, sb, x->b, sub ? !hi : hi);
+      syno_strbuf_printf(sb, ")");
+      return;
+    }
+    case SYNO_EXPR_MUL: {
+      int k = lower_node_is_const(n, x->a) ? x->a : x->b, v = k == x->a ? x->b : x->a;
+      if (!lower_node_is_const(n, k)) {
+        fail(e, "a product of two loop variables");
+        return;
+      }
+      int sign = lower_const_sign(n, k);
+      if (sign != 0) {
+        syno_strbuf_printf(sb, "(");
+        py_const(e, sb, k);
+        syno_strbuf_printf(sb, " * ");
+        py_bound(e, sb, v, sign > 0 ? hi : !hi);
+        syno_strbuf_printf(sb, ")");
+        return;
+      }
+      syno_strbuf_printf(sb, "%s(", hi ? "max" : "min");
+      for (int side = 0; side < 2; side++) {
+        syno_strbuf_printf(sb, side ? ", " : "");
+        py_const(e, sb, k);
+        syno_strbuf_printf(sb, " * ");
+        py_bound(e, sb, v, side == 1);
+      }
+      syno_strbuf_printf(sb, ")");
+      return;
+    }
+    default: fail(e, "an unknown index expression"); return;
   }
 }
 
-int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err) {
+/* A coefficient imm * size as a Python int expression. */
+static void py_coef(emit_t *e, syno_strbuf_t *sb, lower_coef_t c) {
+  const char *s = py_size(&e->z, c.size);
+  if (strcmp(s, "1") == 0)
+    syno_strbuf_printf(sb, c.imm < 0 ? "(%" PRId64 ")" : "%" PRId64, c.imm);
+  else if (c.imm == 1)
+    syno_strbuf_printf(sb, "%s", s);
+  else
+    syno_strbuf_printf(sb, "(%" PRId64 " * %s)", c.imm, s);
+}
+
+/* Factor f's access with its split axes (lower_access_split) in *a, the
+ * tensor `t` reshaped to match. */
+static void emit_split(emit_t *e, int f, const char *src, syno_access_t *a) {
+  syno_strbuf_t *sb = e->body;
+  int k = lower_access_split(e->n, &e->n->factor[f], a);
+  if (k < 0) {
+    fail(e, "a tensor read at more than 8 axes once its merged axes are split");
+    return;
+  }
+  syno_strbuf_printf(sb, "        t = %s\n", src);
+  if (k > 0) {
+    syno_strbuf_printf(sb, "        t = t.reshape([");
+    for (int ax = 0; ax < a->rank; ax++) syno_strbuf_printf(sb, "%s%s", ax ? ", " : "", py_size(&e->z, a->dim[ax]));
+    syno_strbuf_printf(sb, "])\n");
+  }
+}
+
+/* Applies the peels of every axis of factor f to tensor `t` (source `src`)
+ * and leaves its split access in *a, the axis views in av[] and each axis's
+ * index offset in off[]. */
+static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lower_axis_view_t *av, char off[][160]) {
+  const syno_nest_t *n = e->n;
+  syno_strbuf_t *sb = e->body;
+  emit_split(e, f, src, a);
+  if (e->failed) return;
+  for (int ax = 0; ax < a->rank; ax++) {
+    const char *reason;
+    lower_axis_view(n, a->idx[ax], &av[ax], &reason);
+    if (reason) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "axis %d of tensor %d: %s", ax, a->tensor, reason);
+      fail(e, msg);
+      return;
+    }
+    snprintf(off[ax], 160, "0");
+    for (int k = 0; k < av[ax].n_peels; k++) {
+      const lower_peel_t *p = &av[ax].peel[k];
+      const syno_expr_t *sz = &n->node[p->size];
+      syno_strbuf_printf(sb, "        lo = ");
+      py_bound(e, sb, p->arg, false);
+      syno_strbuf_printf(sb, "\n        hi = ");
+      py_bound(e, sb, p->arg, true);
+      syno_strbuf_printf(sb, "\n");
+      /* The axis is read at node(p) + off: narrow it to the node's range. */
+      bool whole = k == 0 && sz->kind == SYNO_EXPR_SIZE && syno_size_eq(sz->size, a->dim[ax]);
+      if (p->kind == LOWER_PEEL_REPEAT) {
+        syno_strbuf_printf(sb, "        t = t.narrow(%d, %s + lo // ", ax, off[ax]);
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, ", hi // ");
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, " - lo // ");
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, " + 1)\n        t = torch.repeat_interleave(t, ");
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, ", %d)\n", ax);
+        syno_strbuf_t os;
+        syno_strbuf_init(&os, off[ax], 160);
+        syno_strbuf_printf(&os, "-(lo // ");
+        py_const(e, &os, p->size);
+        syno_strbuf_printf(&os, ") * ");
+        py_const(e, &os, p->size);
+        if (os.len >= 160) fail(e, "an index offset too long");
+        /* The offset refers to lo, which the next peel overwrites: fix it now. */
+        syno_strbuf_printf(sb, "        o%d = %s\n", ax, off[ax]);
+        snprintf(off[ax], 160, "o%d", ax);
+        continue;
+      }
+      if (!whole) {
+        syno_strbuf_printf(sb, "        t = t.narrow(%d, %s, ", ax, off[ax]);
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, ")\n");
+      }
+      if (p->kind == LOWER_PEEL_PAD) {
+        syno_strbuf_printf(sb, "        t = F.pad(t, [");
+        for (int j = a->rank - 1; j > ax; j--) syno_strbuf_printf(sb, "0, 0, ");
+        syno_strbuf_printf(sb, "max(0, -lo), max(0, hi - ");
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, " + 1)])\n");
+        syno_strbuf_printf(sb, "        o%d = max(0, -lo)\n", ax);
+        snprintf(off[ax], 160, "o%d", ax);
+      } else if (p->kind == LOWER_PEEL_ROLL) {
+        syno_strbuf_printf(sb, "        t = torch.roll(t, %s", p->shift_neg ? "" : "-");
+        py_const(e, sb, p->shift);
+        syno_strbuf_printf(sb, ", %d)\n", ax);
+        snprintf(off[ax], 160, "0");
+      } else {
+        syno_strbuf_printf(sb, "        t = t.repeat([");
+        for (int j = 0; j < a->rank; j++) {
+          if (j != ax) {
+            syno_strbuf_printf(sb, "1, ");
+            continue;
+          }
+          syno_strbuf_printf(sb, "hi // ");
+          py_const(e, sb, p->size);
+          syno_strbuf_printf(sb, " - lo // ");
+          py_const(e, sb, p->size);
+          syno_strbuf_printf(sb, " + 1, ");
+        }
+        syno_strbuf_printf(sb, "])\n        o%d = -(lo // ", ax);
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, ") * ");
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, "\n");
+        snprintf(off[ax], 160, "o%d", ax);
+      }
+    }
+  }
+}
+
+/* The sign of variable v's step through the tensor: +1, -1, or 0 when the
+ * axes that read it disagree. */
+static int var_sign(const lower_axis_view_t *av, int rank, int v) {
+  int s = 1;
+  bool seen = false;
+  for (int ax = 0; ax < rank; ax++) {
+    int64_t c = av[ax].coef[v].imm;
+    if (!c) continue;
+    int cs = c > 0 ? 1 : -1;
+    if (seen && cs != s) return 0;
+    s = cs;
+    seen = true;
+  }
+  return s;
+}
+
+/* Appends the storage offset of the view to sb: the constants and offsets of
+ * every axis, and for each variable in `flipped` its last value. */
+static void emit_offset(emit_t *e, syno_strbuf_t *sb, const lower_axis_view_t *av, int rank, char off[][160],
+                        syno_varset_t flipped, const int *skip_axis) {
+  syno_strbuf_printf(sb, "t.storage_offset()");
+  for (int ax = 0; ax < rank; ax++) {
+    if (skip_axis && skip_axis[ax]) continue;
+    syno_strbuf_printf(sb, " + (%s", off[ax]);
+    for (int c = 0; c < av[ax].n_consts; c++) {
+      syno_strbuf_printf(sb, av[ax].csign[c] > 0 ? " + " : " - ");
+      py_const(e, sb, av[ax].cnode[c]);
+    }
+    for (int v = 0; v < SYNO_NEST_MAX_VARS; v++)
+      if ((flipped >> v & 1) && av[ax].coef[v].imm) {
+        syno_strbuf_printf(sb, " + ");
+        py_coef(e, sb, av[ax].coef[v]);
+        syno_strbuf_printf(sb, " * (%s - 1)", ext(e, v));
+      }
+    syno_strbuf_printf(sb, ") * st[%d]", ax);
+  }
+}
+
+/* The stride of variable v through the view, |sum over axes of coef * stride|. */
+static void emit_stride(emit_t *e, syno_strbuf_t *sb, const lower_axis_view_t *av, int rank, int v, int sign) {
+  bool any = false;
+  for (int ax = 0; ax < rank; ax++) {
+    if (!av[ax].coef[v].imm) continue;
+    lower_coef_t c = av[ax].coef[v];
+    c.imm *= sign;
+    syno_strbuf_printf(sb, "%s", any ? " + " : "");
+    py_coef(e, sb, c);
+    syno_strbuf_printf(sb, " * st[%d]", ax);
+    any = true;
+  }
+  if (!any) syno_strbuf_printf(sb, "0");
+}
+
+/* Tensor t of factor f as a strided view over the variables order[0..k),
+ * the first axes of the result: t = t.as_strided(...). */
+static void emit_view(emit_t *e, int f, const char *src, const int *order, int k) {
+  lower_axis_view_t av[SYNO_MAX_RANK];
+  char off[SYNO_MAX_RANK][160];
+  syno_access_t a;
+  emit_peels(e, f, src, &a, av, off);
+  if (e->failed) return;
+  int rank = a.rank;
+  syno_strbuf_t *sb = e->body;
+  syno_varset_t flipped = 0;
+  for (int i = 0; i < k; i++) {
+    int s = var_sign(av, rank, order[i]);
+    if (s == 0) {
+      fail(e, "a loop variable that steps forward on one axis and backward on another");
+      return;
+    }
+    if (s < 0) flipped |= (syno_varset_t)1 << order[i];
+  }
+  syno_strbuf_printf(sb, "        st = t.stride()\n        t = t.as_strided([");
+  for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%s%s", i ? ", " : "", ext(e, order[i]));
+  syno_strbuf_printf(sb, "], [");
+  for (int i = 0; i < k; i++) {
+    syno_strbuf_printf(sb, "%s", i ? ", " : "");
+    emit_stride(e, sb, av, rank, order[i], (flipped >> order[i] & 1) ? -1 : 1);
+  }
+  syno_strbuf_printf(sb, "], ");
+  emit_offset(e, sb, av, rank, off, flipped, NULL);
+  syno_strbuf_printf(sb, ")\n");
+  if (flipped) {
+    syno_strbuf_printf(sb, "        t = torch.flip(t, [");
+    for (int i = 0, c = 0; i < k; i++)
+      if (flipped >> order[i] & 1) syno_strbuf_printf(sb, "%s%d", c++ ? ", " : "", i);
+    syno_strbuf_printf(sb, "])\n");
+  }
+}
+
+static int set_order(syno_varset_t s, int *order) {
+  int k = 0;
+  for (int v = 0; v < SYNO_NEST_MAX_VARS; v++)
+    if (s >> v & 1) order[k++] = v;
+  return k;
+}
+
+static void letters(syno_strbuf_t *sb, const int *order, int k) {
+  for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%c", codegen_letter(order[i]));
+}
+
+static void list_ext(emit_t *e, syno_strbuf_t *sb, const int *order, int k) {
+  for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%s%s", i ? ", " : "", ext(e, order[i]));
+}
+
+static void prod_ext(emit_t *e, syno_strbuf_t *sb, syno_varset_t s) {
+  int order[SYNO_NEST_MAX_VARS], k = set_order(s, order);
+  if (!k) syno_strbuf_printf(sb, "1");
+  for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%s%s", i ? " * " : "", ext(e, order[i]));
+}
+
+/* The first stage as a convolution: y over the variables batch, group, out
+ * and the windows' m, in that order (returned in order[]). */
+static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_conv_t *c, int *order) {
+  syno_strbuf_t *sb = e->body;
+  int nw = c->n_win;
+  lower_axis_view_t av[SYNO_MAX_RANK];
+  char off[SYNO_MAX_RANK][160];
+  syno_access_t a;
+  syno_strbuf_printf(sb, "        # stage 1: a %dd convolution of the input\n", nw);
+  emit_peels(e, xf, "x", &a, av, off);
+  if (e->failed) return 0;
+  int rank = a.rank;
+  int win_of_axis[SYNO_MAX_RANK] = {0}, bo[SYNO_NEST_MAX_VARS], go[SYNO_NEST_MAX_VARS], co[SYNO_NEST_MAX_VARS];
+  int oo[SYNO_NEST_MAX_VARS];
+  int nb = set_order(c->batch, bo), ng = set_order(c->group, go), nc = set_order(c->chan, co),
+      no = set_order(c->out, oo);
+  for (int w = 0; w < nw; w++) win_of_axis[c->axis[w]] = 1;
+  for (int i = 0; i < nb + ng + nc; i++) {
+    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
+    if (var_sign(av, rank, v) <= 0) {
+      fail(e, "a convolution whose input steps backward");
+      return 0;
+    }
+  }
+  /* Input: [batch..., group..., chan..., window positions...]. */
+  syno_strbuf_printf(sb, "        st = t.stride()\n        t = t.as_strided([");
+  for (int i = 0; i < nb + ng + nc; i++) {
+    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
+    syno_strbuf_printf(sb, "%s, ", ext(e, v));
+  }
+  for (int w = 0; w < nw; w++) {
+    syno_strbuf_printf(sb, "%s", w ? ", " : "");
+    py_coef(e, sb, c->stride[w]);
+    syno_strbuf_printf(sb, " * (%s - 1) + ", ext(e, c->m[w]));
+    lower_coef_t d = c->dil[w];
+    d.imm = d.imm < 0 ? -d.imm : d.imm;
+    py_coef(e, sb, d);
+    syno_strbuf_printf(sb, " * (%s - 1) + 1", ext(e, c->k[w]));
+  }
+  syno_strbuf_printf(sb, "], [");
+  for (int i = 0; i < nb + ng + nc; i++) {
+    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
+    emit_stride(e, sb, av, rank, v, 1);
+    syno_strbuf_printf(sb, ", ");
+  }
+  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, "%sst[%d]", w ? ", " : "", c->axis[w]);
+  syno_strbuf_printf(sb, "], ");
+  emit_offset(e, sb, av, rank, off, 0, win_of_axis);
+  for (int w = 0; w < nw; w++) {
+    int ax = c->axis[w];
+    syno_strbuf_printf(sb, " + (%s", off[ax]);
+    for (int k = 0; k < av[ax].n_consts; k++) {
+      syno_strbuf_printf(sb, av[ax].csign[k] > 0 ? " + " : " - ");
+      py_const(e, sb, av[ax].cnode[k]);
+    }
+    if (c->dil[w].imm < 0) {
+      syno_strbuf_printf(sb, " + ");
+      py_coef(e, sb, c->dil[w]);
+      syno_strbuf_printf(sb, " * (%s - 1)", ext(e, c->k[w]));
+    }
+    syno_strbuf_printf(sb, ") * st[%d]", ax);
+  }
+  syno_strbuf_printf(sb, ")\n        x1 = t.reshape([");
+  prod_ext(e, sb, c->batch);
+  syno_strbuf_printf(sb, ", ");
+  prod_ext(e, sb, c->group | c->chan);
+  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", t.shape[%d]", nb + ng + nc + w);
+  syno_strbuf_printf(sb, "])\n");
+  /* Weight: [group..., out..., chan..., kernel...], flipped where the dilation is negative. */
+  int wo[SYNO_NEST_MAX_VARS], k = 0;
+  for (int i = 0; i < ng; i++) wo[k++] = go[i];
+  for (int i = 0; i < no; i++) wo[k++] = oo[i];
+  for (int i = 0; i < nc; i++) wo[k++] = co[i];
+  for (int w = 0; w < nw; w++) wo[k++] = c->k[w];
+  emit_view(e, wf, wsrc, wo, k);
+  bool flip = false;
+  for (int w = 0; w < nw; w++) flip |= c->dil[w].imm < 0;
+  if (flip) {
+    syno_strbuf_printf(sb, "        t = torch.flip(t, [");
+    for (int w = 0, f = 0; w < nw; w++)
+      if (c->dil[w].imm < 0) syno_strbuf_printf(sb, "%s%d", f++ ? ", " : "", k - nw + w);
+    syno_strbuf_printf(sb, "])\n");
+  }
+  syno_strbuf_printf(sb, "        w1 = t.reshape([");
+  prod_ext(e, sb, c->group | c->out);
+  syno_strbuf_printf(sb, ", ");
+  prod_ext(e, sb, c->chan);
+  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", %s", ext(e, c->k[w]));
+  syno_strbuf_printf(sb, "])\n        y = F.conv%dd(x1, w1, None, [", nw);
+  for (int w = 0; w < nw; w++) {
+    syno_strbuf_printf(sb, "%s", w ? ", " : "");
+    py_coef(e, sb, c->stride[w]);
+  }
+  syno_strbuf_printf(sb, "], [");
+  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, "%s0", w ? ", " : "");
+  syno_strbuf_printf(sb, "], [");
+  for (int w = 0; w < nw; w++) {
+    lower_coef_t d = c->dil[w];
+    d.imm = d.imm < 0 ? -d.imm : d.imm;
+    syno_strbuf_printf(sb, "%s", w ? ", " : "");
+    py_coef(e, sb, d);
+  }
+  syno_strbuf_printf(sb, "], ");
+  prod_ext(e, sb, c->group);
+  syno_strbuf_printf(sb, ")\n");
+  int r = 0;
+  for (int i = 0; i < nb; i++) order[r++] = bo[i];
+  for (int i = 0; i < ng; i++) order[r++] = go[i];
+  for (int i = 0; i < no; i++) order[r++] = oo[i];
+  for (int w = 0; w < nw; w++) order[r++] = c->m[w];
+  syno_strbuf_printf(sb, "        y = y.reshape([");
+  list_ext(e, sb, order, r);
+  syno_strbuf_printf(sb, "])\n");
+  return r;
+}
+
+static void tensor_src(int t, char *buf, size_t n) {
+  if (t == 0)
+    snprintf(buf, n, "x");
+  else
+    snprintf(buf, n, "self.w%d", t);
+}
+
+/* The contraction of the forward nest: y over the variables order[0..r). */
+static int emit_stages(emit_t *e, const syno_nest_t *n, const lower_stages_t *p, bool planned, int *order) {
+  syno_strbuf_t *sb = e->body;
+  char src[32];
+  if (!planned) {
+    /* One einsum of every factor. */
+    syno_varset_t present = 0;
+    for (int f = 0; f < n->n_factors; f++) {
+      int cnt[SYNO_NEST_MAX_VARS] = {0}, fo[SYNO_NEST_MAX_VARS];
+      for (int i = 0; i < n->factor[f].rank; i++) syno_expr_count_vars(n, n->factor[f].idx[i], cnt);
+      syno_varset_t s = 0;
+      for (int v = 0; v < n->n_outer + n->n_inner; v++)
+        if (cnt[v]) s |= (syno_varset_t)1 << v;
+      present |= s;
+      int k = set_order(s, fo);
+      tensor_src(n->factor[f].tensor, src, sizeof src);
+      syno_strbuf_printf(sb, "        # factor %d\n", f);
+      emit_view(e, f, src, fo, k);
+      syno_strbuf_printf(sb, "        f%d = t\n", f);
+      (void)k;
+    }
+    syno_varset_t outer = ((syno_varset_t)1 << n->n_outer) - 1;
+    int r = set_order(present & outer, order);
+    syno_strbuf_printf(sb, "        y = torch.einsum('");
+    for (int f = 0; f < n->n_factors; f++) {
+      int cnt[SYNO_NEST_MAX_VARS] = {0}, fo[SYNO_NEST_MAX_VARS];
+      for (int i = 0; i < n->factor[f].rank; i++) syno_expr_count_vars(n, n->factor[f].idx[i], cnt);
+      syno_varset_t s = 0;
+      for (int v = 0; v < n->n_outer + n->n_inner; v++)
+        if (cnt[v]) s |= (syno_varset_t)1 << v;
+      syno_strbuf_printf(sb, "%s", f ? "," : "");
+      letters(sb, fo, set_order(s, fo));
+    }
+    syno_strbuf_printf(sb, "->");
+    letters(sb, order, r);
+    syno_strbuf_printf(sb, "', [");
+    for (int f = 0; f < n->n_factors; f++) syno_strbuf_printf(sb, "%sf%d", f ? ", " : "", f);
+    syno_strbuf_printf(sb, "])\n");
+    syno_varset_t unread = ((((syno_varset_t)1 << (n->n_outer + n->n_inner)) - 1) & ~outer) & ~present;
+    if (unread) {
+      syno_strbuf_printf(sb, "        y = y * (");
+      prod_ext(e, sb, unread);
+      syno_strbuf_printf(sb, ")\n");
+    }
+    return r;
+  }
+  syno_varset_t cur = 0;
+  int r = 0, first = 0;
+  lower_conv_t conv;
+  lower_axis_view_t av[SYNO_MAX_RANK];
+  int xf = p->factor_of[0];
+  syno_access_t xa;
+  bool conv_ok = lower_access_split(n, &n->factor[xf], &xa) >= 0;
+  for (int ax = 0; conv_ok && ax < xa.rank; ax++) {
+    const char *reason;
+    lower_axis_view(n, xa.idx[ax], &av[ax], &reason);
+    conv_ok = reason == NULL;
+  }
+  if (conv_ok && lower_view_conv(p, av, xa.rank, &conv)) {
+    tensor_src(p->seq[0], src, sizeof src);
+    r = emit_conv(e, xf, p->factor_of[p->seq[0]], src, &conv, order);
+    cur = p->result[0];
+    first = 1;
+  } else {
+    r = set_order(p->reads[0], order);
+    syno_strbuf_printf(sb, "        # the input's view\n");
+    emit_view(e, xf, "x", order, r);
+    syno_strbuf_printf(sb, "        y = t\n");
+    cur = p->reads[0];
+  }
+  for (int s = first; s < p->n_stages && !e->failed; s++) {
+    int w = p->seq[s], wo[SYNO_NEST_MAX_VARS], nwo = 0;
+    syno_varset_t wr = w ? p->reads[w] : 0, res = p->result[s] & (cur | wr);
+    if (w) {
+      nwo = set_order(wr, wo);
+      tensor_src(w, src, sizeof src);
+      syno_strbuf_printf(sb, "        # stage %d: contract weight %d\n", s + 1, w);
+      emit_view(e, p->factor_of[w], src, wo, nwo);
+    } else {
+      syno_strbuf_printf(sb, "        # stage %d: sum what only the input reads\n", s + 1);
+    }
+    int ro[SYNO_NEST_MAX_VARS], nr = set_order(res, ro);
+    syno_strbuf_printf(sb, "        y = torch.einsum('");
+    letters(sb, order, r);
+    if (w) {
+      syno_strbuf_printf(sb, ",");
+      letters(sb, wo, nwo);
+    }
+    syno_strbuf_printf(sb, "->");
+    letters(sb, ro, nr);
+    syno_strbuf_printf(sb, "', [y%s])\n", w ? ", t" : "");
+    memcpy(order, ro, sizeof(int) * (size_t)nr);
+    r = nr;
+    cur = res;
+  }
+  if (p->unread_inner) {
+    syno_strbuf_printf(sb, "        y = y * (");
+    prod_ext(e, sb, p->unread_inner);
+    syno_strbuf_printf(sb, ")\n");
+  }
+  return r;
+}
+
+/* The FLOPs of plan p as a formula over the sizes: "2*N*C_out*... + ...". */
+static void flops_formula(const syno_vars_t *v, const syno_nest_t *n, const lower_stages_t *p, bool planned,
+                          syno_strbuf_t *sb) {
+  char text[256];
+  int terms = 0;
+  syno_varset_t all = (((syno_varset_t)1 << (n->n_outer + n->n_inner)) - 1), outer = ((syno_varset_t)1 << n->n_outer) - 1;
+  int stages = planned ? p->n_stages : 1;
+  for (int s = 0; s < stages; s++) {
+    syno_varset_t part = planned ? p->part[s] : all;
+    int k = planned ? (p->seq[s] > 0) + (p->part[s] != p->result[s]) : (n->n_factors - 1) + (n->n_inner > 0);
+    if (!k) continue;
+    syno_size_t m = syno_size_one();
+    for (int i = 0; i < n->n_outer + n->n_inner; i++)
+      if (part >> i & 1) m = syno_size_mul(m, extent(n, i));
+    syno_size_print(v, m, text, sizeof text);
+    syno_strbuf_printf(sb, "%s%d*%s", terms++ ? " + " : "", k, text);
+  }
+  if (!syno_size_is_one(n->divisor)) {
+    syno_size_t m = syno_size_one();
+    for (int i = 0; i < n->n_outer; i++)
+      if (outer >> i & 1) m = syno_size_mul(m, extent(n, i));
+    syno_size_print(v, m, text, sizeof text);
+    syno_strbuf_printf(sb, "%s%s", terms++ ? " + " : "", text);
+  }
+  if (!terms) syno_strbuf_printf(sb, "0");
+}
+
+/* Which primary variables the sizes of op read (bit i: primary i). */
+static unsigned primaries_of(syno_size_t s) {
+  unsigned m = 0;
+  for (int i = 0; i < SYNO_MAX_VARS; i++)
+    if (s.p[i]) m |= 1u << i;
+  return m;
+}
+
+int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t bufsize, syno_error_t *err) {
   const syno_vars_t *v = syno_graph_vars(op->g);
   if (binding < 0 || binding >= v->nbind)
-    return syno_error_set(err, "codegen pytorch: binding %d does not exist (the operator has %d)", binding, v->nbind);
-  char *fw = NULL;
-  syno_nest_t *nest = syno_malloc(sizeof *nest);
-  if (!nest) return syno_error_set(err, "out of memory");
-  if (syno_lower_forward(op, nest, err)) goto fail;
-  int L = nest->n_outer + nest->n_inner;
-  if (L > 32) {
-    syno_error_set(err, "codegen pytorch: %d loops exceed einsum's 52 letters budget of 32", L);
-    goto fail;
+    return syno_error_set(err, WHO ": binding %d does not exist (the operator has %d)", binding, v->nbind);
+  char *pro_buf = NULL, *body_buf = NULL;
+  syno_nest_t *fwd = syno_malloc(sizeof *fwd), *n = syno_malloc(sizeof *n);
+  lower_stages_t *p = syno_malloc(sizeof *p);
+  pro_buf = syno_malloc(BODY_CAP);
+  body_buf = syno_malloc(BODY_CAP);
+  int rc = -1;
+  if (!fwd || !n || !p || !pro_buf || !body_buf) {
+    syno_error_set(err, "out of memory");
+    goto done;
   }
-  int64_t ext[SYNO_MAX_RANK + SYNO_MAX_LOOPS];
-  for (int j = 0; j < L; j++) {
-    syno_size_t s = j < nest->n_outer ? nest->outer[j] : nest->inner[j - nest->n_outer];
-    if (syno_size_eval(v, s, binding, &ext[j], err)) goto fail;
+  if (syno_lower_forward(op, fwd, err)) goto done;
+  if (fwd->n_guards) {
+    syno_error_set(err, WHO ": the forward loop nest has guards");
+    goto done;
   }
-  int64_t div;
-  if (syno_size_eval(v, nest->divisor, binding, &div, err)) goto fail;
+  if (fwd->n_outer + fwd->n_inner > 26) {
+    syno_error_set(err, WHO ": %d loops exceed einsum's 26 letters", fwd->n_outer + fwd->n_inner);
+    goto done;
+  }
+  syno_nest_split_blocks(fwd, v, n);
+  if (n->n_outer + n->n_inner > 52) {
+    syno_error_set(err, WHO ": %d loops exceed einsum's 52 letters", n->n_outer + n->n_inner);
+    goto done;
+  }
+  const char *reason = NULL;
+  if (lower_stages_plan(op, n, v, binding, p, &reason, err)) goto done;
+  bool planned = reason == NULL;
 
-  syno_strbuf_t sb;
-  syno_strbuf_init(&sb, buf, n);
-  char text[4096], bind[512];
+  /* Which primaries the input gives (axis read), and which are constructor arguments. */
+  syno_shape_t shape[SYNO_MAX_TENSORS];
+  for (int t = 0; t < op->n_tensors; t++) syno_operator_tensor_shape(op, t, &shape[t]);
+  int read_at[SYNO_MAX_VARS];
+  for (int i = 0; i < SYNO_MAX_VARS; i++) read_at[i] = -1;
+  for (int a = 0; a < shape[0].rank; a++) {
+    unsigned m = primaries_of(shape[0].dim[a]);
+    if (m && !(m & (m - 1))) {
+      int i = __builtin_ctz(m);
+      if (shape[0].dim[a].p[i] == 1 && read_at[i] < 0) read_at[i] = a;
+    }
+  }
+  unsigned used = 0, ctor = 0;
+  for (int t = 0; t < op->n_tensors; t++)
+    for (int a = 0; a < shape[t].rank; a++) {
+      used |= primaries_of(shape[t].dim[a]);
+      if (t > 0) ctor |= primaries_of(shape[t].dim[a]);
+    }
+  for (int i = 0; i < fwd->n_outer; i++) used |= primaries_of(fwd->outer[i]);
+  for (int i = 0; i < fwd->n_inner; i++) used |= primaries_of(fwd->inner[i]);
+  for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
+    if ((used >> i & 1) && read_at[i] < 0) ctor |= 1u << i;
+
+  syno_strbuf_t sb, pro, body;
+  syno_strbuf_init(&sb, buf, bufsize);
+  syno_strbuf_init(&pro, pro_buf, BODY_CAP);
+  syno_strbuf_init(&body, body_buf, BODY_CAP);
+  char text[4096], bind[512], tmp[256];
   syno_operator_print(op, text, sizeof text);
   syno_vars_print_binding(v, binding, bind, sizeof bind);
-  syno_strbuf_printf(&sb, "# Generated by syno: the operator\n#   %s\n# under the binding %s.\n", text, bind);
-  syno_strbuf_printf(&sb,
-                     "import math\n\nimport torch\n\n\n"
-                     "def _fdiv(a, b):\n"
-                     "    if torch.is_tensor(a) or torch.is_tensor(b):\n"
-                     "        return torch.div(a, b, rounding_mode='floor')\n"
-                     "    return a // b\n\n\n"
-                     "def _emod(a, b):\n"
-                     "    if torch.is_tensor(a) or torch.is_tensor(b):\n"
-                     "        return torch.remainder(a, b)\n"
-                     "    return a %% b\n\n\n"
-                     "def _pad(a, size, ok):\n"
-                     "    \"\"\"Zero padding: records where a leaves [0, size).\"\"\"\n"
-                     "    ok.append((a >= 0) & (a < size))\n    return a\n\n\n");
-  syno_strbuf_printf(&sb, "class SynoOp(torch.nn.Module):\n");
-  syno_shape_t s;
-  syno_strbuf_printf(&sb,
-                     "    \"\"\"Weights w1.. are nn.Parameters initialised uniform in +-1/sqrt(fan_in),\n"
-                     "    fan_in = numel / first axis. forward(x) takes the input with the exact\n"
-                     "    shape of the binding.\"\"\"\n\n");
-  int64_t shape[SYNO_MAX_TENSORS][SYNO_MAX_RANK], numel[SYNO_MAX_TENSORS];
-  for (int t = 0; t < op->n_tensors; t++) {
-    syno_operator_tensor_shape(op, t, &s);
-    numel[t] = 1;
-    for (int i = 0; i < s.rank; i++) {
-      if (syno_size_eval(v, s.dim[i], binding, &shape[t][i], err)) goto fail;
-      numel[t] *= shape[t][i];
-    }
-  }
-  syno_strbuf_printf(&sb, "    in_shape = (");
-  for (int i = 0; i < op->rank[0]; i++) syno_strbuf_printf(&sb, "%" PRId64 ", ", shape[0][i]);
-  syno_strbuf_printf(&sb, ")\n    out_shape = (");
-  for (int j = 0; j < nest->n_outer; j++) syno_strbuf_printf(&sb, "%" PRId64 ", ", ext[j]);
-  syno_strbuf_printf(&sb, ")\n\n    def __init__(self):\n        super().__init__()\n");
+  syno_strbuf_printf(&sb, "# Generated by syno: the operator\n#   %s\n# exported at the binding %s.\n", text, bind);
+  syno_strbuf_printf(&sb, "#\n# input  ");
+  syno_shape_print(v, &shape[0], tmp, sizeof tmp);
+  syno_strbuf_printf(&sb, "%s\n# output ", tmp);
+  syno_shape_t out_shape = {.rank = fwd->n_outer};
+  for (int i = 0; i < fwd->n_outer; i++) out_shape.dim[i] = fwd->outer[i];
+  syno_shape_print(v, &out_shape, tmp, sizeof tmp);
+  syno_strbuf_printf(&sb, "%s\n", tmp);
   for (int t = 1; t < op->n_tensors; t++) {
-    syno_strbuf_printf(&sb, "        w = torch.empty(");
-    for (int i = 0; i < op->rank[t]; i++) syno_strbuf_printf(&sb, "%" PRId64 ", ", shape[t][i]);
-    int64_t fan = op->rank[t] > 0 && shape[t][0] > 0 ? numel[t] / shape[t][0] : 1;
-    syno_strbuf_printf(&sb, ")\n        bound = 1.0 / math.sqrt(%" PRId64 ")\n", fan > 0 ? fan : 1);
-    syno_strbuf_printf(&sb, "        self.w%d = torch.nn.Parameter(w.uniform_(-bound, bound))\n", t);
+    syno_shape_print(v, &shape[t], tmp, sizeof tmp);
+    syno_strbuf_printf(&sb, "# w%d     %s\n", t, tmp);
   }
-  /* The gather offsets and padding masks depend only on the binding, so
-   * __init__ computes them once as buffers (they follow .to(device)); forward
-   * is then one gather per factor and one einsum. */
-  syno_strbuf_printf(&sb, "        # index buffers: one broadcastable arange per loop\n");
-  for (int j = 0; j < L; j++) {
-    syno_strbuf_printf(&sb, "        %c = torch.arange(%" PRId64 ").view(", codegen_letter(j), ext[j]);
-    for (int k = 0; k < L; k++) syno_strbuf_printf(&sb, "%s%s", k == j ? "-1" : "1", k + 1 < L || L == 1 ? ", " : "");
-    syno_strbuf_printf(&sb, ")\n");
-  }
-  syno_strbuf_printf(&sb, "        zero = torch.zeros((1,) * %d, dtype=torch.long)\n", L);
-  fw = syno_malloc(FW_CAP);
-  if (!fw) {
-    syno_error_set(err, "out of memory");
-    goto fail;
-  }
-  syno_strbuf_t fs;
-  syno_strbuf_init(&fs, fw, FW_CAP);
-  syno_strbuf_printf(&fs, "\n    def forward(self, x):\n");
-  syno_strbuf_printf(
-      &fs,
-      "        if tuple(x.shape) != self.in_shape:\n"
-      "            raise ValueError('SynoOp: input shape %%s, expected %%s' %% (tuple(x.shape), self.in_shape))\n");
-  char spec[256];
-  syno_strbuf_t es;
-  syno_strbuf_init(&es, spec, sizeof spec);
-  unsigned all = 0;
-  for (int f = 0; f < nest->n_factors; f++) {
-    const syno_access_t *a = &nest->factor[f];
-    if (a->tensor < 0 || a->tensor >= op->n_tensors) {
-      syno_error_set(err, "codegen pytorch: factor %d reads tensor %d, not a tensor of the operator", f, a->tensor);
-      goto fail;
+  syno_strbuf_printf(&sb, "# FLOPs  ");
+  flops_formula(v, n, p, planned, &sb);
+  syno_strbuf_printf(&sb, " (a multiply-add counts as 2)\n# fixed  ");
+  int fixed = 0;
+  for (int i = 0; i < v->n[SYNO_COEFF]; i++)
+    syno_strbuf_printf(&sb, "%s%s=%" PRId64, fixed++ ? ", " : "", v->var[SYNO_COEFF][i].name, v->bind[binding].c[i]);
+  syno_strbuf_printf(&sb, "%s\n\nimport math\n\nimport torch\nimport torch.nn.functional as F\n\n\n", fixed ? "" : "none");
+  syno_strbuf_printf(&sb, "class SynoOp(torch.nn.Module):\n    \"\"\"The operator above as views and contractions.\n\n");
+  syno_strbuf_printf(&sb, "    Constructor arguments (the sizes that shape the weights, default: the\n    exported binding):");
+  for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
+    if (ctor >> i & 1) {
+      primary_name(v, i, tmp, sizeof tmp);
+      syno_strbuf_printf(&sb, " %s", tmp);
     }
-    unsigned used = 0;
-    bool padded = false;
-    syno_strbuf_printf(&sb, "        # factor %d: %s\n        ok = []\n        off = zero", f,
-                       a->tensor == 0 ? "the input" : "a weight");
-    if (codegen_offset(&sb, nest, a, v, binding, &py, &used, err)) goto fail;
-    for (int i = 0; i < a->rank; i++) padded |= has_restrict(nest, a->idx[i]);
-    all |= used;
-    char full[256], own[256];
-    syno_strbuf_t fb, ob;
-    syno_strbuf_init(&fb, full, sizeof full);
-    syno_strbuf_init(&ob, own, sizeof own);
-    for (int j = 0; j < L; j++) syno_strbuf_printf(&fb, "%" PRId64 ", ", (used >> j & 1) ? ext[j] : 1);
-    for (int j = 0; j < L; j++)
-      if (used >> j & 1) syno_strbuf_printf(&ob, "%" PRId64 ", ", ext[j]);
-    syno_strbuf_printf(&sb, "\n        off = off.clamp(0, %" PRId64 ").expand(%s).reshape(%s)\n", numel[a->tensor] - 1,
-                       full, own);
-    syno_strbuf_printf(&sb, "        self.register_buffer('off%d', off.contiguous(), persistent=False)\n", f);
-    const char *src = a->tensor == 0 ? "x" : NULL;
-    char wname[16];
-    if (!src) {
-      snprintf(wname, sizeof wname, "self.w%d", a->tensor);
-      src = wname;
+  syno_strbuf_printf(&sb, ".\n    Read from the input at every call:");
+  int nread = 0;
+  for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
+    if ((used >> i & 1) && !(ctor >> i & 1)) {
+      primary_name(v, i, tmp, sizeof tmp);
+      syno_strbuf_printf(&sb, " %s", tmp);
+      nread++;
     }
-    syno_strbuf_printf(&fs, "        f%d = %s.reshape(-1)[self.off%d]\n", f, src, f);
-    if (padded) {
-      syno_strbuf_printf(&sb, "        mask = torch.ones(())\n        for m in ok:\n            mask = mask * m\n");
-      syno_strbuf_printf(&sb, "        mask = mask.expand(%s).reshape(%s)\n", full, own);
-      syno_strbuf_printf(&sb, "        self.register_buffer('mask%d', mask.contiguous(), persistent=False)\n", f);
-      syno_strbuf_printf(&fs, "        f%d = f%d * self.mask%d\n", f, f, f);
+  syno_strbuf_printf(&sb, "%s.\n", nread ? "" : " nothing");
+  syno_strbuf_printf(&sb,
+                     "    An input whose shape the operator does not admit raises ValueError.\n"
+                     "    Weights w1.. are initialised uniform in +-1/sqrt(fan_in), fan_in = numel /\n"
+                     "    first axis. torch.jit.script compiles the module for every shape;\n"
+                     "    torch.jit.trace records the sizes of the example input, so a traced\n"
+                     "    module serves that shape only.\n    \"\"\"\n\n");
+  int64_t val;
+  syno_strbuf_printf(&sb, "    in_shape = (");
+  for (int a = 0; a < shape[0].rank; a++) {
+    if (syno_size_eval(v, shape[0].dim[a], binding, &val, err)) goto done;
+    syno_strbuf_printf(&sb, "%" PRId64 ", ", val);
+  }
+  syno_strbuf_printf(&sb, ")\n    out_shape = (");
+  for (int a = 0; a < fwd->n_outer; a++) {
+    if (syno_size_eval(v, fwd->outer[a], binding, &val, err)) goto done;
+    syno_strbuf_printf(&sb, "%" PRId64 ", ", val);
+  }
+  syno_strbuf_printf(&sb, ")\n\n    def __init__(self");
+  for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
+    if (ctor >> i & 1) {
+      primary_name(v, i, tmp, sizeof tmp);
+      syno_strbuf_printf(&sb, ", %s: int = %" PRId64, tmp, v->bind[binding].p[i]);
     }
-    if (f) syno_strbuf_printf(&es, ",");
-    for (int j = 0; j < L; j++)
-      if (used >> j & 1) syno_strbuf_printf(&es, "%c", codegen_letter(j));
-  }
-  /* A loop no factor reads: a broadcast output axis or a summed constant. */
-  int extra = 0;
-  for (int j = 0; j < L; j++)
-    if (!(all >> j & 1)) {
-      syno_strbuf_printf(&fs, "        e%d = torch.ones(%" PRId64 ", dtype=x.dtype, device=x.device)\n", extra, ext[j]);
-      syno_strbuf_printf(&es, "%s%c", es.len ? "," : "", codegen_letter(j));
-      extra++;
+  syno_strbuf_printf(&sb, "):\n        super().__init__()\n");
+  for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
+    if (ctor >> i & 1) {
+      primary_name(v, i, tmp, sizeof tmp);
+      syno_strbuf_printf(&sb, "        self.%s = %s\n", tmp, tmp);
     }
-  syno_strbuf_printf(&es, "->");
-  for (int j = 0; j < nest->n_outer; j++) syno_strbuf_printf(&es, "%c", codegen_letter(j));
-  if (es.len >= sizeof spec) {
-    syno_error_set(err, "codegen pytorch: einsum equation too long");
-    goto fail;
+  {
+    /* The weights' sizes are spelled in __init__ by a table of its own. */
+    syno_strbuf_t ipro;
+    char *ibuf = pro_buf;
+    syno_strbuf_init(&ipro, ibuf, BODY_CAP);
+    sizes_t iz = {.v = v, .b = binding, .pro = &ipro, .err = err};
+    char wline[SYNO_MAX_TENSORS][1024];
+    for (int t = 1; t < op->n_tensors; t++) {
+      syno_strbuf_t ws;
+      syno_strbuf_init(&ws, wline[t], sizeof wline[t]);
+      syno_strbuf_printf(&ws, "        w = torch.empty([");
+      for (int a = 0; a < shape[t].rank; a++) syno_strbuf_printf(&ws, "%s%s", a ? ", " : "", py_size(&iz, shape[t].dim[a]));
+      syno_strbuf_printf(&ws, "])\n        bound = 1.0 / math.sqrt(max(1, w[0].numel()))\n");
+      syno_strbuf_printf(&ws, "        self.w%d = torch.nn.Parameter(w.uniform_(-bound, bound))\n", t);
+    }
+    if (iz.failed) goto done;
+    syno_strbuf_printf(&sb, "%s", ibuf);
+    for (int t = 1; t < op->n_tensors; t++) syno_strbuf_printf(&sb, "%s", wline[t]);
   }
-  syno_strbuf_printf(&fs, "        y = torch.einsum('%s'", spec);
-  for (int f = 0; f < nest->n_factors; f++) syno_strbuf_printf(&fs, ", f%d", f);
-  for (int e = 0; e < extra; e++) syno_strbuf_printf(&fs, ", e%d", e);
-  syno_strbuf_printf(&fs, ")\n");
-  if (div != 1) syno_strbuf_printf(&fs, "        y = y / %" PRId64 "\n", div);
-  syno_strbuf_printf(&fs, "        return y\n");
-  if (fs.len >= FW_CAP) {
-    syno_error_set(err, "codegen pytorch: forward text too long");
-    goto fail;
+
+  /* forward: the input's axes, the sizes, then the stages. */
+  emit_t e = {.op = op, .n = n, .z = {.v = v, .b = binding, .pro = &pro, .err = err}, .body = &body, .err = err};
+  syno_strbuf_init(&pro, pro_buf, BODY_CAP);
+  syno_shape_print(v, &shape[0], tmp, sizeof tmp);
+  syno_strbuf_printf(&pro, "\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n");
+  syno_strbuf_printf(&pro,
+                     "        if x.dim() != %d:\n"
+                     "            raise ValueError('SynoOp: the input has ' + str(x.dim()) + ' axes, the operator "
+                     "takes %d: %s')\n",
+                     shape[0].rank, shape[0].rank, tmp);
+  for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) {
+    if (!(used >> i & 1)) continue;
+    primary_name(v, i, tmp, sizeof tmp);
+    if (ctor >> i & 1) {
+      syno_strbuf_printf(&pro, "        %s = self.%s\n", tmp, tmp);
+      continue;
+    }
+    syno_size_t c = shape[0].dim[read_at[i]];
+    c.p[i] = 0;
+    int64_t num, den;
+    if (syno_size_eval_frac(v, c, binding, &num, &den, err)) goto done;
+    if (num == 1 && den == 1)
+      syno_strbuf_printf(&pro, "        %s = x.shape[%d]\n", tmp, read_at[i]);
+    else
+      syno_strbuf_printf(&pro, "        %s = x.shape[%d] * %" PRId64 " // %" PRId64 "\n", tmp, read_at[i], den, num);
   }
-  syno_strbuf_printf(&sb, "%s", fw);
-  syno_free(fw);
-  syno_free(nest);
-  if (sb.len > (size_t)INT32_MAX) return syno_error_set(err, "codegen pytorch: the generated text is too long");
-  return (int)sb.len;
-fail:
-  syno_free(fw);
-  syno_free(nest);
-  return -1;
+  {
+    const char *dimname[SYNO_MAX_RANK];
+    char dimtext[SYNO_MAX_RANK][64];
+    for (int a = 0; a < shape[0].rank; a++) {
+      dimname[a] = py_size(&e.z, shape[0].dim[a]);
+      syno_size_print(v, shape[0].dim[a], dimtext[a], sizeof dimtext[a]);
+    }
+    for (int a = 0; a < shape[0].rank; a++)
+      syno_strbuf_printf(&pro,
+                         "        if x.shape[%d] != %s:\n"
+                         "            raise ValueError('SynoOp: input axis %d has ' + str(x.shape[%d]) + ', the "
+                         "operator needs %s = ' + str(%s))\n",
+                         a, dimname[a], a, a, dimtext[a], dimname[a]);
+  }
+  int order[SYNO_NEST_MAX_VARS];
+  int r = emit_stages(&e, n, p, planned, order);
+  if (e.failed || e.z.failed) goto done;
+  /* The result's variables into the output's order and shape. */
+  int perm[SYNO_NEST_MAX_VARS], np = 0;
+  bool identity = true, missing = false;
+  for (int j = 0; j < n->n_outer; j++) {
+    int at = -1;
+    for (int i = 0; i < r; i++)
+      if (order[i] == j) at = i;
+    if (at < 0) {
+      missing = true;
+      continue;
+    }
+    identity &= at == np;
+    perm[np++] = at;
+  }
+  if (!identity) {
+    syno_strbuf_printf(&body, "        y = y.permute([");
+    for (int i = 0; i < np; i++) syno_strbuf_printf(&body, "%s%d", i ? ", " : "", perm[i]);
+    syno_strbuf_printf(&body, "])\n");
+  }
+  if (missing) {
+    syno_strbuf_printf(&body, "        y = y.reshape([");
+    for (int j = 0; j < n->n_outer; j++) {
+      bool has = false;
+      for (int i = 0; i < r; i++) has |= order[i] == j;
+      syno_strbuf_printf(&body, "%s%s", j ? ", " : "", has ? ext(&e, j) : "1");
+    }
+    syno_strbuf_printf(&body, "]).expand([");
+    for (int j = 0; j < n->n_outer; j++) syno_strbuf_printf(&body, "%s%s", j ? ", " : "", ext(&e, j));
+    syno_strbuf_printf(&body, "])\n");
+  }
+  syno_strbuf_printf(&body, "        y = y.reshape([");
+  for (int j = 0; j < fwd->n_outer; j++) syno_strbuf_printf(&body, "%s%s", j ? ", " : "", py_size(&e.z, fwd->outer[j]));
+  syno_strbuf_printf(&body, "])\n");
+  if (!syno_size_is_one(fwd->divisor)) syno_strbuf_printf(&body, "        y = y / %s\n", py_size(&e.z, fwd->divisor));
+  syno_strbuf_printf(&body, "        return y.contiguous()\n");
+  if (e.failed || e.z.failed) goto done;
+  if (pro.len >= BODY_CAP || body.len >= BODY_CAP) {
+    syno_error_set(err, WHO ": the generated forward is too long");
+    goto done;
+  }
+  syno_strbuf_printf(&sb, "%s%s", pro_buf, body_buf);
+  if (sb.len > (size_t)INT32_MAX) {
+    syno_error_set(err, WHO ": the generated text is too long");
+    goto done;
+  }
+  rc = (int)sb.len;
+done:
+  syno_free(pro_buf);
+  syno_free(body_buf);
+  syno_free(fwd);
+  syno_free(n);
+  syno_free(p);
+  return rc;
 }

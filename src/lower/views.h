@@ -1,0 +1,100 @@
+/* views.h - a factor of a loop nest as tensor views (internal to src/lower;
+ * the PyTorch code generator prints them).
+ *
+ * A factor reads its tensor at one index expression per axis. Read from the
+ * outside in, each expression is a chain of "peels" around an affine rest:
+ *     restrict(e, N)   zero padding: pad the axis, then read e
+ *     mod(e0 + c, N)   a Shift (e0 in [0, N)): roll the axis by -c, read e0
+ *     mod(e, B)        a tiled axis: repeat the axis, read e
+ *     div(e, B)        each element repeated B times: read e
+ * and the rest is sum_v coef_v * v + constant over the loop variables, with
+ * each coefficient an integer times a size. After the peels, a tensor whose
+ * axes are read at affine expressions is one strided view over the loop
+ * variables (stride of v = sum over axes of coef_v * the axis's stride), so
+ * a factor is: a few copies (pad, roll, repeat), then one strided view, and
+ * a stage of the plan (stages.h) is one contraction of such views.
+ *
+ * A convolution is recognised from the views: a window is an axis read at
+ * c + s*m + d*k, where m is a result variable no weight reads, k a variable
+ * the weight reads and the stage sums, s > 0 and d != 0 (d < 0: a flipped
+ * kernel), m and k read by no other axis of the input. */
+#ifndef SYNO_VIEWS_H
+#define SYNO_VIEWS_H
+
+#include <stdbool.h>
+
+#include "stages.h"
+#include "syno/lower.h"
+
+#define LOWER_MAX_PEELS 8
+#define LOWER_MAX_CONSTS 8
+#define LOWER_MAX_WINDOWS 3
+
+typedef enum {
+  LOWER_PEEL_PAD = 0, /* node: restrict(arg, size) */
+  LOWER_PEEL_ROLL,    /* node: mod(arg + shift, size), arg in [0, size) */
+  LOWER_PEEL_TILE,    /* node: mod(arg, size) */
+  LOWER_PEEL_REPEAT   /* node: div(arg, size) */
+} lower_peel_kind_t;
+
+typedef struct {
+  lower_peel_kind_t kind;
+  int16_t node, arg;
+  int16_t size;   /* the constant node of the restrict's extent, the modulus or the divisor */
+  int16_t shift;  /* ROLL: the constant node c */
+  bool shift_neg; /* ROLL: arg - c */
+} lower_peel_t;
+
+/* An integer times a size; imm == 0 when the variable is not read. */
+typedef struct {
+  int64_t imm;
+  syno_size_t size;
+} lower_coef_t;
+
+typedef struct {
+  int n_peels;
+  lower_peel_t peel[LOWER_MAX_PEELS]; /* outermost first */
+  lower_coef_t coef[SYNO_NEST_MAX_VARS];
+  int n_consts; /* the constant: sum of sign * node */
+  int16_t cnode[LOWER_MAX_CONSTS];
+  int8_t csign[LOWER_MAX_CONSTS];
+} lower_axis_view_t;
+
+/* The view of node `node` of nest n. Returns 0, or 0 with *reason set (static
+ * text) when the expression has no such form. */
+void lower_axis_view(const syno_nest_t *n, int node, lower_axis_view_t *av, const char **reason);
+
+/* An axis of size D read at T*B + u, with u always in [0, B) and T not
+ * affine, is two axes of sizes D/B and B read at T and u: the tensor is
+ * reshaped, and T can be peeled. Writes a's axes so split into *out (and
+ * their sizes); returns the number of axes split, or -1 when the rank would
+ * exceed SYNO_MAX_RANK. */
+int lower_access_split(const syno_nest_t *n, const syno_access_t *a, syno_access_t *out);
+
+/* True when node i of n reads no loop variable. */
+bool lower_node_is_const(const syno_nest_t *n, int i);
+/* The sign of constant node i when it is known from its form (sizes are
+ * positive): +1, -1, or 0 (zero or unknown). */
+int lower_const_sign(const syno_nest_t *n, int i);
+
+/* A stage that convolves the input with one weight. Roles of the loop
+ * variables (bit sets as in stages.h):
+ *   batch: read by the input and kept, not by the weight
+ *   group: read by the input and the weight and kept
+ *   out:   read by the weight and kept, not by the input
+ *   chan:  read by the input and the weight and summed
+ * and one window per spatial dimension: input axis `axis` read at
+ * const + stride*m + dil*k. */
+typedef struct {
+  syno_varset_t batch, group, out, chan;
+  int n_win;
+  int axis[LOWER_MAX_WINDOWS];
+  int m[LOWER_MAX_WINDOWS], k[LOWER_MAX_WINDOWS];
+  lower_coef_t stride[LOWER_MAX_WINDOWS], dil[LOWER_MAX_WINDOWS];
+} lower_conv_t;
+
+/* Whether the first stage of plan p (a weight's) is a convolution of the
+ * input, whose `rank` axes have the views av[]. Returns true and fills *c. */
+bool lower_view_conv(const lower_stages_t *p, const lower_axis_view_t *av, int rank, lower_conv_t *c);
+
+#endif
