@@ -130,7 +130,8 @@ static const char *py_size(sizes_t *z, syno_size_t a) {
 /* The emitter's state for one operator. */
 typedef struct {
   const syno_operator_t *op;
-  const syno_nest_t *n; /* the forward nest, its loop variables split at blocks */
+  syno_nest_t *n; /* the forward nest, its loop variables split at blocks (sum splits append nodes) */
+  int n_offsets;  /* Python locals o0, o1, ... */
   sizes_t z;
   syno_strbuf_t *body;
   syno_error_t *err;
@@ -272,34 +273,107 @@ static void emit_split(emit_t *e, int f, const char *src, syno_access_t *a) {
   }
 }
 
+/* A new Python local "o<k>" holding the offset `value`, named into off. */
+static void new_offset(emit_t *e, char *off, const char *value) {
+  int k = e->n_offsets++;
+  syno_strbuf_printf(e->body, "        o%d = %s\n", k, value);
+  snprintf(off, 160, "o%d", k);
+}
+
+/* Prints the bounds of node i into the locals lo and hi. */
+static void emit_bounds(emit_t *e, int i) {
+  syno_strbuf_printf(e->body, "        lo = ");
+  py_bound(e, e->body, i, false);
+  syno_strbuf_printf(e->body, "\n        hi = ");
+  py_bound(e, e->body, i, true);
+  syno_strbuf_printf(e->body, "\n");
+}
+
+/* F.pad's list for `left` and `right` zeros on axis ax of a rank-r tensor. */
+static void emit_pad(emit_t *e, int ax, int rank, const char *left, const char *right) {
+  syno_strbuf_printf(e->body, "        t = F.pad(t, [");
+  for (int j = rank - 1; j > ax; j--) syno_strbuf_printf(e->body, "0, 0, ");
+  syno_strbuf_printf(e->body, "%s, %s])\n", left, right);
+}
+
+/* Axis ax of t, read at the sum node `rest` + off[ax], as two axes over the
+ * same memory: one read at its term q*c that is not affine, one at the rest
+ * r (lower_sum_split). The axis is first padded with zeros to cover every
+ * value the sum's bounds allow. */
+static bool emit_sum_split(emit_t *e, syno_access_t *a, int ax, int rest, char off[][160], bool *fresh) {
+  syno_strbuf_t *sb = e->body;
+  int q;
+  lower_coef_t c;
+  int r = lower_sum_split(e->n, rest, &q, &c);
+  if (r < 0 || a->rank >= SYNO_MAX_RANK) return false;
+  emit_bounds(e, rest);
+  char left[200], right[200], o[160];
+  snprintf(left, sizeof left, "max(0, -(lo + %s))", off[ax]);
+  snprintf(right, sizeof right, "max(0, hi + %s - t.shape[%d] + 1)", off[ax], ax);
+  emit_pad(e, ax, a->rank, left, right);
+  char value[400];
+  snprintf(value, sizeof value, "%s + %s", off[ax], left);
+  new_offset(e, o, value);
+  syno_strbuf_printf(sb, "        lq = ");
+  py_bound(e, sb, q, false);
+  syno_strbuf_printf(sb, "\n        lr = ");
+  py_bound(e, sb, r, false);
+  syno_strbuf_printf(sb, "\n        st = t.stride()\n        t = t.as_strided([");
+  for (int j = 0; j < a->rank; j++) {
+    if (j != ax) {
+      syno_strbuf_printf(sb, "t.shape[%d], ", j);
+      continue;
+    }
+    py_bound(e, sb, q, true);
+    syno_strbuf_printf(sb, " - lq + 1, ");
+    py_bound(e, sb, r, true);
+    syno_strbuf_printf(sb, " - lr + 1, ");
+  }
+  syno_strbuf_printf(sb, "], [");
+  for (int j = 0; j < a->rank; j++) {
+    if (j != ax) {
+      syno_strbuf_printf(sb, "st[%d], ", j);
+      continue;
+    }
+    py_coef(e, sb, c);
+    syno_strbuf_printf(sb, " * st[%d], st[%d], ", j, j);
+  }
+  syno_strbuf_printf(sb, "], t.storage_offset() + (");
+  py_coef(e, sb, c);
+  syno_strbuf_printf(sb, " * lq + lr + %s) * st[%d])\n", o, ax);
+  memmove(&a->idx[ax + 2], &a->idx[ax + 1], sizeof a->idx[0] * (size_t)(a->rank - ax - 1));
+  memmove(&a->dim[ax + 2], &a->dim[ax + 1], sizeof a->dim[0] * (size_t)(a->rank - ax - 1));
+  memmove(off[ax + 2], off[ax + 1], 160 * (size_t)(a->rank - ax - 1));
+  memmove(&fresh[ax + 2], &fresh[ax + 1], sizeof fresh[0] * (size_t)(a->rank - ax - 1));
+  a->rank++;
+  a->idx[ax] = (int16_t)q;
+  a->idx[ax + 1] = (int16_t)r;
+  fresh[ax] = fresh[ax + 1] = true;
+  new_offset(e, off[ax], "-lq");
+  new_offset(e, off[ax + 1], "-lr");
+  return true;
+}
+
 /* Applies the peels of every axis of factor f to tensor `t` (source `src`)
  * and leaves its split access in *a, the axis views in av[] and each axis's
  * index offset in off[]. */
 static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lower_axis_view_t *av, char off[][160]) {
-  const syno_nest_t *n = e->n;
+  syno_nest_t *n = e->n;
   syno_strbuf_t *sb = e->body;
   emit_split(e, f, src, a);
   if (e->failed) return;
+  bool fresh[SYNO_MAX_RANK] = {false}; /* an axis made here: its size is not a->dim's */
+  for (int ax = 0; ax < a->rank; ax++) snprintf(off[ax], 160, "0");
   for (int ax = 0; ax < a->rank; ax++) {
     const char *reason;
     lower_axis_view(n, a->idx[ax], &av[ax], &reason);
-    if (reason) {
-      char msg[200];
-      snprintf(msg, sizeof msg, "axis %d of tensor %d: %s", ax, a->tensor, reason);
-      fail(e, msg);
-      return;
-    }
-    snprintf(off[ax], 160, "0");
     for (int k = 0; k < av[ax].n_peels; k++) {
       const lower_peel_t *p = &av[ax].peel[k];
       const syno_expr_t *sz = &n->node[p->size];
-      syno_strbuf_printf(sb, "        lo = ");
-      py_bound(e, sb, p->arg, false);
-      syno_strbuf_printf(sb, "\n        hi = ");
-      py_bound(e, sb, p->arg, true);
-      syno_strbuf_printf(sb, "\n");
+      emit_bounds(e, p->arg);
       /* The axis is read at node(p) + off: narrow it to the node's range. */
-      bool whole = k == 0 && sz->kind == SYNO_EXPR_SIZE && syno_size_eq(sz->size, a->dim[ax]);
+      bool whole = k == 0 && !fresh[ax] && sz->kind == SYNO_EXPR_SIZE && syno_size_eq(sz->size, a->dim[ax]) &&
+                   strcmp(off[ax], "0") == 0;
       if (p->kind == LOWER_PEEL_REPEAT) {
         syno_strbuf_printf(sb, "        t = t.narrow(%d, %s + lo // ", ax, off[ax]);
         py_const(e, sb, p->size);
@@ -310,16 +384,15 @@ static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lowe
         syno_strbuf_printf(sb, " + 1)\n        t = torch.repeat_interleave(t, ");
         py_const(e, sb, p->size);
         syno_strbuf_printf(sb, ", %d)\n", ax);
+        char value[160];
         syno_strbuf_t os;
-        syno_strbuf_init(&os, off[ax], 160);
+        syno_strbuf_init(&os, value, sizeof value);
         syno_strbuf_printf(&os, "-(lo // ");
         py_const(e, &os, p->size);
         syno_strbuf_printf(&os, ") * ");
         py_const(e, &os, p->size);
-        if (os.len >= 160) fail(e, "an index offset too long");
-        /* The offset refers to lo, which the next peel overwrites: fix it now. */
-        syno_strbuf_printf(sb, "        o%d = %s\n", ax, off[ax]);
-        snprintf(off[ax], 160, "o%d", ax);
+        if (os.len >= sizeof value) fail(e, "an index offset too long");
+        new_offset(e, off[ax], value);
         continue;
       }
       if (!whole) {
@@ -328,13 +401,14 @@ static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lowe
         syno_strbuf_printf(sb, ")\n");
       }
       if (p->kind == LOWER_PEEL_PAD) {
-        syno_strbuf_printf(sb, "        t = F.pad(t, [");
-        for (int j = a->rank - 1; j > ax; j--) syno_strbuf_printf(sb, "0, 0, ");
-        syno_strbuf_printf(sb, "max(0, -lo), max(0, hi - ");
-        py_const(e, sb, p->size);
-        syno_strbuf_printf(sb, " + 1)])\n");
-        syno_strbuf_printf(sb, "        o%d = max(0, -lo)\n", ax);
-        snprintf(off[ax], 160, "o%d", ax);
+        char right[160];
+        syno_strbuf_t rs;
+        syno_strbuf_init(&rs, right, sizeof right);
+        syno_strbuf_printf(&rs, "max(0, hi - ");
+        py_const(e, &rs, p->size);
+        syno_strbuf_printf(&rs, " + 1)");
+        emit_pad(e, ax, a->rank, "max(0, -lo)", right);
+        new_offset(e, off[ax], "max(0, -lo)");
       } else if (p->kind == LOWER_PEEL_ROLL) {
         syno_strbuf_printf(sb, "        t = torch.roll(t, %s", p->shift_neg ? "" : "-");
         py_const(e, sb, p->shift);
@@ -353,13 +427,26 @@ static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lowe
           py_const(e, sb, p->size);
           syno_strbuf_printf(sb, " + 1, ");
         }
-        syno_strbuf_printf(sb, "])\n        o%d = -(lo // ", ax);
-        py_const(e, sb, p->size);
-        syno_strbuf_printf(sb, ") * ");
-        py_const(e, sb, p->size);
-        syno_strbuf_printf(sb, "\n");
-        snprintf(off[ax], 160, "o%d", ax);
+        syno_strbuf_printf(sb, "])\n");
+        char value[160];
+        syno_strbuf_t os;
+        syno_strbuf_init(&os, value, sizeof value);
+        syno_strbuf_printf(&os, "-(lo // ");
+        py_const(e, &os, p->size);
+        syno_strbuf_printf(&os, ") * ");
+        py_const(e, &os, p->size);
+        new_offset(e, off[ax], value);
       }
+    }
+    if (reason) {
+      if (emit_sum_split(e, a, ax, av[ax].rest, off, fresh)) {
+        ax--; /* the axis read at q: peel it */
+        continue;
+      }
+      char msg[200];
+      snprintf(msg, sizeof msg, "axis %d of tensor %d: %s", ax, a->tensor, reason);
+      fail(e, msg);
+      return;
     }
   }
 }
@@ -599,7 +686,7 @@ static void tensor_src(int t, char *buf, size_t n) {
 }
 
 /* The contraction of the forward nest: y over the variables order[0..r). */
-static int emit_stages(emit_t *e, const syno_nest_t *n, const lower_stages_t *p, bool planned, int *order) {
+static int emit_stages(emit_t *e, syno_nest_t *n, const lower_stages_t *p, bool planned, int *order) {
   syno_strbuf_t *sb = e->body;
   char src[32];
   if (!planned) {

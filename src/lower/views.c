@@ -141,6 +141,7 @@ void lower_axis_view(const syno_nest_t *n, int node, lower_axis_view_t *av, cons
     }
     i = p->arg;
   }
+  av->rest = (int16_t)i;
   affine(n, i, (lower_coef_t){1, syno_size_one()}, av, reason);
 }
 
@@ -186,6 +187,55 @@ int lower_access_split(const syno_nest_t *n, const syno_access_t *a, syno_access
     ax--; /* T itself may be split again */
   }
   return splits;
+}
+
+static int append(syno_nest_t *n, syno_expr_t x) {
+  if (n->n_nodes >= SYNO_MAX_NODES) return -1;
+  n->node[n->n_nodes] = x;
+  return n->n_nodes++;
+}
+
+/* The first term of the sum at node i that is not affine, with its scale. */
+static bool find_term(const syno_nest_t *n, int i, lower_coef_t mult, int *q, lower_coef_t *c) {
+  const syno_expr_t *x = &n->node[i];
+  if (lower_node_is_const(n, i)) return false;
+  switch (x->kind) {
+    case SYNO_EXPR_OUTER:
+    case SYNO_EXPR_INNER: return false;
+    case SYNO_EXPR_ADD: return find_term(n, x->a, mult, q, c) || find_term(n, x->b, mult, q, c);
+    case SYNO_EXPR_SUB: {
+      lower_coef_t neg = {-mult.imm, mult.size};
+      return find_term(n, x->a, mult, q, c) || find_term(n, x->b, neg, q, c);
+    }
+    case SYNO_EXPR_MUL: {
+      int k = lower_node_is_const(n, x->a) ? x->a : x->b, e = k == x->a ? x->b : x->a;
+      return lower_node_is_const(n, k) && const_coef(n, k, &mult) && find_term(n, e, mult, q, c);
+    }
+    default:
+      *q = i;
+      *c = mult;
+      return true;
+  }
+}
+
+/* Node i with the term q replaced by 0, rebuilt along the path to q. */
+static int without(syno_nest_t *n, int i, int q) {
+  if (i == q) return append(n, (syno_expr_t){.kind = SYNO_EXPR_IMM, .imm = 0});
+  syno_expr_t x = n->node[i];
+  if (x.kind != SYNO_EXPR_ADD && x.kind != SYNO_EXPR_SUB && x.kind != SYNO_EXPR_MUL) return i;
+  int a = without(n, x.a, q), b = a < 0 ? -1 : without(n, x.b, q);
+  if (a < 0 || b < 0) return -1;
+  if (a == x.a && b == x.b) return i;
+  x.a = (int16_t)a;
+  x.b = (int16_t)b;
+  return append(n, x);
+}
+
+int lower_sum_split(syno_nest_t *n, int i, int *q, lower_coef_t *c) {
+  const syno_expr_t *x = &n->node[i];
+  if (x->kind != SYNO_EXPR_ADD && x->kind != SYNO_EXPR_SUB && x->kind != SYNO_EXPR_MUL) return -1;
+  if (!find_term(n, i, (lower_coef_t){1, syno_size_one()}, q, c) || c->imm <= 0) return -1;
+  return without(n, i, *q);
 }
 
 static int popcount(syno_varset_t s) {

@@ -54,6 +54,7 @@ typedef struct {
 typedef struct {
   int n_peels;
   lower_peel_t peel[LOWER_MAX_PEELS]; /* outermost first */
+  int16_t rest;                       /* the node inside the peels */
   lower_coef_t coef[SYNO_NEST_MAX_VARS];
   int n_consts; /* the constant: sum of sign * node */
   int16_t cnode[LOWER_MAX_CONSTS];
@@ -70,6 +71,13 @@ void lower_axis_view(const syno_nest_t *n, int node, lower_axis_view_t *av, cons
  * their sizes); returns the number of axes split, or -1 when the rank would
  * exceed SYNO_MAX_RANK. */
 int lower_access_split(const syno_nest_t *n, const syno_access_t *a, syno_access_t *out);
+
+/* A sum with a term that is not affine: node i is q*c + r, where q is a
+ * div, mod or restrict reading loop variables and c a positive constant
+ * product of sizes. Such an axis is two: one read at q (which peels) and one
+ * at r, over the same memory. Sets *q and *c and returns the node of r
+ * (appended to n), or -1 when i has no such form or n is full. */
+int lower_sum_split(syno_nest_t *n, int i, int *q, lower_coef_t *c);
 
 /* True when node i of n reads no loop variable. */
 bool lower_node_is_const(const syno_nest_t *n, int i);
