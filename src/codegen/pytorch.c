@@ -109,10 +109,11 @@ static const char *py_size(sizes_t *z, syno_size_t a) {
   } else {
     snprintf(name, NAME_LEN, "s%d", z->next_local++);
     syno_size_print(z->v, a, text, sizeof text);
+    if (num != 1) syno_strbuf_printf(&ps, " * %" PRId64, num);
     if (den != 1) {
-      syno_strbuf_printf(z->pro, "        if (%s * %" PRId64 ") %% %" PRId64 " != 0:\n", prod, num, den);
-      syno_strbuf_printf(z->pro, "            raise ValueError('SynoOp: the size %s = %s * %" PRId64 " / %" PRId64
-                                 " is not a whole number at'", text, prod, num, den);
+      syno_strbuf_printf(z->pro, "        if (%s) %% %" PRId64 " != 0:\n", prod, den);
+      syno_strbuf_printf(z->pro, "            raise ValueError('SynoOp: the size %s = (%s) / %" PRId64
+                                 " is not a whole number at'", text, prod, den);
       for (int i = 0; i < z->v->n[SYNO_PRIMARY]; i++)
         if (a.p[i] > 0) {
           char pn[NAME_LEN];
@@ -121,7 +122,10 @@ static const char *py_size(sizes_t *z, syno_size_t a) {
         }
       syno_strbuf_printf(z->pro, ")\n");
     }
-    syno_strbuf_printf(z->pro, "        %s = (%s * %" PRId64 ") // %" PRId64 "  # %s\n", name, prod, num, den, text);
+    if (den != 1)
+      syno_strbuf_printf(z->pro, "        %s = (%s) // %" PRId64 "  # %s\n", name, prod, den, text);
+    else
+      syno_strbuf_printf(z->pro, "        %s = %s  # %s\n", name, prod, text);
   }
   z->size[z->n++] = a;
   return name;
@@ -149,9 +153,42 @@ static syno_size_t extent(const syno_nest_t *n, int v) {
 
 static const char *ext(emit_t *e, int v) { return py_size(&e->z, extent(e->n, v)); }
 
+/* The value of node i when it reads no loop variable and no primary size. */
+static bool numeric(emit_t *e, int i, int64_t *val) {
+  const syno_expr_t *x = &e->n->node[i];
+  int64_t a, b;
+  syno_error_t err;
+  switch (x->kind) {
+    case SYNO_EXPR_IMM: *val = x->imm; return true;
+    case SYNO_EXPR_SIZE:
+      for (int k = 0; k < SYNO_MAX_VARS; k++)
+        if (x->size.p[k]) return false;
+      return syno_size_eval(e->z.v, x->size, e->z.b, val, &err) == 0;
+    case SYNO_EXPR_ADD:
+    case SYNO_EXPR_SUB:
+    case SYNO_EXPR_MUL:
+    case SYNO_EXPR_DIV:
+    case SYNO_EXPR_MOD:
+      if (!numeric(e, x->a, &a) || !numeric(e, x->b, &b)) return false;
+      if ((x->kind == SYNO_EXPR_DIV || x->kind == SYNO_EXPR_MOD) && b == 0) return false;
+      *val = x->kind == SYNO_EXPR_ADD   ? a + b
+             : x->kind == SYNO_EXPR_SUB ? a - b
+             : x->kind == SYNO_EXPR_MUL ? a * b
+             : x->kind == SYNO_EXPR_DIV ? syno_index_div(a, b)
+                                        : syno_index_mod(a, b);
+      return true;
+    default: return false;
+  }
+}
+
 /* A constant node as a Python int expression. */
 static void py_const(emit_t *e, syno_strbuf_t *sb, int i) {
   const syno_expr_t *x = &e->n->node[i];
+  int64_t val;
+  if (numeric(e, i, &val)) {
+    syno_strbuf_printf(sb, val < 0 ? "(%" PRId64 ")" : "%" PRId64, val);
+    return;
+  }
   switch (x->kind) {
     case SYNO_EXPR_SIZE: syno_strbuf_printf(sb, "%s", py_size(&e->z, x->size)); return;
     case SYNO_EXPR_IMM: syno_strbuf_printf(sb, x->imm < 0 ? "(%" PRId64 ")" : "%" PRId64, x->imm); return;
@@ -174,9 +211,43 @@ static void py_const(emit_t *e, syno_strbuf_t *sb, int i) {
 
 /* The least (hi = false) or greatest value of node i over the loops, as a
  * Python int expression; a bound, not always attained. */
+static bool numeric_bound(emit_t *e, int i, bool hi, int64_t *val) {
+  const syno_nest_t *n = e->n;
+  const syno_expr_t *x = &n->node[i];
+  int64_t a, b;
+  if (lower_node_is_const(n, i)) return numeric(e, i, val);
+  switch (x->kind) {
+    case SYNO_EXPR_OUTER:
+    case SYNO_EXPR_INNER: {
+      if (!hi) return *val = 0, true;
+      syno_expr_t sz = {.kind = SYNO_EXPR_SIZE, .size = extent(n, x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var)};
+      syno_error_t err;
+      for (int k = 0; k < SYNO_MAX_VARS; k++)
+        if (sz.size.p[k]) return false;
+      if (syno_size_eval(e->z.v, sz.size, e->z.b, val, &err)) return false;
+      return --*val, true;
+    }
+    case SYNO_EXPR_RESTRICT:
+    case SYNO_EXPR_MOD:
+      if (!hi) return *val = 0, true;
+      return numeric(e, x->b, val) && (--*val, true);
+    case SYNO_EXPR_DIV:
+      return numeric_bound(e, x->a, hi, &a) && numeric(e, x->b, &b) && b > 0 && (*val = syno_index_div(a, b), true);
+    case SYNO_EXPR_ADD: return numeric_bound(e, x->a, hi, &a) && numeric_bound(e, x->b, hi, &b) && (*val = a + b, true);
+    case SYNO_EXPR_SUB:
+      return numeric_bound(e, x->a, hi, &a) && numeric_bound(e, x->b, !hi, &b) && (*val = a - b, true);
+    default: return false;
+  }
+}
+
 static void py_bound(emit_t *e, syno_strbuf_t *sb, int i, bool hi) {
   const syno_nest_t *n = e->n;
   const syno_expr_t *x = &n->node[i];
+  int64_t val;
+  if (numeric_bound(e, i, hi, &val)) {
+    syno_strbuf_printf(sb, val < 0 ? "(%" PRId64 ")" : "%" PRId64, val);
+    return;
+  }
   if (lower_node_is_const(n, i)) {
     py_const(e, sb, i);
     return;
@@ -474,6 +545,9 @@ static void emit_offset(emit_t *e, syno_strbuf_t *sb, const lower_axis_view_t *a
   syno_strbuf_printf(sb, "t.storage_offset()");
   for (int ax = 0; ax < rank; ax++) {
     if (skip_axis && skip_axis[ax]) continue;
+    bool flips = false;
+    for (int v = 0; v < SYNO_NEST_MAX_VARS; v++) flips |= (flipped >> v & 1) && av[ax].coef[v].imm;
+    if (strcmp(off[ax], "0") == 0 && av[ax].n_consts == 0 && !flips) continue;
     syno_strbuf_printf(sb, " + (%s", off[ax]);
     for (int c = 0; c < av[ax].n_consts; c++) {
       syno_strbuf_printf(sb, av[ax].csign[c] > 0 ? " + " : " - ");
@@ -497,8 +571,11 @@ static void emit_stride(emit_t *e, syno_strbuf_t *sb, const lower_axis_view_t *a
     lower_coef_t c = av[ax].coef[v];
     c.imm *= sign;
     syno_strbuf_printf(sb, "%s", any ? " + " : "");
-    py_coef(e, sb, c);
-    syno_strbuf_printf(sb, " * st[%d]", ax);
+    if (c.imm != 1 || !syno_size_is_one(c.size)) {
+      py_coef(e, sb, c);
+      syno_strbuf_printf(sb, " * ");
+    }
+    syno_strbuf_printf(sb, "st[%d]", ax);
     any = true;
   }
   if (!any) syno_strbuf_printf(sb, "0");
@@ -1002,12 +1079,17 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
       dimname[a] = py_size(&e.z, shape[0].dim[a]);
       syno_size_print(v, shape[0].dim[a], dimtext[a], sizeof dimtext[a]);
     }
-    for (int a = 0; a < shape[0].rank; a++)
+    for (int a = 0; a < shape[0].rank; a++) {
+      bool given = false; /* the axis a primary was read from, whole */
+      for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
+        given |= read_at[i] == a && !(ctor >> i & 1) && strcmp(dimname[a], v->var[SYNO_PRIMARY][i].name) == 0;
+      if (given) continue;
       syno_strbuf_printf(&pro,
                          "        if x.shape[%d] != %s:\n"
                          "            raise ValueError('SynoOp: input axis %d has ' + str(x.shape[%d]) + ', the "
                          "operator needs %s = ' + str(%s))\n",
                          a, dimname[a], a, a, dimtext[a], dimname[a]);
+    }
   }
   int order[SYNO_NEST_MAX_VARS];
   int r = emit_stages(&e, n, p, planned, order);

@@ -238,6 +238,12 @@ int lower_sum_split(syno_nest_t *n, int i, int *q, lower_coef_t *c) {
   return without(n, i, *q);
 }
 
+static bool has_primary(syno_size_t s) {
+  for (int i = 0; i < SYNO_MAX_VARS; i++)
+    if (s.p[i]) return true;
+  return false;
+}
+
 static int popcount(syno_varset_t s) {
   int c = 0;
   for (; s; s &= s - 1) c++;
@@ -271,7 +277,11 @@ bool lower_view_conv(const lower_stages_t *p, const lower_axis_view_t *av, int r
       if (b != a) others |= on_axis[b];
     if (popcount(s) != 2 || popcount(s & c->batch) != 1 || popcount(s & c->chan) != 1 || (s & others)) continue;
     int m = lowest(s & c->batch), k = lowest(s & c->chan);
-    if (av[a].coef[m].imm <= 0 || c->n_win >= LOWER_MAX_WINDOWS) continue;
+    /* A window's stride and dilation are coefficients (k, s, ...): a primary size
+     * there is a merged channel axis, not a spatial one. */
+    if (av[a].coef[m].imm <= 0 || has_primary(av[a].coef[m].size) || has_primary(av[a].coef[k].size) ||
+        c->n_win >= LOWER_MAX_WINDOWS)
+      continue;
     int w = c->n_win++;
     c->axis[w] = a;
     c->m[w] = m;

@@ -17,7 +17,8 @@
  * A convolution is recognised from the views: a window is an axis read at
  * c + s*m + d*k, where m is a result variable no weight reads, k a variable
  * the weight reads and the stage sums, s > 0 and d != 0 (d < 0: a flipped
- * kernel), m and k read by no other axis of the input. */
+ * kernel) both made of coefficients only, m and k read by no other axis of
+ * the input. */
 #ifndef SYNO_VIEWS_H
 #define SYNO_VIEWS_H
 

@@ -357,12 +357,20 @@ static const char *builtin_check =
     "want = F.conv2d(x, w, padding=w.shape[-1] // 2)\n"
     "got = conv(x).detach()\n"
     "e1 = float((got - want).abs().max() / want.abs().max())\n"
+    "# zero padding is zero: an inf and a NaN in the input reach only the outputs that read them\n"
+    "xb = x.clone()\n"
+    "xb[0, 0, 0, 0] = float('inf')\n"
+    "xb[0, 1, -1, -1] = float('nan')\n"
+    "yb = conv(xb).detach()\n"
+    "reach = F.conv2d(torch.isinf(xb[:, :1]).float() + torch.isnan(xb[:, 1:2]).float(), torch.ones(1, 1, 3, 3), padding=1)\n"
+    "leak = int((~torch.isfinite(yb) & (reach == 0)).sum())\n"
+    "print('inf/NaN border: %d outputs that do not read them are not finite' % leak)\n"
     "x = torch.randn(lin.in_shape)\n"
     "want = F.linear(x, lin.w1.detach())\n"
     "e2 = float((lin(x).detach() - want).abs().max() / want.abs().max())\n"
     "print('conv2d', tuple(conv.in_shape), '->', tuple(conv.out_shape), 'rel err %.3g' % e1)\n"
     "print('linear', tuple(lin.in_shape), '->', tuple(lin.out_shape), 'rel err %.3g' % e2)\n"
-    "sys.exit(0 if e1 <= 1e-4 and e2 <= 1e-4 else 1)\n";
+    "sys.exit(0 if e1 <= 1e-4 and e2 <= 1e-4 and leak == 0 else 1)\n";
 
 static void test_builtin_equals_torch(void **state) {
   (void)state;
