@@ -15,6 +15,7 @@
 #include "syno/graph.h"
 #include "syno/opt.h"
 #include "syno/space.h"
+#include "syno/store.h"
 
 #define SYNO_EXIT_FAIL 1
 #define SYNO_EXIT_USAGE 2
@@ -119,6 +120,15 @@ int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE
  * which candidate. Exit status on error, with the message printed. */
 int cli_candidate_from_db(const char *path, long id, const char *verb, syno_train_cfg_t *cfg, char strs[3][256],
                           char **op);
+
+/* A candidate's speed-up over the standard network: its re-timed one when it has one. */
+double cli_speedup_of(const syno_db_cand_t *c);
+/* Within the report's tolerance of the baseline: 1 point of accuracy, or of perplexity for a
+ * language model (lm). */
+bool cli_near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base, bool lm);
+/* The fastest finished candidate within the tolerance (the one `syno report` names); NULL
+ * when there is none or no baseline row. */
+const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, bool lm);
 
 int cli_cmd_show(int argc, char **argv);
 int cli_cmd_export(int argc, char **argv);

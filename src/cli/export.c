@@ -27,7 +27,8 @@ static const char *epilog =
     "  syno export --to pytorch --builtin conv2d --bind N=8,C_in=16,C_out=32,H=28,W=28,k=3 -o conv.py\n"
     "  syno export --to c --preset conv2d 'TEXT' --bind N=1,C_in=4,C_out=4,H=8,W=8 -o op.c\n"
     "  syno export --to halide --builtin conv2d --bind N=8,C_in=16,C_out=16,H=28,W=28,k=3 -o conv.cpp\n"
-    "  syno export --to dot --builtin conv2d --png -o conv2d.png\n";
+    "  syno export --to dot --builtin conv2d --png -o conv2d.png\n"
+    "  syno export --to pytorch --db results.db --best -o op.py\n";
 
 const char *const cli_export_langs[] = {"pytorch", "tvm", "c", "halide", "dot", NULL};
 
@@ -129,10 +130,47 @@ static int write_png(const syno_cliop_t *c, const char *file) {
   return 0;
 }
 
+/* The operator and preset of candidate `id` of database `db` (or its best, `best`) into sel;
+ * `what` gets a comment line naming them. 0 or an exit status, the message printed. */
+static int from_db(const char *db, long id, int best, syno_opsel_t *sel, char strs[3][256], char **op, char *what,
+                   size_t n) {
+  if (best) {
+    syno_error_t err;
+    syno_db_t *h = NULL;
+    syno_db_cand_t *rows = NULL;
+    int k = 0;
+    char *bb = NULL;
+    if (syno_db_open(db, SYNO_DB_READONLY, &h, &err) || syno_db_meta_get(h, "backbone", &bb, &err) < 0 ||
+        syno_db_list(h, &rows, &k, &err)) {
+      fprintf(stderr, "syno: %s\n", err.msg);
+      free(bb);
+      syno_db_list_free(rows, k);
+      syno_db_close(h);
+      return SYNO_EXIT_USAGE;
+    }
+    const syno_db_cand_t *c = cli_best_candidate(rows, k, bb && !strcmp(bb, "gpt"));
+    id = c ? c->id : 0;
+    free(bb);
+    syno_db_list_free(rows, k);
+    syno_db_close(h);
+    if (!id) return cli_cmd_error("export", "%s has no finished candidate within 1 point of its baseline", db);
+  }
+  syno_train_cfg_t cfg = {0};
+  int rc = cli_candidate_from_db(db, id, NULL, &cfg, strs, op);
+  if (rc) return rc;
+  if (!*op)
+    return cli_cmd_error("export", "candidate %ld of %s is the standard operator: export it with --builtin", id, db);
+  sel->text = *op;
+  sel->preset = cfg.preset;
+  snprintf(what, n, "From candidate %ld of %s%s: backbone %s, data set %s, preset %s.\n", id, db,
+           best ? " (the fastest within 1 point of the baseline)" : "", cfg.backbone, cfg.dataset, cfg.preset);
+  return 0;
+}
+
 int cli_cmd_export(int argc, char **argv) {
-  const char *lang = NULL, *file = NULL;
-  long binding = 0;
-  int png = 0;
+  const char *lang = NULL, *file = NULL, *db = NULL;
+  long binding = 0, id = 0;
+  int png = 0, best = 0;
   syno_opsel_t sel = {0};
   syno_opt_t opts[] = {
       CLI_OPSEL_OPTIONS(&sel),
@@ -145,6 +183,12 @@ int cli_cmd_export(int argc, char **argv) {
                    "the binding the code is for, from 0 (default 0)"),
       SYNO_OPT_PATH("o", "FILE", &file, SYNO_OPT_NEW, "write to FILE instead of stdout"),
       SYNO_OPT_FLAG("png", &png, "with --to dot: a PNG drawn by Graphviz's dot instead"),
+      SYNO_OPT_PATH("db", "DB", &db, SYNO_OPT_FILE,
+                    "a search's results database: export its candidate --id N,\n"
+                    "or with --best the one syno report names (the fastest within\n"
+                    "1 point of the baseline), with the search's preset"),
+      SYNO_OPT_INT("id", "N", &id, 1, 1000000000000000LL, "the candidate of --db"),
+      SYNO_OPT_FLAG("best", &best, "with --db: its fastest candidate within the tolerance"),
       SYNO_OPT_END,
   };
   int rc = cli_parse("export", usage, epilog, opts, argc, argv);
@@ -153,11 +197,24 @@ int cli_cmd_export(int argc, char **argv) {
   if (png && strcmp(lang, "dot") != 0) return cli_cmd_error("export", "--png applies to --to dot only");
   if (png && !on_path("dot"))
     return cli_cmd_error("export", "--png needs Graphviz's 'dot' on PATH (Debian: apt-get install graphviz)");
+  char strs[3][256], *db_op = NULL, what[1024] = "";
+  if ((id || best) && !db) return cli_cmd_error("export", "--id and --best choose a candidate of --db DB");
+  if (db) {
+    if (!!id == !!best) return cli_cmd_error("export", "with --db, give either --id N or --best");
+    if (sel.text || sel.builtin || sel.preset || sel.spec || sel.input || sel.output || sel.vars)
+      return cli_cmd_error("export", "--db takes the operator and its preset from the search; drop the operator options");
+    rc = from_db(db, id, best, &sel, strs, &db_op, what, sizeof what);
+    if (rc) {
+      free(db_op);
+      return rc;
+    }
+  }
   /* SYNO_OPT_NEW checked the directory; an existing file must be writable too. */
   if (file && access(file, F_OK) == 0 && access(file, W_OK) != 0)
     return cli_cmd_error("export", "-o %s: %s", file, strerror(EACCES));
   syno_cliop_t c;
   rc = cli_opsel_finish("export", &sel, binding, &c);
+  free(db_op);
   if (rc) return rc;
   if (png) {
     rc = write_png(&c, file);
@@ -169,7 +226,10 @@ int cli_cmd_export(int argc, char **argv) {
     cli_op_free(&c);
     return cli_cmd_error("export", "-o %s: %s", file, strerror(errno));
   }
-  rc = cli_export_write(&c, lang, binding, out);
+  /* The candidate's origin, as a comment of the language written. */
+  const char *cmt = !strcmp(lang, "c") || !strcmp(lang, "halide") ? "// " : !strcmp(lang, "dot") ? "// " : "# ";
+  rc = what[0] && fprintf(out, "%s%s", cmt, what) < 0 ? SYNO_EXIT_FAIL : 0;
+  if (!rc) rc = cli_export_write(&c, lang, binding, out);
   if (file && fclose(out) && !rc) {
     fprintf(stderr, "syno: export: writing %s: %s\n", file, strerror(errno));
     rc = SYNO_EXIT_FAIL;

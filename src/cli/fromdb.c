@@ -75,3 +75,23 @@ out:
   syno_db_close(db);
   return rc;
 }
+
+double cli_speedup_of(const syno_db_cand_t *c) {
+  return c->is_baseline ? 1.0 : c->retimed == 1 ? c->retime_speedup : c->speedup;
+}
+
+bool cli_near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base, bool lm) {
+  return lm ? c->perplexity <= base->perplexity + 1 : c->accuracy >= base->accuracy - 0.01;
+}
+
+const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, bool lm) {
+  const syno_db_cand_t *base = NULL, *best = NULL;
+  for (int i = 0; i < n; i++)
+    if (rows[i].is_baseline) base = &rows[i];
+  for (int i = 0; base && i < n; i++) {
+    const syno_db_cand_t *c = &rows[i];
+    if (c->is_baseline || c->status != 0 || !cli_near_baseline(c, base, lm)) continue;
+    if (!best || cli_speedup_of(c) > cli_speedup_of(best)) best = c;
+  }
+  return best;
+}

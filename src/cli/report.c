@@ -56,9 +56,7 @@ static void show_delta(char *buf, size_t n, const syno_db_cand_t *c, const syno_
     snprintf(buf, n, "%+.2fpp", 100 * (c->accuracy - base->accuracy));
 }
 /* Within the paper's tolerance of the baseline: 1 point of accuracy, or of perplexity. */
-static int near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base) {
-  return lm ? c->perplexity <= base->perplexity + 1 : c->accuracy >= base->accuracy - 0.01;
-}
+static int near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base) { return cli_near_baseline(c, base, lm); }
 
 static int by_reward(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
@@ -82,9 +80,7 @@ static int by_rank(const void *a, const void *b) {
  * re-timed after the search (`syno eval --retime`), as that re-timing measured it; the baseline
  * is that standard network, 1 by definition. Absolute latencies are not compared across
  * records: each was timed in another process, under another load. */
-static double speedup_of(const syno_db_cand_t *c) {
-  return c->is_baseline ? 1.0 : c->retimed == 1 ? c->retime_speedup : c->speedup;
-}
+static double speedup_of(const syno_db_cand_t *c) { return cli_speedup_of(c); }
 static double speedup_nnconv_of(const syno_db_cand_t *c) {
   if (!c->is_baseline) return c->retimed == 1 ? c->retime_speedup_nnconv : c->speedup_nnconv;
   return c->base_latency_s > 0 ? c->nnconv_latency_s / c->base_latency_s : 0;
@@ -251,14 +247,12 @@ static int table_row(const char *path, table_row_t *t) {
     syno_db_close(db);
     return cli_cmd_error("report", "%s", err.msg);
   }
-  const syno_db_cand_t *base = NULL, *best = NULL;
-  for (int i = 0; i < n; i++)
-    if (rows[i].is_baseline) base = &rows[i];
-  for (int i = 0; base && i < n; i++) {
-    const syno_db_cand_t *c = &rows[i];
-    if (c->is_baseline) continue;
-    t->candidates++;
-    if (c->status == 0 && near_baseline(c, base) && (!best || speedup_of(c) > speedup_of(best))) best = c;
+  const syno_db_cand_t *base = NULL, *best = cli_best_candidate(rows, n, lm);
+  for (int i = 0; i < n; i++) {
+    if (rows[i].is_baseline)
+      base = &rows[i];
+    else
+      t->candidates++;
   }
   int rc = 0;
   if (!base)

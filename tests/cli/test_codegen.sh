@@ -94,5 +94,26 @@ st=$?
 if [ "$st" -eq 2 ] && grep -q "needs Graphviz's 'dot' on PATH" "$tmp/err" && [ ! -e "$tmp/n.png" ]; then ok
 else bad "--png without dot -> exit $st, stderr: $(cat "$tmp/err")"; fi
 
+# From a search to a module: --db with --id or --best (the candidate syno report names).
+src=$(cd "$(dirname "$0")/../.." && pwd)
+if "$SYNO" search --db "$tmp/s.db" --stand-in --budget 3 --confirm 0 --quiet >/dev/null 2>&1 &&
+   "$SYNO" export --to pytorch --db "$tmp/s.db" --id 2 -o "$tmp/db2.py" 2>"$tmp/err" &&
+   grep -q "^# From candidate 2 of $tmp/s.db: backbone resnet, data set digits, preset conv2d" "$tmp/db2.py" &&
+   /usr/bin/env python3 -c "import ast, sys; ast.parse(open(sys.argv[1]).read())" "$tmp/db2.py"; then ok
+else bad "export --db --id: $(cat "$tmp/err")"; fi
+if "$SYNO" export --to c --db "$tmp/s.db" --id 2 -o "$tmp/db2.c" 2>"$tmp/err" &&
+   cc -std=c11 -O2 -Wall -Werror -c -o "$tmp/db2.o" "$tmp/db2.c" 2>>"$tmp/err"; then ok
+else bad "export --to c --db --id: $(cat "$tmp/err")"; fi
+if "$SYNO" export --to pytorch --db "$src/results/r34-1h.db" --best -o "$tmp/best.py" 2>"$tmp/err" &&
+   grep -q "^# From candidate 6 of .*r34-1h.db (the fastest within 1 point of the baseline)" "$tmp/best.py" &&
+   grep -q "^#   r0=sum(k_1) r1=sum(C_in); in\[i0, share(r1, 1), unfold(i2, share(r0, 1)), i3\]" "$tmp/best.py"; then ok
+else bad "export --db --best: $(cat "$tmp/err")"; fi
+expect_usage "candidate 1 of $tmp/s.db is the standard operator" export --to pytorch --db "$tmp/s.db" --id 1
+expect_usage "has no candidate 99" export --to pytorch --db "$tmp/s.db" --id 99
+expect_usage "no finished candidate within 1 point" export --to pytorch --db "$tmp/s.db" --best
+expect_usage "give either --id N or --best" export --to pytorch --db "$tmp/s.db"
+expect_usage "--id and --best choose a candidate of --db DB" export --to pytorch --id 2
+expect_usage "drop the operator options" export --to pytorch --db "$tmp/s.db" --id 2 --builtin conv2d
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
