@@ -236,6 +236,11 @@ static bool numeric_bound(emit_t *e, int i, bool hi, int64_t *val) {
     case SYNO_EXPR_ADD: return numeric_bound(e, x->a, hi, &a) && numeric_bound(e, x->b, hi, &b) && (*val = a + b, true);
     case SYNO_EXPR_SUB:
       return numeric_bound(e, x->a, hi, &a) && numeric_bound(e, x->b, !hi, &b) && (*val = a - b, true);
+    case SYNO_EXPR_MUL: {
+      int k = lower_node_is_const(n, x->a) ? x->a : x->b, v = k == x->a ? x->b : x->a;
+      if (!numeric(e, k, &a)) return false;
+      return numeric_bound(e, v, a >= 0 ? hi : !hi, &b) && (*val = a * b, true);
+    }
     default: return false;
   }
 }
@@ -428,7 +433,8 @@ static bool emit_sum_split(emit_t *e, syno_access_t *a, int ax, int rest, char o
 /* Applies the peels of every axis of factor f to tensor `t` (source `src`)
  * and leaves its split access in *a, the axis views in av[] and each axis's
  * index offset in off[]. */
-static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lower_axis_view_t *av, char off[][160]) {
+static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lower_axis_view_t *av, char off[][160],
+                       unsigned defer, int *deferred) {
   syno_nest_t *n = e->n;
   syno_strbuf_t *sb = e->body;
   emit_split(e, f, src, a);
@@ -471,7 +477,13 @@ static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lowe
         py_const(e, sb, p->size);
         syno_strbuf_printf(sb, ")\n");
       }
-      if (p->kind == LOWER_PEEL_PAD) {
+      if (p->kind == LOWER_PEEL_PAD && (defer >> ax & 1)) {
+        /* Left to the caller (a convolution's own padding): pl<k>, pr<k> and the low end lw<k>. */
+        int id = deferred[ax] = e->n_offsets++;
+        syno_strbuf_printf(sb, "        pl%d = max(0, -lo)\n        pr%d = max(0, hi - ", id, id);
+        py_const(e, sb, p->size);
+        syno_strbuf_printf(sb, " + 1)\n        lw%d = lo\n", id);
+      } else if (p->kind == LOWER_PEEL_PAD) {
         char right[160];
         syno_strbuf_t rs;
         syno_strbuf_init(&rs, right, sizeof right);
@@ -581,13 +593,36 @@ static void emit_stride(emit_t *e, syno_strbuf_t *sb, const lower_axis_view_t *a
   if (!any) syno_strbuf_printf(sb, "0");
 }
 
+/* Whether the view over the variables order[0..k) only permutes the tensor's
+ * axes: each axis read at one of them, unscaled, with no constant or offset.
+ * perm[i] is the axis of order[i]. */
+static bool perm_view(const lower_axis_view_t *av, int rank, char off[][160], const int *order, int k, int *perm) {
+  if (k != rank) return false;
+  for (int i = 0; i < k; i++) perm[i] = -1;
+  for (int ax = 0; ax < rank; ax++) {
+    if (av[ax].n_consts || strcmp(off[ax], "0") != 0) return false;
+    int var = -1;
+    for (int v = 0; v < SYNO_NEST_MAX_VARS; v++) {
+      if (!av[ax].coef[v].imm) continue;
+      if (var >= 0 || av[ax].coef[v].imm != 1 || !syno_size_is_one(av[ax].coef[v].size)) return false;
+      var = v;
+    }
+    int at = -1;
+    for (int i = 0; i < k; i++)
+      if (order[i] == var) at = i;
+    if (at < 0 || perm[at] >= 0) return false;
+    perm[at] = ax;
+  }
+  return true;
+}
+
 /* Tensor t of factor f as a strided view over the variables order[0..k),
  * the first axes of the result: t = t.as_strided(...). */
 static void emit_view(emit_t *e, int f, const char *src, const int *order, int k) {
   lower_axis_view_t av[SYNO_MAX_RANK];
   char off[SYNO_MAX_RANK][160];
   syno_access_t a;
-  emit_peels(e, f, src, &a, av, off);
+  emit_peels(e, f, src, &a, av, off, 0, NULL);
   if (e->failed) return;
   int rank = a.rank;
   syno_strbuf_t *sb = e->body;
@@ -599,6 +634,17 @@ static void emit_view(emit_t *e, int f, const char *src, const int *order, int k
       return;
     }
     if (s < 0) flipped |= (syno_varset_t)1 << order[i];
+  }
+  int perm[SYNO_MAX_RANK];
+  if (!flipped && perm_view(av, rank, off, order, k, perm)) {
+    bool identity = true;
+    for (int i = 0; i < k; i++) identity &= perm[i] == i;
+    if (!identity) {
+      syno_strbuf_printf(sb, "        t = t.permute([");
+      for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%s%d", i ? ", " : "", perm[i]);
+      syno_strbuf_printf(sb, "])\n");
+    }
+    return;
   }
   syno_strbuf_printf(sb, "        st = t.stride()\n        t = t.as_strided([");
   for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%s%s", i ? ", " : "", ext(e, order[i]));
@@ -639,74 +685,132 @@ static void prod_ext(emit_t *e, syno_strbuf_t *sb, syno_varset_t s) {
   for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%s%s", i ? " * " : "", ext(e, order[i]));
 }
 
-/* The first stage as a convolution: y over the variables batch, group, out
- * and the windows' m, in that order (returned in order[]). */
-static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_conv_t *c, int *order) {
+/* The input of a convolution from t: x1 = [batch, group * chan, window positions...]. With
+ * `own_pad`, the deferred paddings are the convolution's and each window covers its whole
+ * axis; otherwise t was padded and a window starts at its constant plus the padding. */
+static void emit_conv_input(emit_t *e, const lower_conv_t *c, const lower_axis_view_t *av, int rank,
+                            char off[][160], const int *deferred, bool own_pad, const char *indent) {
+  syno_strbuf_t *sb = e->body;
+  int nw = c->n_win, bo[SYNO_NEST_MAX_VARS], go[SYNO_NEST_MAX_VARS], co[SYNO_NEST_MAX_VARS], vo[SYNO_NEST_MAX_VARS];
+  int nb = set_order(c->batch, bo), ng = set_order(c->group, go), nc = set_order(c->chan, co), nv = 0;
+  for (int i = 0; i < nb; i++) vo[nv++] = bo[i];
+  for (int i = 0; i < ng; i++) vo[nv++] = go[i];
+  for (int i = 0; i < nc; i++) vo[nv++] = co[i];
+  int win_of_axis[SYNO_MAX_RANK] = {0};
+  for (int w = 0; w < nw; w++) win_of_axis[c->axis[w]] = 1;
+  /* A permutation of the axes when every other axis is one variable, as read. */
+  lower_axis_view_t rest[SYNO_MAX_RANK];
+  char roff[SYNO_MAX_RANK][160];
+  int rr = 0, rax[SYNO_MAX_RANK], perm[SYNO_MAX_RANK];
+  for (int ax = 0; ax < rank; ax++)
+    if (!win_of_axis[ax]) {
+      rest[rr] = av[ax];
+      snprintf(roff[rr], 160, "%s", off[ax]);
+      rax[rr++] = ax;
+    }
+  if (own_pad && perm_view(rest, rr, roff, vo, nv, perm)) {
+    int p[SYNO_MAX_RANK], np = 0;
+    bool identity = true;
+    for (int i = 0; i < nv; i++) p[np++] = rax[perm[i]];
+    for (int w = 0; w < nw; w++) p[np++] = c->axis[w];
+    for (int i = 0; i < np; i++) identity &= p[i] == i;
+    syno_strbuf_printf(sb, "%sx1 = t", indent);
+    if (!identity) {
+      syno_strbuf_printf(sb, ".permute([");
+      for (int i = 0; i < np; i++) syno_strbuf_printf(sb, "%s%d", i ? ", " : "", p[i]);
+      syno_strbuf_printf(sb, "])");
+    }
+    syno_strbuf_printf(sb, "\n");
+  } else {
+    syno_strbuf_printf(sb, "%sst = t.stride()\n%sx1 = t.as_strided([", indent, indent);
+    for (int i = 0; i < nv; i++) syno_strbuf_printf(sb, "%s, ", ext(e, vo[i]));
+    for (int w = 0; w < nw; w++) {
+      syno_strbuf_printf(sb, "%s", w ? ", " : "");
+      if (own_pad) {
+        syno_strbuf_printf(sb, "t.shape[%d]", c->axis[w]);
+        continue;
+      }
+      py_coef(e, sb, c->stride[w]);
+      syno_strbuf_printf(sb, " * (%s - 1) + ", ext(e, c->m[w]));
+      lower_coef_t d = c->dil[w];
+      d.imm = d.imm < 0 ? -d.imm : d.imm;
+      py_coef(e, sb, d);
+      syno_strbuf_printf(sb, " * (%s - 1) + 1", ext(e, c->k[w]));
+    }
+    syno_strbuf_printf(sb, "], [");
+    for (int i = 0; i < nv; i++) {
+      emit_stride(e, sb, av, rank, vo[i], 1);
+      syno_strbuf_printf(sb, ", ");
+    }
+    for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, "%sst[%d]", w ? ", " : "", c->axis[w]);
+    syno_strbuf_printf(sb, "], ");
+    emit_offset(e, sb, av, rank, off, 0, win_of_axis);
+    for (int w = 0; w < nw && !own_pad; w++) {
+      int ax = c->axis[w];
+      syno_strbuf_printf(sb, " + (%s", off[ax]);
+      if (deferred[ax] >= 0) syno_strbuf_printf(sb, " + pl%d", deferred[ax]);
+      for (int k = 0; k < av[ax].n_consts; k++) {
+        syno_strbuf_printf(sb, av[ax].csign[k] > 0 ? " + " : " - ");
+        py_const(e, sb, av[ax].cnode[k]);
+      }
+      if (c->dil[w].imm < 0) {
+        syno_strbuf_printf(sb, " + ");
+        py_coef(e, sb, c->dil[w]);
+        syno_strbuf_printf(sb, " * (%s - 1)", ext(e, c->k[w]));
+      }
+      syno_strbuf_printf(sb, ") * st[%d]", ax);
+    }
+    syno_strbuf_printf(sb, ")\n");
+  }
+  if (nb != 1 || ng + nc != 1) {
+    syno_strbuf_printf(sb, "%sx1 = x1.reshape([", indent);
+    prod_ext(e, sb, c->batch);
+    syno_strbuf_printf(sb, ", ");
+    prod_ext(e, sb, c->group | c->chan);
+    for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", x1.shape[%d]", nv + w);
+    syno_strbuf_printf(sb, "])\n");
+  }
+}
+
+/* y = the convolution of x1 and w1, its padding the deferred pl<k> or none. */
+static void emit_conv_call(emit_t *e, const lower_conv_t *c, const int *deferred, bool own_pad, const char *indent) {
   syno_strbuf_t *sb = e->body;
   int nw = c->n_win;
-  lower_axis_view_t av[SYNO_MAX_RANK];
-  char off[SYNO_MAX_RANK][160];
-  syno_access_t a;
-  syno_strbuf_printf(sb, "        # stage 1: a %dd convolution of the input\n", nw);
-  emit_peels(e, xf, "x", &a, av, off);
-  if (e->failed) return 0;
-  int rank = a.rank;
-  int win_of_axis[SYNO_MAX_RANK] = {0}, bo[SYNO_NEST_MAX_VARS], go[SYNO_NEST_MAX_VARS], co[SYNO_NEST_MAX_VARS];
-  int oo[SYNO_NEST_MAX_VARS];
-  int nb = set_order(c->batch, bo), ng = set_order(c->group, go), nc = set_order(c->chan, co),
-      no = set_order(c->out, oo);
-  for (int w = 0; w < nw; w++) win_of_axis[c->axis[w]] = 1;
-  for (int i = 0; i < nb + ng + nc; i++) {
-    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
-    if (var_sign(av, rank, v) <= 0) {
-      fail(e, "a convolution whose input steps backward");
-      return 0;
-    }
-  }
-  /* Input: [batch..., group..., chan..., window positions...]. */
-  syno_strbuf_printf(sb, "        st = t.stride()\n        t = t.as_strided([");
-  for (int i = 0; i < nb + ng + nc; i++) {
-    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
-    syno_strbuf_printf(sb, "%s, ", ext(e, v));
-  }
+  syno_strbuf_printf(sb, "%sy = F.conv%dd(x1, w1, None, [", indent, nw);
   for (int w = 0; w < nw; w++) {
     syno_strbuf_printf(sb, "%s", w ? ", " : "");
     py_coef(e, sb, c->stride[w]);
-    syno_strbuf_printf(sb, " * (%s - 1) + ", ext(e, c->m[w]));
-    lower_coef_t d = c->dil[w];
-    d.imm = d.imm < 0 ? -d.imm : d.imm;
-    py_coef(e, sb, d);
-    syno_strbuf_printf(sb, " * (%s - 1) + 1", ext(e, c->k[w]));
   }
   syno_strbuf_printf(sb, "], [");
-  for (int i = 0; i < nb + ng + nc; i++) {
-    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
-    emit_stride(e, sb, av, rank, v, 1);
-    syno_strbuf_printf(sb, ", ");
-  }
-  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, "%sst[%d]", w ? ", " : "", c->axis[w]);
-  syno_strbuf_printf(sb, "], ");
-  emit_offset(e, sb, av, rank, off, 0, win_of_axis);
   for (int w = 0; w < nw; w++) {
-    int ax = c->axis[w];
-    syno_strbuf_printf(sb, " + (%s", off[ax]);
-    for (int k = 0; k < av[ax].n_consts; k++) {
-      syno_strbuf_printf(sb, av[ax].csign[k] > 0 ? " + " : " - ");
-      py_const(e, sb, av[ax].cnode[k]);
-    }
-    if (c->dil[w].imm < 0) {
-      syno_strbuf_printf(sb, " + ");
-      py_coef(e, sb, c->dil[w]);
-      syno_strbuf_printf(sb, " * (%s - 1)", ext(e, c->k[w]));
-    }
-    syno_strbuf_printf(sb, ") * st[%d]", ax);
+    if (own_pad && deferred[c->axis[w]] >= 0)
+      syno_strbuf_printf(sb, "%spl%d", w ? ", " : "", deferred[c->axis[w]]);
+    else
+      syno_strbuf_printf(sb, "%s0", w ? ", " : "");
   }
-  syno_strbuf_printf(sb, ")\n        x1 = t.reshape([");
-  prod_ext(e, sb, c->batch);
-  syno_strbuf_printf(sb, ", ");
-  prod_ext(e, sb, c->group | c->chan);
-  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", t.shape[%d]", nb + ng + nc + w);
-  syno_strbuf_printf(sb, "])\n");
+  syno_strbuf_printf(sb, "], [");
+  for (int w = 0; w < nw; w++) {
+    lower_coef_t d = c->dil[w];
+    d.imm = d.imm < 0 ? -d.imm : d.imm;
+    syno_strbuf_printf(sb, "%s", w ? ", " : "");
+    py_coef(e, sb, d);
+  }
+  syno_strbuf_printf(sb, "], ");
+  prod_ext(e, sb, c->group);
+  syno_strbuf_printf(sb, ")\n");
+}
+
+/* The first stage as a convolution: y over the variables batch, group, out
+ * and the windows' m, in that order (returned in order[]). A window whose
+ * only padding is symmetric (decided at each call) is padded by the
+ * convolution itself; otherwise the input is padded first. */
+static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_conv_t *c, int *order) {
+  syno_strbuf_t *sb = e->body;
+  int nw = c->n_win;
+  int go[SYNO_NEST_MAX_VARS], co[SYNO_NEST_MAX_VARS], oo[SYNO_NEST_MAX_VARS], bo[SYNO_NEST_MAX_VARS];
+  int nb = set_order(c->batch, bo), ng = set_order(c->group, go), nc = set_order(c->chan, co),
+      no = set_order(c->out, oo);
+  syno_strbuf_printf(sb, "        # stage 1: a %dd convolution of the input\n", nw);
   /* Weight: [group..., out..., chan..., kernel...], flipped where the dilation is negative. */
   int wo[SYNO_NEST_MAX_VARS], k = 0;
   for (int i = 0; i < ng; i++) wo[k++] = go[i];
@@ -722,36 +826,75 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
       if (c->dil[w].imm < 0) syno_strbuf_printf(sb, "%s%d", f++ ? ", " : "", k - nw + w);
     syno_strbuf_printf(sb, "])\n");
   }
-  syno_strbuf_printf(sb, "        w1 = t.reshape([");
-  prod_ext(e, sb, c->group | c->out);
-  syno_strbuf_printf(sb, ", ");
-  prod_ext(e, sb, c->chan);
-  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", %s", ext(e, c->k[w]));
-  syno_strbuf_printf(sb, "])\n        y = F.conv%dd(x1, w1, None, [", nw);
-  for (int w = 0; w < nw; w++) {
-    syno_strbuf_printf(sb, "%s", w ? ", " : "");
-    py_coef(e, sb, c->stride[w]);
+  if (ng + no != 1 || nc != 1) {
+    syno_strbuf_printf(sb, "        t = t.reshape([");
+    prod_ext(e, sb, c->group | c->out);
+    syno_strbuf_printf(sb, ", ");
+    prod_ext(e, sb, c->chan);
+    for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", %s", ext(e, c->k[w]));
+    syno_strbuf_printf(sb, "])\n");
   }
-  syno_strbuf_printf(sb, "], [");
-  for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, "%s0", w ? ", " : "");
-  syno_strbuf_printf(sb, "], [");
-  for (int w = 0; w < nw; w++) {
-    lower_coef_t d = c->dil[w];
-    d.imm = d.imm < 0 ? -d.imm : d.imm;
-    syno_strbuf_printf(sb, "%s", w ? ", " : "");
-    py_coef(e, sb, d);
+  syno_strbuf_printf(sb, "        w1 = t\n");
+  /* Input: peeled, with the padding of windows that have no other peel left to the convolution. */
+  syno_access_t a;
+  lower_axis_view_t av[SYNO_MAX_RANK];
+  char off[SYNO_MAX_RANK][160];
+  unsigned defer = 0;
+  if (lower_access_split(e->n, &e->n->factor[xf], &a) < 0) {
+    fail(e, "a tensor read at more than 8 axes once its merged axes are split");
+    return 0;
   }
-  syno_strbuf_printf(sb, "], ");
-  prod_ext(e, sb, c->group);
-  syno_strbuf_printf(sb, ")\n");
+  for (int w = 0; w < nw; w++) {
+    const char *reason;
+    lower_axis_view(e->n, a.idx[c->axis[w]], &av[0], &reason);
+    if (!reason && av[0].n_peels == 1 && av[0].peel[0].kind == LOWER_PEEL_PAD && c->dil[w].imm > 0)
+      defer |= 1u << c->axis[w];
+  }
+  int deferred[SYNO_MAX_RANK];
+  for (int ax = 0; ax < SYNO_MAX_RANK; ax++) deferred[ax] = -1;
+  emit_peels(e, xf, "x", &a, av, off, defer, deferred);
+  if (e->failed) return 0;
+  int rank = a.rank;
+  for (int i = 0; i < nb + ng + nc; i++) {
+    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
+    if (var_sign(av, rank, v) <= 0) {
+      fail(e, "a convolution whose input steps backward");
+      return 0;
+    }
+  }
+  bool all = defer != 0;
+  for (int w = 0; w < nw; w++) all &= deferred[c->axis[w]] >= 0;
+  if (all) {
+    /* Symmetric padding from the window's start: the convolution pads. */
+    syno_strbuf_printf(sb, "        if ");
+    for (int w = 0; w < nw; w++) {
+      int id = deferred[c->axis[w]];
+      syno_strbuf_printf(sb, "%spl%d == pr%d and lw%d == -pl%d", w ? " and " : "", id, id, id, id);
+    }
+    syno_strbuf_printf(sb, ":\n");
+    emit_conv_input(e, c, av, rank, off, deferred, true, "            ");
+    emit_conv_call(e, c, deferred, true, "            ");
+    syno_strbuf_printf(sb, "        else:\n");
+  }
+  const char *ind = all ? "            " : "        ";
+  for (int ax = 0; ax < rank; ax++)
+    if (deferred[ax] >= 0) {
+      syno_strbuf_printf(sb, "%st = F.pad(t, [", ind);
+      for (int j = rank - 1; j > ax; j--) syno_strbuf_printf(sb, "0, 0, ");
+      syno_strbuf_printf(sb, "pl%d, pr%d])\n", deferred[ax], deferred[ax]);
+    }
+  emit_conv_input(e, c, av, rank, off, deferred, false, ind);
+  emit_conv_call(e, c, deferred, false, ind);
   int r = 0;
   for (int i = 0; i < nb; i++) order[r++] = bo[i];
   for (int i = 0; i < ng; i++) order[r++] = go[i];
   for (int i = 0; i < no; i++) order[r++] = oo[i];
   for (int w = 0; w < nw; w++) order[r++] = c->m[w];
-  syno_strbuf_printf(sb, "        y = y.reshape([");
-  list_ext(e, sb, order, r);
-  syno_strbuf_printf(sb, "])\n");
+  if (nb != 1 || ng + no != 1) {
+    syno_strbuf_printf(sb, "        y = y.reshape([");
+    list_ext(e, sb, order, r);
+    syno_strbuf_printf(sb, "])\n");
+  }
   return r;
 }
 
