@@ -685,67 +685,130 @@ static void prod_ext(emit_t *e, syno_strbuf_t *sb, syno_varset_t s) {
   for (int i = 0; i < k; i++) syno_strbuf_printf(sb, "%s%s", i ? " * " : "", ext(e, order[i]));
 }
 
-/* The input of a convolution from t: x1 = [batch, group * chan, window positions...]. With
- * `own_pad`, the deferred paddings are the convolution's and each window covers its whole
- * axis; otherwise t was padded and a window starts at its constant plus the padding. */
-static void emit_conv_input(emit_t *e, const lower_conv_t *c, const lower_axis_view_t *av, int rank,
-                            char off[][160], const int *deferred, bool own_pad, const char *indent) {
-  syno_strbuf_t *sb = e->body;
-  int nw = c->n_win, bo[SYNO_NEST_MAX_VARS], go[SYNO_NEST_MAX_VARS], co[SYNO_NEST_MAX_VARS], vo[SYNO_NEST_MAX_VARS];
-  int nb = set_order(c->batch, bo), ng = set_order(c->group, go), nc = set_order(c->chan, co), nv = 0;
-  for (int i = 0; i < nb; i++) vo[nv++] = bo[i];
-  for (int i = 0; i < ng; i++) vo[nv++] = go[i];
-  for (int i = 0; i < nc; i++) vo[nv++] = co[i];
-  int win_of_axis[SYNO_MAX_RANK] = {0};
-  for (int w = 0; w < nw; w++) win_of_axis[c->axis[w]] = 1;
-  /* A permutation of the axes when every other axis is one variable, as read. */
-  lower_axis_view_t rest[SYNO_MAX_RANK];
-  char roff[SYNO_MAX_RANK][160];
-  int rr = 0, rax[SYNO_MAX_RANK], perm[SYNO_MAX_RANK];
+/* How a convolution stage is laid out: the variables of each role, and the
+ * spatial dimensions in the input's axis order: the windows, and batch
+ * variables laid out inside the channels, as dimensions of kernel 1 (so the
+ * input needs no transposition and the output none before the result's). */
+typedef struct {
+  int nb, ng, nc, no, ns;
+  int b[SYNO_NEST_MAX_VARS], g[SYNO_NEST_MAX_VARS], ch[SYNO_NEST_MAX_VARS], o[SYNO_NEST_MAX_VARS];
+  int win[LOWER_MAX_WINDOWS]; /* per spatial dimension: the window, or -1 for a kernel-1 variable */
+  int var[LOWER_MAX_WINDOWS]; /* its result variable: the window's m, or the kernel-1 variable */
+  int axis[LOWER_MAX_WINDOWS];
+} conv_layout_t;
+
+static int axis_of_var(const lower_axis_view_t *av, int rank, int v, int *count) {
+  int at = -1;
+  *count = 0;
   for (int ax = 0; ax < rank; ax++)
-    if (!win_of_axis[ax]) {
-      rest[rr] = av[ax];
-      snprintf(roff[rr], 160, "%s", off[ax]);
-      rax[rr++] = ax;
+    if (av[ax].coef[v].imm) at = ax, ++*count;
+  return at;
+}
+
+static void conv_layout(const lower_conv_t *c, const lower_axis_view_t *av, int rank, conv_layout_t *L) {
+  memset(L, 0, sizeof *L);
+  int bo[SYNO_NEST_MAX_VARS], nbo = set_order(c->batch, bo);
+  L->ng = set_order(c->group, L->g);
+  L->nc = set_order(c->chan, L->ch);
+  L->no = set_order(c->out, L->o);
+  int inner = -1, cnt;
+  for (int i = 0; i < L->ng + L->nc; i++)
+    for (int ax = 0; ax < rank; ax++)
+      if (av[ax].coef[i < L->ng ? L->g[i] : L->ch[i - L->ng]].imm && ax > inner) inner = ax;
+  bool spatial[SYNO_MAX_RANK] = {false};
+  int var_at[SYNO_MAX_RANK], win_at[SYNO_MAX_RANK];
+  for (int w = 0; w < c->n_win; w++) spatial[c->axis[w]] = true, win_at[c->axis[w]] = w, var_at[c->axis[w]] = c->m[w];
+  int ns = c->n_win;
+  for (int i = 0; i < nbo; i++) {
+    int ax = axis_of_var(av, rank, bo[i], &cnt);
+    int others = 0;
+    for (int v = 0; v < SYNO_NEST_MAX_VARS; v++) others += ax >= 0 && v != bo[i] && av[ax].coef[v].imm;
+    if (ns < LOWER_MAX_WINDOWS && cnt == 1 && ax > inner && !others && !spatial[ax]) {
+      spatial[ax] = true, win_at[ax] = -1, var_at[ax] = bo[i];
+      ns++;
+    } else {
+      L->b[L->nb++] = bo[i];
     }
-  if (own_pad && perm_view(rest, rr, roff, vo, nv, perm)) {
-    int p[SYNO_MAX_RANK], np = 0;
+  }
+  for (int ax = 0; ax < rank; ax++)
+    if (spatial[ax]) {
+      L->win[L->ns] = win_at[ax];
+      L->var[L->ns] = var_at[ax];
+      L->axis[L->ns++] = ax;
+    }
+}
+
+/* The input of a convolution from t: x1 = [batch, group * chan, spatial...]. With `own_pad`,
+ * the deferred paddings are the convolution's and each window covers its whole axis;
+ * otherwise t was padded and a window starts at its constant plus the padding. */
+static void emit_conv_input(emit_t *e, const lower_conv_t *c, const conv_layout_t *L, const lower_axis_view_t *av,
+                            int rank, char off[][160], const int *deferred, bool own_pad, const char *indent) {
+  syno_strbuf_t *sb = e->body;
+  int vo[SYNO_NEST_MAX_VARS], nv = 0;
+  for (int i = 0; i < L->nb; i++) vo[nv++] = L->b[i];
+  for (int i = 0; i < L->ng; i++) vo[nv++] = L->g[i];
+  for (int i = 0; i < L->nc; i++) vo[nv++] = L->ch[i];
+  /* A permutation of the axes when each is read whole by one entry. */
+  int perm[SYNO_MAX_RANK], np = 0, cnt;
+  bool used[SYNO_MAX_RANK] = {false}, is_perm = own_pad && nv + L->ns == rank;
+  for (int i = 0; is_perm && i < nv + L->ns; i++) {
+    int ax = i < nv ? axis_of_var(av, rank, vo[i], &cnt) : L->axis[i - nv];
+    if (i < nv) {
+      lower_axis_view_t one = av[ax];
+      int v1[1] = {vo[i]}, p1[1];
+      char o1[1][160];
+      snprintf(o1[0], 160, "%s", off[ax]);
+      is_perm = cnt == 1 && perm_view(&one, 1, o1, v1, 1, p1);
+    }
+    is_perm = is_perm && !used[ax];
+    if (is_perm) used[ax] = true, perm[np++] = ax;
+  }
+  if (is_perm) {
     bool identity = true;
-    for (int i = 0; i < nv; i++) p[np++] = rax[perm[i]];
-    for (int w = 0; w < nw; w++) p[np++] = c->axis[w];
-    for (int i = 0; i < np; i++) identity &= p[i] == i;
+    for (int i = 0; i < np; i++) identity &= perm[i] == i;
     syno_strbuf_printf(sb, "%sx1 = t", indent);
     if (!identity) {
       syno_strbuf_printf(sb, ".permute([");
-      for (int i = 0; i < np; i++) syno_strbuf_printf(sb, "%s%d", i ? ", " : "", p[i]);
+      for (int i = 0; i < np; i++) syno_strbuf_printf(sb, "%s%d", i ? ", " : "", perm[i]);
       syno_strbuf_printf(sb, "])");
     }
     syno_strbuf_printf(sb, "\n");
   } else {
+    int win_of_axis[SYNO_MAX_RANK] = {0};
+    for (int w = 0; w < c->n_win; w++) win_of_axis[c->axis[w]] = 1;
     syno_strbuf_printf(sb, "%sst = t.stride()\n%sx1 = t.as_strided([", indent, indent);
     for (int i = 0; i < nv; i++) syno_strbuf_printf(sb, "%s, ", ext(e, vo[i]));
-    for (int w = 0; w < nw; w++) {
-      syno_strbuf_printf(sb, "%s", w ? ", " : "");
-      if (own_pad) {
+    for (int d = 0; d < L->ns; d++) {
+      int w = L->win[d];
+      syno_strbuf_printf(sb, "%s", d ? ", " : "");
+      if (w < 0) {
+        syno_strbuf_printf(sb, "%s", ext(e, L->var[d]));
+      } else if (own_pad) {
         syno_strbuf_printf(sb, "t.shape[%d]", c->axis[w]);
-        continue;
+      } else {
+        py_coef(e, sb, c->stride[w]);
+        syno_strbuf_printf(sb, " * (%s - 1) + ", ext(e, c->m[w]));
+        lower_coef_t dl = c->dil[w];
+        dl.imm = dl.imm < 0 ? -dl.imm : dl.imm;
+        py_coef(e, sb, dl);
+        syno_strbuf_printf(sb, " * (%s - 1) + 1", ext(e, c->k[w]));
       }
-      py_coef(e, sb, c->stride[w]);
-      syno_strbuf_printf(sb, " * (%s - 1) + ", ext(e, c->m[w]));
-      lower_coef_t d = c->dil[w];
-      d.imm = d.imm < 0 ? -d.imm : d.imm;
-      py_coef(e, sb, d);
-      syno_strbuf_printf(sb, " * (%s - 1) + 1", ext(e, c->k[w]));
     }
     syno_strbuf_printf(sb, "], [");
     for (int i = 0; i < nv; i++) {
       emit_stride(e, sb, av, rank, vo[i], 1);
       syno_strbuf_printf(sb, ", ");
     }
-    for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, "%sst[%d]", w ? ", " : "", c->axis[w]);
+    for (int d = 0; d < L->ns; d++) {
+      syno_strbuf_printf(sb, "%s", d ? ", " : "");
+      if (L->win[d] < 0)
+        emit_stride(e, sb, av, rank, L->var[d], 1);
+      else
+        syno_strbuf_printf(sb, "st[%d]", L->axis[d]);
+    }
     syno_strbuf_printf(sb, "], ");
     emit_offset(e, sb, av, rank, off, 0, win_of_axis);
-    for (int w = 0; w < nw && !own_pad; w++) {
+    for (int w = 0; w < c->n_win && !own_pad; w++) {
       int ax = c->axis[w];
       syno_strbuf_printf(sb, " + (%s", off[ax]);
       if (deferred[ax] >= 0) syno_strbuf_printf(sb, " + pl%d", deferred[ax]);
@@ -762,38 +825,47 @@ static void emit_conv_input(emit_t *e, const lower_conv_t *c, const lower_axis_v
     }
     syno_strbuf_printf(sb, ")\n");
   }
-  if (nb != 1 || ng + nc != 1) {
+  if (L->nb != 1 || L->ng + L->nc != 1) {
     syno_strbuf_printf(sb, "%sx1 = x1.reshape([", indent);
-    prod_ext(e, sb, c->batch);
+    if (L->nb == 0) syno_strbuf_printf(sb, "1");
+    for (int i = 0; i < L->nb; i++) syno_strbuf_printf(sb, "%s%s", i ? " * " : "", ext(e, L->b[i]));
     syno_strbuf_printf(sb, ", ");
     prod_ext(e, sb, c->group | c->chan);
-    for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", x1.shape[%d]", nv + w);
+    for (int d = 0; d < L->ns; d++) syno_strbuf_printf(sb, ", x1.shape[%d]", nv + d);
     syno_strbuf_printf(sb, "])\n");
   }
 }
 
 /* y = the convolution of x1 and w1, its padding the deferred pl<k> or none. */
-static void emit_conv_call(emit_t *e, const lower_conv_t *c, const int *deferred, bool own_pad, const char *indent) {
+static void emit_conv_call(emit_t *e, const lower_conv_t *c, const conv_layout_t *L, const int *deferred,
+                           bool own_pad, const char *indent) {
   syno_strbuf_t *sb = e->body;
-  int nw = c->n_win;
-  syno_strbuf_printf(sb, "%sy = F.conv%dd(x1, w1, None, [", indent, nw);
-  for (int w = 0; w < nw; w++) {
-    syno_strbuf_printf(sb, "%s", w ? ", " : "");
-    py_coef(e, sb, c->stride[w]);
-  }
-  syno_strbuf_printf(sb, "], [");
-  for (int w = 0; w < nw; w++) {
-    if (own_pad && deferred[c->axis[w]] >= 0)
-      syno_strbuf_printf(sb, "%spl%d", w ? ", " : "", deferred[c->axis[w]]);
+  syno_strbuf_printf(sb, "%sy = F.conv%dd(x1, w1, None, [", indent, L->ns);
+  for (int d = 0; d < L->ns; d++) {
+    syno_strbuf_printf(sb, "%s", d ? ", " : "");
+    if (L->win[d] < 0)
+      syno_strbuf_printf(sb, "1");
     else
-      syno_strbuf_printf(sb, "%s0", w ? ", " : "");
+      py_coef(e, sb, c->stride[L->win[d]]);
   }
   syno_strbuf_printf(sb, "], [");
-  for (int w = 0; w < nw; w++) {
-    lower_coef_t d = c->dil[w];
-    d.imm = d.imm < 0 ? -d.imm : d.imm;
-    syno_strbuf_printf(sb, "%s", w ? ", " : "");
-    py_coef(e, sb, d);
+  for (int d = 0; d < L->ns; d++) {
+    int ax = L->axis[d];
+    if (L->win[d] >= 0 && own_pad && deferred[ax] >= 0)
+      syno_strbuf_printf(sb, "%spl%d", d ? ", " : "", deferred[ax]);
+    else
+      syno_strbuf_printf(sb, "%s0", d ? ", " : "");
+  }
+  syno_strbuf_printf(sb, "], [");
+  for (int d = 0; d < L->ns; d++) {
+    syno_strbuf_printf(sb, "%s", d ? ", " : "");
+    if (L->win[d] < 0) {
+      syno_strbuf_printf(sb, "1");
+      continue;
+    }
+    lower_coef_t dl = c->dil[L->win[d]];
+    dl.imm = dl.imm < 0 ? -dl.imm : dl.imm;
+    py_coef(e, sb, dl);
   }
   syno_strbuf_printf(sb, "], ");
   prod_ext(e, sb, c->group);
@@ -801,41 +873,13 @@ static void emit_conv_call(emit_t *e, const lower_conv_t *c, const int *deferred
 }
 
 /* The first stage as a convolution: y over the variables batch, group, out
- * and the windows' m, in that order (returned in order[]). A window whose
- * only padding is symmetric (decided at each call) is padded by the
- * convolution itself; otherwise the input is padded first. */
+ * and the spatial ones (conv_layout), in that order (returned in order[]). A
+ * window whose only padding is symmetric (decided at each call) is padded by
+ * the convolution itself; otherwise the input is padded first. */
 static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_conv_t *c, int *order) {
   syno_strbuf_t *sb = e->body;
-  int nw = c->n_win;
-  int go[SYNO_NEST_MAX_VARS], co[SYNO_NEST_MAX_VARS], oo[SYNO_NEST_MAX_VARS], bo[SYNO_NEST_MAX_VARS];
-  int nb = set_order(c->batch, bo), ng = set_order(c->group, go), nc = set_order(c->chan, co),
-      no = set_order(c->out, oo);
-  syno_strbuf_printf(sb, "        # stage 1: a %dd convolution of the input\n", nw);
-  /* Weight: [group..., out..., chan..., kernel...], flipped where the dilation is negative. */
-  int wo[SYNO_NEST_MAX_VARS], k = 0;
-  for (int i = 0; i < ng; i++) wo[k++] = go[i];
-  for (int i = 0; i < no; i++) wo[k++] = oo[i];
-  for (int i = 0; i < nc; i++) wo[k++] = co[i];
-  for (int w = 0; w < nw; w++) wo[k++] = c->k[w];
-  emit_view(e, wf, wsrc, wo, k);
-  bool flip = false;
-  for (int w = 0; w < nw; w++) flip |= c->dil[w].imm < 0;
-  if (flip) {
-    syno_strbuf_printf(sb, "        t = torch.flip(t, [");
-    for (int w = 0, f = 0; w < nw; w++)
-      if (c->dil[w].imm < 0) syno_strbuf_printf(sb, "%s%d", f++ ? ", " : "", k - nw + w);
-    syno_strbuf_printf(sb, "])\n");
-  }
-  if (ng + no != 1 || nc != 1) {
-    syno_strbuf_printf(sb, "        t = t.reshape([");
-    prod_ext(e, sb, c->group | c->out);
-    syno_strbuf_printf(sb, ", ");
-    prod_ext(e, sb, c->chan);
-    for (int w = 0; w < nw; w++) syno_strbuf_printf(sb, ", %s", ext(e, c->k[w]));
-    syno_strbuf_printf(sb, "])\n");
-  }
-  syno_strbuf_printf(sb, "        w1 = t\n");
-  /* Input: peeled, with the padding of windows that have no other peel left to the convolution. */
+  syno_strbuf_printf(sb, "        # stage 1: a convolution of the input\n");
+  /* The input's views first (the layout depends on them), kept as xt. */
   syno_access_t a;
   lower_axis_view_t av[SYNO_MAX_RANK];
   char off[SYNO_MAX_RANK][160];
@@ -844,7 +888,7 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
     fail(e, "a tensor read at more than 8 axes once its merged axes are split");
     return 0;
   }
-  for (int w = 0; w < nw; w++) {
+  for (int w = 0; w < c->n_win; w++) {
     const char *reason;
     lower_axis_view(e->n, a.idx[c->axis[w]], &av[0], &reason);
     if (!reason && av[0].n_peels == 1 && av[0].peel[0].kind == LOWER_PEEL_PAD && c->dil[w].imm > 0)
@@ -855,25 +899,63 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
   emit_peels(e, xf, "x", &a, av, off, defer, deferred);
   if (e->failed) return 0;
   int rank = a.rank;
-  for (int i = 0; i < nb + ng + nc; i++) {
-    int v = i < nb ? bo[i] : i < nb + ng ? go[i - nb] : co[i - nb - ng];
+  conv_layout_t L;
+  conv_layout(c, av, rank, &L);
+  for (int i = 0; i < L.nb + L.ng + L.nc; i++) {
+    int v = i < L.nb ? L.b[i] : i < L.nb + L.ng ? L.g[i - L.nb] : L.ch[i - L.nb - L.ng];
     if (var_sign(av, rank, v) <= 0) {
       fail(e, "a convolution whose input steps backward");
       return 0;
     }
   }
+  for (int d = 0; d < L.ns; d++)
+    if (L.win[d] < 0 && var_sign(av, rank, L.var[d]) <= 0) {
+      fail(e, "a convolution whose input steps backward");
+      return 0;
+    }
+  syno_strbuf_printf(sb, "        xt = t\n");
+  /* Weight: [group..., out..., chan..., kernel...], flipped where the dilation is negative. */
+  int wo[SYNO_NEST_MAX_VARS], k = 0;
+  for (int i = 0; i < L.ng; i++) wo[k++] = L.g[i];
+  for (int i = 0; i < L.no; i++) wo[k++] = L.o[i];
+  for (int i = 0; i < L.nc; i++) wo[k++] = L.ch[i];
+  int first_k = k;
+  for (int d = 0; d < L.ns; d++)
+    if (L.win[d] >= 0) wo[k++] = c->k[L.win[d]];
+  emit_view(e, wf, wsrc, wo, k);
+  bool flip = false;
+  for (int w = 0; w < c->n_win; w++) flip |= c->dil[w].imm < 0;
+  if (flip) {
+    syno_strbuf_printf(sb, "        t = torch.flip(t, [");
+    for (int d = 0, j = first_k, f = 0; d < L.ns; d++) {
+      if (L.win[d] < 0) continue;
+      if (c->dil[L.win[d]].imm < 0) syno_strbuf_printf(sb, "%s%d", f++ ? ", " : "", j);
+      j++;
+    }
+    syno_strbuf_printf(sb, "])\n");
+  }
+  bool plain = L.ng + L.no == 1 && L.nc == 1 && L.ns == c->n_win;
+  if (!plain) {
+    syno_strbuf_printf(sb, "        t = t.reshape([");
+    prod_ext(e, sb, c->group | c->out);
+    syno_strbuf_printf(sb, ", ");
+    prod_ext(e, sb, c->chan);
+    for (int d = 0; d < L.ns; d++) syno_strbuf_printf(sb, ", %s", L.win[d] < 0 ? "1" : ext(e, c->k[L.win[d]]));
+    syno_strbuf_printf(sb, "])\n");
+  }
+  syno_strbuf_printf(sb, "        w1 = t\n        t = xt\n");
   bool all = defer != 0;
-  for (int w = 0; w < nw; w++) all &= deferred[c->axis[w]] >= 0;
+  for (int w = 0; w < c->n_win; w++) all &= deferred[c->axis[w]] >= 0;
   if (all) {
     /* Symmetric padding from the window's start: the convolution pads. */
     syno_strbuf_printf(sb, "        if ");
-    for (int w = 0; w < nw; w++) {
+    for (int w = 0; w < c->n_win; w++) {
       int id = deferred[c->axis[w]];
       syno_strbuf_printf(sb, "%spl%d == pr%d and lw%d == -pl%d", w ? " and " : "", id, id, id, id);
     }
     syno_strbuf_printf(sb, ":\n");
-    emit_conv_input(e, c, av, rank, off, deferred, true, "            ");
-    emit_conv_call(e, c, deferred, true, "            ");
+    emit_conv_input(e, c, &L, av, rank, off, deferred, true, "            ");
+    emit_conv_call(e, c, &L, deferred, true, "            ");
     syno_strbuf_printf(sb, "        else:\n");
   }
   const char *ind = all ? "            " : "        ";
@@ -883,14 +965,14 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
       for (int j = rank - 1; j > ax; j--) syno_strbuf_printf(sb, "0, 0, ");
       syno_strbuf_printf(sb, "pl%d, pr%d])\n", deferred[ax], deferred[ax]);
     }
-  emit_conv_input(e, c, av, rank, off, deferred, false, ind);
-  emit_conv_call(e, c, deferred, false, ind);
+  emit_conv_input(e, c, &L, av, rank, off, deferred, false, ind);
+  emit_conv_call(e, c, &L, deferred, false, ind);
   int r = 0;
-  for (int i = 0; i < nb; i++) order[r++] = bo[i];
-  for (int i = 0; i < ng; i++) order[r++] = go[i];
-  for (int i = 0; i < no; i++) order[r++] = oo[i];
-  for (int w = 0; w < nw; w++) order[r++] = c->m[w];
-  if (nb != 1 || ng + no != 1) {
+  for (int i = 0; i < L.nb; i++) order[r++] = L.b[i];
+  for (int i = 0; i < L.ng; i++) order[r++] = L.g[i];
+  for (int i = 0; i < L.no; i++) order[r++] = L.o[i];
+  for (int d = 0; d < L.ns; d++) order[r++] = L.var[d];
+  if (L.nb != 1 || L.ng + L.no != 1) {
     syno_strbuf_printf(sb, "        y = y.reshape([");
     list_ext(e, sb, order, r);
     syno_strbuf_printf(sb, "])\n");
