@@ -1205,7 +1205,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   int fixed = 0;
   for (int i = 0; i < v->n[SYNO_COEFF]; i++)
     syno_strbuf_printf(&sb, "%s%s=%" PRId64, fixed++ ? ", " : "", v->var[SYNO_COEFF][i].name, v->bind[binding].c[i]);
-  syno_strbuf_printf(&sb, "%s\n\nimport math\n\nimport torch\nimport torch.nn.functional as F\n\n\n", fixed ? "" : "none");
+  syno_strbuf_printf(&sb, "%s\n\nimport math\nimport warnings\n\nimport torch\nimport torch.nn.functional as F\n\n\n", fixed ? "" : "none");
   syno_strbuf_printf(&sb, "class SynoOp(torch.nn.Module):\n    \"\"\"The operator above as views and contractions.\n\n");
   syno_strbuf_printf(&sb, "    Constructor arguments (the sizes that shape the weights, default: the\n    exported binding):");
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
@@ -1226,8 +1226,8 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
                      "    An input whose shape the operator does not admit raises ValueError.\n"
                      "    Weights w1.. are initialised uniform in +-1/sqrt(fan_in), fan_in = numel /\n"
                      "    first axis. torch.jit.script compiles the module for every shape;\n"
-                     "    torch.jit.trace records the sizes of the example input, so a traced\n"
-                     "    module serves that shape only.\n    \"\"\"\n\n");
+                     "    torch.jit.trace keeps sizes of the example input (it warns): a traced\n"
+                     "    module is exact at the traced shape only.\n    \"\"\"\n\n");
   int64_t val;
   syno_strbuf_printf(&sb, "    in_shape = (");
   for (int a = 0; a < shape[0].rank; a++) {
@@ -1281,6 +1281,10 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
                      "            raise ValueError('SynoOp: the input has ' + str(x.dim()) + ' axes, the operator "
                      "takes %d: %s')\n",
                      shape[0].rank, shape[0].rank, tmp);
+  syno_strbuf_printf(&pro,
+                     "        if torch.jit.is_tracing():\n"
+                     "            warnings.warn('SynoOp: torch.jit.trace keeps sizes of the example input; "
+                     "use torch.jit.script for a module that serves every size')\n");
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) {
     if (!(used >> i & 1)) continue;
     primary_name(v, i, tmp, sizeof tmp);
