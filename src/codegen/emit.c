@@ -3,6 +3,8 @@
 #include "emit.h"
 
 #include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "syno/alloc.h"
 
@@ -87,3 +89,85 @@ fail:
   syno_free(nest);
   return NULL;
 }
+
+static const char *reserved[] = {"F", "torch", "math", "np", "te", "tvm", "relax", "x", "y", "t", "w", "st", "lo", "hi", "ok", "v", "self", NULL};
+
+void codegen_primary_name(const syno_vars_t *v, int i, char *out, size_t n) {
+  const char *s = v->var[SYNO_PRIMARY][i].name;
+  bool clash = false;
+  for (int k = 0; reserved[k]; k++) clash |= strcmp(s, reserved[k]) == 0;
+  snprintf(out, n, "%s%s", clash ? "size_" : "", s);
+}
+
+const char *codegen_size(codegen_sizes_t *z, syno_size_t a) {
+  for (int i = 0; i < z->n; i++)
+    if (syno_size_eq(z->size[i], a)) return z->name[i];
+  if (z->n >= CODEGEN_MAX_SIZES) {
+    if (!z->failed) syno_error_set(z->err, "%s: more than %d distinct sizes", z->who, CODEGEN_MAX_SIZES);
+    z->failed = true;
+    return "?";
+  }
+  syno_size_t coeff = a;
+  memset(coeff.p, 0, sizeof coeff.p);
+  int64_t num, den;
+  if (syno_size_eval_frac(z->v, coeff, z->b, &num, &den, z->err)) {
+    z->failed = true;
+    return "?";
+  }
+  char prod[256] = "", text[128];
+  syno_strbuf_t ps;
+  syno_strbuf_init(&ps, prod, sizeof prod);
+  int factors = 0, lone = -1;
+  for (int i = 0; i < z->v->n[SYNO_PRIMARY]; i++) {
+    if (a.p[i] < 0) {
+      syno_size_print(z->v, a, text, sizeof text);
+      if (!z->failed) syno_error_set(z->err, "%s: the size %s has a negative power of a primary variable", z->who, text);
+      z->failed = true;
+      return "?";
+    }
+    for (int k = 0; k < a.p[i]; k++) {
+      char pn[CODEGEN_NAME_LEN];
+      codegen_primary_name(z->v, i, pn, sizeof pn);
+      syno_strbuf_printf(&ps, "%s%s", factors ? " * " : "", pn);
+      lone = factors ? -1 : i;
+      factors++;
+    }
+  }
+  char *name = z->name[z->n];
+  if (factors == 0) {
+    if (den != 1) {
+      syno_size_print(z->v, a, text, sizeof text);
+      if (!z->failed) syno_error_set(z->err, "%s: the size %s is %" PRId64 "/%" PRId64 ", not whole", z->who, text, num, den);
+      z->failed = true;
+      return "?";
+    }
+    snprintf(name, CODEGEN_NAME_LEN, "%" PRId64, num);
+  } else if (factors == 1 && num == 1 && den == 1 && lone >= 0) {
+    codegen_primary_name(z->v, lone, name, CODEGEN_NAME_LEN);
+  } else {
+    snprintf(name, CODEGEN_NAME_LEN, "s%d", z->next_local++);
+    syno_size_print(z->v, a, text, sizeof text);
+    if (num != 1) syno_strbuf_printf(&ps, " * %" PRId64, num);
+    if (den != 1 && !z->te) {
+      syno_strbuf_printf(z->pro, "%sif (%s) %% %" PRId64 " != 0:\n", z->indent, prod, den);
+      syno_strbuf_printf(z->pro, "%s    raise ValueError('SynoOp: the size %s = (%s) / %" PRId64
+                                 " is not a whole number at'", z->indent, text, prod, den);
+      for (int i = 0; i < z->v->n[SYNO_PRIMARY]; i++)
+        if (a.p[i] > 0) {
+          char pn[CODEGEN_NAME_LEN];
+          codegen_primary_name(z->v, i, pn, sizeof pn);
+          syno_strbuf_printf(z->pro, " + ' %s = ' + str(%s)", pn, pn);
+        }
+      syno_strbuf_printf(z->pro, ")\n");
+    }
+    if (den != 1 && z->te)
+      syno_strbuf_printf(z->pro, "%s%s = te.floordiv(%s, %" PRId64 ")  # %s\n", z->indent, name, prod, den, text);
+    else if (den != 1)
+      syno_strbuf_printf(z->pro, "%s%s = (%s) // %" PRId64 "  # %s\n", z->indent, name, prod, den, text);
+    else
+      syno_strbuf_printf(z->pro, "%s%s = %s  # %s\n", z->indent, name, prod, text);
+  }
+  z->size[z->n++] = a;
+  return name;
+}
+

@@ -45,4 +45,31 @@ typedef struct {
 syno_nest_t *codegen_forward_at(const syno_operator_t *op, const syno_vars_t *v, int b, const char *who,
                                 codegen_extents_t *x, syno_error_t *err);
 
+/* The sizes of one generated Python function, spelled symbolically: each distinct size once,
+ * as a number (coefficients are fixed at binding b), a primary's name, or a local defined in
+ * `pro` (at `indent`) from the primaries: with Python's // and, unless `te`, a check that
+ * raises ValueError naming the size when it is not a whole number; with `te`, te.floordiv
+ * (TVM folds it on integers and keeps it on symbolic sizes). */
+#define CODEGEN_MAX_SIZES 96
+#define CODEGEN_NAME_LEN 40
+typedef struct {
+  const syno_vars_t *v;
+  int b;
+  syno_strbuf_t *pro;
+  const char *who, *indent;
+  bool te;
+  int n;
+  syno_size_t size[CODEGEN_MAX_SIZES];
+  char name[CODEGEN_MAX_SIZES][CODEGEN_NAME_LEN];
+  int next_local;
+  bool failed;
+  syno_error_t *err;
+} codegen_sizes_t;
+
+/* The Python name of primary variable i (prefixed "size_" where it would shadow a name the
+ * generated code uses). */
+void codegen_primary_name(const syno_vars_t *v, int i, char *out, size_t n);
+/* The spelling of size a, stored in the table; "?" after an error (z->failed, z->err set). */
+const char *codegen_size(codegen_sizes_t *z, syno_size_t a);
+
 #endif

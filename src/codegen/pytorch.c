@@ -32,111 +32,14 @@
 #include "syno/strbuf.h"
 
 #define WHO "codegen pytorch"
-#define MAX_SIZES 96
-#define NAME_LEN 40
 #define BODY_CAP (1 << 17)
-
-/* The sizes of one Python function: each distinct size is spelled once, as a
- * number, a primary's name or a local computed (and checked) in `pro`. */
-typedef struct {
-  const syno_vars_t *v;
-  int b;
-  syno_strbuf_t *pro;
-  int n;
-  syno_size_t size[MAX_SIZES];
-  char name[MAX_SIZES][NAME_LEN];
-  int next_local;
-  bool failed;
-  syno_error_t *err;
-} sizes_t;
-
-static const char *reserved[] = {"F", "torch", "math", "x", "y", "t", "w", "st", "lo", "hi", "self", NULL};
-
-/* The Python name of primary variable i. */
-static void primary_name(const syno_vars_t *v, int i, char *out, size_t n) {
-  const char *s = v->var[SYNO_PRIMARY][i].name;
-  bool clash = false;
-  for (int k = 0; reserved[k]; k++) clash |= strcmp(s, reserved[k]) == 0;
-  snprintf(out, n, "%s%s", clash ? "size_" : "", s);
-}
-
-/* The spelling of size a (static storage of the table); "?" after an error. */
-static const char *py_size(sizes_t *z, syno_size_t a) {
-  for (int i = 0; i < z->n; i++)
-    if (syno_size_eq(z->size[i], a)) return z->name[i];
-  if (z->n >= MAX_SIZES) {
-    if (!z->failed) syno_error_set(z->err, WHO ": more than %d distinct sizes", MAX_SIZES);
-    z->failed = true;
-    return "?";
-  }
-  syno_size_t coeff = a;
-  memset(coeff.p, 0, sizeof coeff.p);
-  int64_t num, den;
-  if (syno_size_eval_frac(z->v, coeff, z->b, &num, &den, z->err)) {
-    z->failed = true;
-    return "?";
-  }
-  char prod[256] = "", text[128];
-  syno_strbuf_t ps;
-  syno_strbuf_init(&ps, prod, sizeof prod);
-  int factors = 0, lone = -1;
-  for (int i = 0; i < z->v->n[SYNO_PRIMARY]; i++) {
-    if (a.p[i] < 0) {
-      syno_size_print(z->v, a, text, sizeof text);
-      if (!z->failed) syno_error_set(z->err, WHO ": the size %s has a negative power of a primary variable", text);
-      z->failed = true;
-      return "?";
-    }
-    for (int k = 0; k < a.p[i]; k++) {
-      char pn[NAME_LEN];
-      primary_name(z->v, i, pn, sizeof pn);
-      syno_strbuf_printf(&ps, "%s%s", factors ? " * " : "", pn);
-      lone = factors ? -1 : i;
-      factors++;
-    }
-  }
-  char *name = z->name[z->n];
-  if (factors == 0) {
-    if (den != 1) {
-      syno_size_print(z->v, a, text, sizeof text);
-      if (!z->failed) syno_error_set(z->err, WHO ": the size %s is %" PRId64 "/%" PRId64 ", not whole", text, num, den);
-      z->failed = true;
-      return "?";
-    }
-    snprintf(name, NAME_LEN, "%" PRId64, num);
-  } else if (factors == 1 && num == 1 && den == 1 && lone >= 0) {
-    primary_name(z->v, lone, name, NAME_LEN);
-  } else {
-    snprintf(name, NAME_LEN, "s%d", z->next_local++);
-    syno_size_print(z->v, a, text, sizeof text);
-    if (num != 1) syno_strbuf_printf(&ps, " * %" PRId64, num);
-    if (den != 1) {
-      syno_strbuf_printf(z->pro, "        if (%s) %% %" PRId64 " != 0:\n", prod, den);
-      syno_strbuf_printf(z->pro, "            raise ValueError('SynoOp: the size %s = (%s) / %" PRId64
-                                 " is not a whole number at'", text, prod, den);
-      for (int i = 0; i < z->v->n[SYNO_PRIMARY]; i++)
-        if (a.p[i] > 0) {
-          char pn[NAME_LEN];
-          primary_name(z->v, i, pn, sizeof pn);
-          syno_strbuf_printf(z->pro, " + ' %s = ' + str(%s)", pn, pn);
-        }
-      syno_strbuf_printf(z->pro, ")\n");
-    }
-    if (den != 1)
-      syno_strbuf_printf(z->pro, "        %s = (%s) // %" PRId64 "  # %s\n", name, prod, den, text);
-    else
-      syno_strbuf_printf(z->pro, "        %s = %s  # %s\n", name, prod, text);
-  }
-  z->size[z->n++] = a;
-  return name;
-}
 
 /* The emitter's state for one operator. */
 typedef struct {
   const syno_operator_t *op;
   syno_nest_t *n; /* the forward nest, its loop variables split at blocks (sum splits append nodes) */
   int n_offsets;  /* Python locals o0, o1, ... */
-  sizes_t z;
+  codegen_sizes_t z;
   syno_strbuf_t *body;
   syno_error_t *err;
   bool failed;
@@ -151,7 +54,7 @@ static syno_size_t extent(const syno_nest_t *n, int v) {
   return v < n->n_outer ? n->outer[v] : n->inner[v - n->n_outer];
 }
 
-static const char *ext(emit_t *e, int v) { return py_size(&e->z, extent(e->n, v)); }
+static const char *ext(emit_t *e, int v) { return codegen_size(&e->z, extent(e->n, v)); }
 
 /* The value of node i when it reads no loop variable and no primary size. */
 static bool numeric(emit_t *e, int i, int64_t *val) {
@@ -190,7 +93,7 @@ static void py_const(emit_t *e, syno_strbuf_t *sb, int i) {
     return;
   }
   switch (x->kind) {
-    case SYNO_EXPR_SIZE: syno_strbuf_printf(sb, "%s", py_size(&e->z, x->size)); return;
+    case SYNO_EXPR_SIZE: syno_strbuf_printf(sb, "%s", codegen_size(&e->z, x->size)); return;
     case SYNO_EXPR_IMM: syno_strbuf_printf(sb, x->imm < 0 ? "(%" PRId64 ")" : "%" PRId64, x->imm); return;
     case SYNO_EXPR_OUTER:
     case SYNO_EXPR_INNER:
@@ -323,7 +226,7 @@ static void py_bound(emit_t *e, syno_strbuf_t *sb, int i, bool hi) {
 
 /* A coefficient imm * size as a Python int expression. */
 static void py_coef(emit_t *e, syno_strbuf_t *sb, lower_coef_t c) {
-  const char *s = py_size(&e->z, c.size);
+  const char *s = codegen_size(&e->z, c.size);
   if (strcmp(s, "1") == 0)
     syno_strbuf_printf(sb, c.imm < 0 ? "(%" PRId64 ")" : "%" PRId64, c.imm);
   else if (c.imm == 1)
@@ -344,7 +247,7 @@ static void emit_split(emit_t *e, int f, const char *src, syno_access_t *a) {
   syno_strbuf_printf(sb, "        t = %s\n", src);
   if (k > 0) {
     syno_strbuf_printf(sb, "        t = t.reshape([");
-    for (int ax = 0; ax < a->rank; ax++) syno_strbuf_printf(sb, "%s%s", ax ? ", " : "", py_size(&e->z, a->dim[ax]));
+    for (int ax = 0; ax < a->rank; ax++) syno_strbuf_printf(sb, "%s%s", ax ? ", " : "", codegen_size(&e->z, a->dim[ax]));
     syno_strbuf_printf(sb, "])\n");
   }
 }
@@ -1210,14 +1113,14 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   syno_strbuf_printf(&sb, "    Constructor arguments (the sizes that shape the weights, default: the\n    exported binding):");
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
     if (ctor >> i & 1) {
-      primary_name(v, i, tmp, sizeof tmp);
+      codegen_primary_name(v, i, tmp, sizeof tmp);
       syno_strbuf_printf(&sb, " %s", tmp);
     }
   syno_strbuf_printf(&sb, ".\n    Read from the input at every call:");
   int nread = 0;
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
     if ((used >> i & 1) && !(ctor >> i & 1)) {
-      primary_name(v, i, tmp, sizeof tmp);
+      codegen_primary_name(v, i, tmp, sizeof tmp);
       syno_strbuf_printf(&sb, " %s", tmp);
       nread++;
     }
@@ -1242,13 +1145,13 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   syno_strbuf_printf(&sb, ")\n\n    def __init__(self");
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
     if (ctor >> i & 1) {
-      primary_name(v, i, tmp, sizeof tmp);
+      codegen_primary_name(v, i, tmp, sizeof tmp);
       syno_strbuf_printf(&sb, ", %s: int = %" PRId64, tmp, v->bind[binding].p[i]);
     }
   syno_strbuf_printf(&sb, "):\n        super().__init__()\n");
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
     if (ctor >> i & 1) {
-      primary_name(v, i, tmp, sizeof tmp);
+      codegen_primary_name(v, i, tmp, sizeof tmp);
       syno_strbuf_printf(&sb, "        self.%s = %s\n", tmp, tmp);
     }
   {
@@ -1256,13 +1159,13 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     syno_strbuf_t ipro;
     char *ibuf = pro_buf;
     syno_strbuf_init(&ipro, ibuf, BODY_CAP);
-    sizes_t iz = {.v = v, .b = binding, .pro = &ipro, .err = err};
+    codegen_sizes_t iz = {.v = v, .b = binding, .pro = &ipro, .who = WHO, .indent = "        ", .err = err};
     char wline[SYNO_MAX_TENSORS][1024];
     for (int t = 1; t < op->n_tensors; t++) {
       syno_strbuf_t ws;
       syno_strbuf_init(&ws, wline[t], sizeof wline[t]);
       syno_strbuf_printf(&ws, "        w = torch.empty([");
-      for (int a = 0; a < shape[t].rank; a++) syno_strbuf_printf(&ws, "%s%s", a ? ", " : "", py_size(&iz, shape[t].dim[a]));
+      for (int a = 0; a < shape[t].rank; a++) syno_strbuf_printf(&ws, "%s%s", a ? ", " : "", codegen_size(&iz, shape[t].dim[a]));
       syno_strbuf_printf(&ws, "])\n        bound = 1.0 / math.sqrt(max(1, w[0].numel()))\n");
       syno_strbuf_printf(&ws, "        self.w%d = torch.nn.Parameter(w.uniform_(-bound, bound))\n", t);
     }
@@ -1272,7 +1175,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   }
 
   /* forward: the input's axes, the sizes, then the stages. */
-  emit_t e = {.op = op, .n = n, .z = {.v = v, .b = binding, .pro = &pro, .err = err}, .body = &body, .err = err};
+  emit_t e = {.op = op, .n = n, .z = {.v = v, .b = binding, .pro = &pro, .who = WHO, .indent = "        ", .err = err}, .body = &body, .err = err};
   syno_strbuf_init(&pro, pro_buf, BODY_CAP);
   syno_shape_print(v, &shape[0], tmp, sizeof tmp);
   syno_strbuf_printf(&pro, "\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n");
@@ -1287,7 +1190,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
                      "use torch.jit.script for a module that serves every size')\n");
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) {
     if (!(used >> i & 1)) continue;
-    primary_name(v, i, tmp, sizeof tmp);
+    codegen_primary_name(v, i, tmp, sizeof tmp);
     if (ctor >> i & 1) {
       syno_strbuf_printf(&pro, "        %s = self.%s\n", tmp, tmp);
       continue;
@@ -1305,7 +1208,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     const char *dimname[SYNO_MAX_RANK];
     char dimtext[SYNO_MAX_RANK][64];
     for (int a = 0; a < shape[0].rank; a++) {
-      dimname[a] = py_size(&e.z, shape[0].dim[a]);
+      dimname[a] = codegen_size(&e.z, shape[0].dim[a]);
       syno_size_print(v, shape[0].dim[a], dimtext[a], sizeof dimtext[a]);
     }
     for (int a = 0; a < shape[0].rank; a++) {
@@ -1354,9 +1257,9 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     syno_strbuf_printf(&body, "])\n");
   }
   syno_strbuf_printf(&body, "        y = y.reshape([");
-  for (int j = 0; j < fwd->n_outer; j++) syno_strbuf_printf(&body, "%s%s", j ? ", " : "", py_size(&e.z, fwd->outer[j]));
+  for (int j = 0; j < fwd->n_outer; j++) syno_strbuf_printf(&body, "%s%s", j ? ", " : "", codegen_size(&e.z, fwd->outer[j]));
   syno_strbuf_printf(&body, "])\n");
-  if (!syno_size_is_one(fwd->divisor)) syno_strbuf_printf(&body, "        y = y / %s\n", py_size(&e.z, fwd->divisor));
+  if (!syno_size_is_one(fwd->divisor)) syno_strbuf_printf(&body, "        y = y / %s\n", codegen_size(&e.z, fwd->divisor));
   syno_strbuf_printf(&body, "        return y.contiguous()\n");
   if (e.failed || e.z.failed) goto done;
   if (pro.len >= BODY_CAP || body.len >= BODY_CAP) {
