@@ -108,75 +108,6 @@ typedef struct {
 static case_t cases[MAX_CASES];
 static int n_cases;
 
-/* Whether binding b of v gives every size of op and its forward nest a whole value, with the
- * weights' shapes of binding 0. */
-static bool binding_ok(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, int b) {
-  syno_error_t err;
-  int rank[SYNO_MAX_TENSORS + 1], rank0[SYNO_MAX_TENSORS + 1];
-  int64_t ext[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK], ext0[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK], x;
-  if (syno_operator_extents(op, v, b, rank, ext, &err) || syno_operator_extents(op, v, 0, rank0, ext0, &err))
-    return false;
-  for (int t = 1; t < op->n_tensors; t++)
-    for (int i = 0; i < rank[t]; i++)
-      if (ext[t][i] != ext0[t][i]) return false;
-  for (int i = 0; i < fwd->n_outer; i++)
-    if (syno_size_eval(v, fwd->outer[i], b, &x, &err) || x < 1) return false;
-  for (int i = 0; i < fwd->n_inner; i++)
-    if (syno_size_eval(v, fwd->inner[i], b, &x, &err) || x < 1) return false;
-  for (int k = 0; k < op->n_prims; k++) { /* every dimension of the graph, a split's halves included */
-    const syno_prim_t *p = syno_graph_prim(op->g, op->prims[k]);
-    for (int j = 0; j < p->n_in + p->n_out; j++) {
-      syno_dim_t d = j < p->n_in ? p->in[j] : p->out[j - p->n_in];
-      if (syno_size_eval(v, syno_graph_dim(op->g, d)->size, b, &x, &err) || x < 1) return false;
-    }
-  }
-  for (int i = 0; i < fwd->n_nodes; i++)
-    if (fwd->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, fwd->node[i].size, b, &x, &err)) return false;
-  return syno_size_eval(v, fwd->divisor, b, &x, &err) == 0;
-}
-
-/* The primaries the module reads from its input: alone in an input axis, in no weight. */
-static bool read_from_input(const syno_operator_t *op, int i) {
-  syno_shape_t s;
-  bool alone = false;
-  syno_operator_tensor_shape(op, 0, &s);
-  for (int a = 0; a < s.rank; a++) {
-    int others = 0;
-    for (int k = 0; k < SYNO_MAX_VARS; k++) others += k != i && s.dim[a].p[k] != 0;
-    alone |= s.dim[a].p[i] == 1 && others == 0;
-  }
-  for (int t = 1; t < op->n_tensors; t++) {
-    syno_operator_tensor_shape(op, t, &s);
-    for (int a = 0; a < s.rank; a++)
-      if (s.dim[a].p[i]) return false;
-  }
-  return alone;
-}
-
-/* v with two more bindings where they exist: another batch, another size of the first
- * other primary the input gives (a spatial size or a sequence length). */
-static void other_bindings(const syno_operator_t *op, const syno_nest_t *fwd, syno_vars_t *v) {
-  int batch = -1, other = -1;
-  for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) {
-    if (!read_from_input(op, i)) continue;
-    if (strcmp(v->var[SYNO_PRIMARY][i].name, "N") == 0)
-      batch = i;
-    else if (other < 0)
-      other = i;
-  }
-  for (int which = 0; which < 2; which++) {
-    int i = which ? other : batch;
-    if (i < 0) continue;
-    for (int d = 1; d <= 12; d++) {
-      v->bind[v->nbind] = v->bind[0];
-      v->bind[v->nbind].p[i] += d;
-      v->nbind++;
-      if (binding_ok(op, fwd, v, v->nbind - 1)) break;
-      v->nbind--;
-    }
-  }
-}
-
 /* Emits op into its case directory with its inputs and the expected results at each binding. */
 static void prepare(const syno_operator_t *op, void *user) {
   syno_rng_t *rng = user;
@@ -201,7 +132,7 @@ static void prepare(const syno_operator_t *op, void *user) {
   if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
   syno_vars_t v = *syno_graph_vars(op->g);
   v.nbind = 1;
-  other_bindings(op, nest, &v);
+  st_other_bindings(op, nest, &v);
   c->n_tensors = op->n_tensors;
   c->n_bind = v.nbind;
   float *t[SYNO_MAX_TENSORS] = {0};

@@ -1,17 +1,20 @@
 /* The TVM emitter against the reference interpreter, as far as it can be checked without
- * TVM (which cannot be installed here). Every builtin and 50 distinct conv2d-preset
- * operators are exported with syno_codegen_tvm; one python3 process imports each file
+ * TVM (which cannot be installed here). Every builtin, 50 distinct conv2d-preset and 30
+ * linear-preset operators are exported with syno_codegen_tvm; one python3 process imports each file
  * against a stand-in `tvm` package (tests/codegen/tvmstub: te.placeholder, reduce_axis,
  * compute, sum, tir.if_then_else and the relax BlockBuilder/VirtualMachine names the
  * export uses, evaluated with numpy broadcasting) and calls the file's run(x, weights),
- * which builds the Relax module, "compiles" it and runs main. The output must match
- * syno_interp_nest to 1e-4 relative error. The stand-in refuses what TVM refuses where it
+ * which builds the Relax module for the arrays' shapes, "compiles" it and runs main, at the
+ * exported binding and at another batch and size where the operator allows them (the file
+ * reads every size from the tensors' shapes). The output must match syno_interp_nest at
+ * that binding to 1e-4 relative error. The stand-in refuses what TVM refuses where it
  * matters here (a reduction below the top of a compute, Python's // or % on expressions,
  * a truth value of an expression) and turns an out-of-bounds read into NaN, so a read that
  * padding should have masked fails the test. What it cannot check: that real TVM accepts
  * the file, schedules it and compiles it.
  *
  * Needs python3 with numpy ($SYNO_PYTHON, python3, /usr/bin/python3); without, exits 77. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +24,7 @@
 #include "syno/space.h"
 #include "synotest.h"
 
-#define MAX_CASES 64
+#define MAX_CASES 96
 
 static char tmpdir[256];
 static const char *python;
@@ -42,17 +45,26 @@ static const char *driver =
     "    spec.loader.exec_module(mod)\n"
     "    def load(name, shape):\n"
     "        return np.fromfile(os.path.join(d, name), dtype=np.float32).reshape(shape)\n"
-    "    x = load('t0', mod.IN_SHAPE)\n"
     "    ws = [load('t%d' % t, s) for t, s in enumerate(mod.WEIGHT_SHAPES, 1)]\n"
-    "    y = mod.run(x, ws)\n"
-    "    assert y.shape == mod.OUT_SHAPE, (case, y.shape, mod.OUT_SHAPE)\n"
     "    assert len(mod.weights()) == len(mod.WEIGHT_SHAPES)\n"
-    "    y.astype(np.float32).tofile(os.path.join(d, 'y'))\n";
+    "    for line in open(os.path.join(d, 'shapes')):\n"
+    "        head, outs = line.split('/')\n"
+    "        j, ins = head.split()[0], tuple(map(int, head.split()[1:]))\n"
+    "        outs = tuple(map(int, outs.split()))\n"
+    "        if j == '0':\n"
+    "            assert ins == mod.IN_SHAPE and outs == mod.OUT_SHAPE, (case, ins, outs)\n"
+    "        y = mod.run(load('x' + j, ins), ws)\n"
+    "        assert y.shape == outs, (case, j, y.shape, outs)\n"
+    "        y.astype(np.float32).tofile(os.path.join(d, 'y' + j))\n";
+
+#define MAX_BIND 3
 
 typedef struct {
   char text[4096];
-  int64_t n_out;
-  float *want;
+  int n_bind;
+  char bind[MAX_BIND][256];
+  int64_t n_out[MAX_BIND];
+  float *want[MAX_BIND];
 } case_t;
 
 static case_t cases[MAX_CASES];
@@ -79,18 +91,44 @@ static void prepare(const syno_operator_t *op, void *user) {
   free(code);
   syno_nest_t *nest = malloc(sizeof *nest);
   if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
+  /* The exported binding and up to two others: one file serves every shape. */
+  syno_vars_t v = *syno_graph_vars(op->g);
+  v.nbind = 1;
+  st_other_bindings(op, nest, &v);
+  c->n_bind = v.nbind;
   float *t[SYNO_MAX_TENSORS] = {0};
-  for (int i = 0; i < op->n_tensors; i++) {
-    int64_t numel;
-    assert_int_equal(syno_tensor_numel(op, i, 0, &numel, &err), 0);
-    t[i] = st_random(rng, numel);
-    snprintf(path, sizeof path, "%s/t%d", dir, i);
-    st_write_floats(path, t[i], numel);
+  snprintf(path, sizeof path, "%s/shapes", dir);
+  FILE *shapes = fopen(path, "w");
+  assert_non_null(shapes);
+  for (int b = 0; b < v.nbind; b++) {
+    syno_vars_print_binding(&v, b, c->bind[b], sizeof c->bind[b]);
+    int rank[SYNO_MAX_TENSORS + 1];
+    int64_t ext[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK];
+    if (syno_operator_extents(op, &v, b, rank, ext, &err)) fail_msg("%s", err.msg);
+    fprintf(shapes, "%d", b);
+    for (int i = 0; i < rank[0]; i++) fprintf(shapes, " %" PRId64, ext[0][i]);
+    fprintf(shapes, " /");
+    c->n_out[b] = 1;
+    for (int i = 0; i < nest->n_outer; i++) {
+      int64_t x;
+      assert_int_equal(syno_size_eval(&v, nest->outer[i], b, &x, &err), 0);
+      fprintf(shapes, " %" PRId64, x);
+      c->n_out[b] *= x;
+    }
+    fprintf(shapes, "\n");
+    for (int i = 0; i < op->n_tensors; i++) {
+      if (i > 0 && b > 0) continue; /* the weights keep their shapes */
+      int64_t numel = 1;
+      for (int k = 0; k < rank[i]; k++) numel *= ext[i][k];
+      free(t[i]);
+      t[i] = st_random(rng, numel);
+      snprintf(path, sizeof path, i == 0 ? "%s/x%d" : "%s/t%d", dir, i == 0 ? b : i);
+      st_write_floats(path, t[i], numel);
+    }
+    c->want[b] = malloc(sizeof(float) * (size_t)c->n_out[b]);
+    if (syno_interp_nest(nest, &v, b, (const float *const *)t, NULL, c->want[b], &err)) fail_msg("%s", err.msg);
   }
-  assert_int_equal(syno_output_numel(op, 0, &c->n_out, &err), 0);
-  c->want = malloc(sizeof(float) * (size_t)c->n_out);
-  if (syno_interp_nest(nest, syno_graph_vars(op->g), 0, (const float *const *)t, NULL, c->want, &err))
-    fail_msg("%s", err.msg);
+  fclose(shapes);
   for (int i = 0; i < op->n_tensors; i++) free(t[i]);
   free(nest);
   n_cases++;
@@ -112,6 +150,9 @@ static void test_tvm_matches_interpreter(void **state) {
   int drawn,
       sampled = st_sample_distinct("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6\", \"depth\": 7}", 9,
                                    50, prepare, &rng, &drawn);
+  int linear = st_sample_distinct(
+      "{\"preset\": \"linear\", \"bind\": \"N=2, seq_len=2, H_in=16, g=4, k_1=2, k_2=4, t=2\", \"depth\": 6}", 10, 30,
+      prepare, &rng, &drawn);
   char path[400], cmd[1200];
   snprintf(path, sizeof path, "%s/driver.py", tmpdir);
   FILE *f = fopen(path, "w");
@@ -121,21 +162,27 @@ static void test_tvm_matches_interpreter(void **state) {
   snprintf(cmd, sizeof cmd, "%s %s %s %s/tests/codegen/tvmstub", python, path, tmpdir, src);
   if (system(cmd) != 0) fail_msg("python failed: %s", cmd);
   double worst = 0;
+  int runs = 0;
   for (int k = 0; k < n_cases; k++) {
     case_t *c = &cases[k];
-    snprintf(path, sizeof path, "%s/c%03d/y", tmpdir, k);
-    float *y = st_read_floats(path, c->n_out);
-    double e = st_rel_err(y, c->want, c->n_out);
-    if (!(e <= 1e-4)) fail_msg("'%s': the TVM export differs from the interpreter, rel err %g", c->text, e);
-    if (e > worst) worst = e;
-    free(y);
-    free(c->want);
+    for (int b = 0; b < c->n_bind; b++, runs++) {
+      snprintf(path, sizeof path, "%s/c%03d/y%d", tmpdir, k, b);
+      float *y = st_read_floats(path, c->n_out[b]);
+      double e = st_rel_err(y, c->want[b], c->n_out[b]);
+      if (!(e <= 1e-4))
+        fail_msg("'%s' at %s: the TVM export differs from the interpreter, rel err %g", c->text, c->bind[b], e);
+      if (e > worst) worst = e;
+      free(y);
+      free(c->want[b]);
+    }
   }
   print_message(
-      "%d TVM exports run on the stand-in and checked (%d builtins, %d distinct conv2d-preset operators); "
-      "max relative error %.3g\n",
-      n_cases, builtins, sampled, worst);
+      "%d TVM exports run on the stand-in and checked (%d builtins, %d distinct conv2d-preset and %d linear-preset "
+      "operators), %d runs: each file at its exported binding and at another batch and size where the operator "
+      "allows; max relative error %.3g\n",
+      n_cases, builtins, sampled, linear, runs, worst);
   assert_int_equal(sampled, 50);
+  assert_int_equal(linear, 30);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) print_message("could not remove %s\n", tmpdir);
 }

@@ -69,6 +69,13 @@ int st_sample(const char *spec_json, uint64_t seed, int n,
 /* n distinct operators (by text) of the space `spec_json`, from rounds of random walks with
  * seeds seed, seed+1, ... (at most 20 rounds); each is passed to `each`. Returns how many
  * were passed; *drawn (may be NULL) gets how many walks finalized. */
+/* Appends to v (a copy of op's variables, binding 0 the exported one) up to two bindings where
+ * they exist: another batch (N + d), another size of the first other primary the input alone
+ * gives (a spatial size, a sequence length), each the smallest step d in 1..12 under which
+ * every dimension of op's graph and every size of its forward nest fwd is whole and the
+ * weights keep binding 0's shapes: the sizes a module read from its input may take. */
+void st_other_bindings(const syno_operator_t *op, const syno_nest_t *fwd, syno_vars_t *v);
+
 int st_sample_distinct(const char *spec_json, uint64_t seed, int n, void (*each)(const syno_operator_t *op, void *user),
                        void *user, int *drawn);
 

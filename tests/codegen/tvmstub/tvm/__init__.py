@@ -87,6 +87,8 @@ class IfThenElse(Expr):
 class Load(Expr):
     def __init__(self, t, idx): self.t, self.idx = t, [_wrap(i) for i in idx]
     def ev(self, env):
+        if self.t not in env:  # an earlier stage's compute: evaluated once, where it is read
+            env[self.t] = self.t.evaluate(env)
         data = env[self.t]
         if len(self.idx) != data.ndim:
             raise IndexError('%s has %d axes, read with %d indices' % (self.t.name, data.ndim, len(self.idx)))
