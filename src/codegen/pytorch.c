@@ -351,9 +351,13 @@ static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lowe
       const lower_peel_t *p = &av[ax].peel[k];
       const syno_expr_t *sz = &n->node[p->size];
       emit_bounds(e, p->arg);
-      /* The axis is read at node(p) + off: narrow it to the node's range. */
-      bool whole = k == 0 && !fresh[ax] && sz->kind == SYNO_EXPR_SIZE && syno_size_eq(sz->size, a->dim[ax]) &&
-                   strcmp(off[ax], "0") == 0;
+      /* The axis is read at node(p) + off: narrow it to the node's range, unless the axis
+       * is that range already (the tensor's own axis, or what a roll left). */
+      bool whole = sz->kind == SYNO_EXPR_SIZE && strcmp(off[ax], "0") == 0 &&
+                   ((k == 0 && !fresh[ax] && syno_size_eq(sz->size, a->dim[ax])) ||
+                    (k > 0 && av[ax].peel[k - 1].kind == LOWER_PEEL_ROLL &&
+                     n->node[av[ax].peel[k - 1].size].kind == SYNO_EXPR_SIZE &&
+                     syno_size_eq(n->node[av[ax].peel[k - 1].size].size, sz->size)));
       if (p->kind == LOWER_PEEL_REPEAT) {
         syno_strbuf_printf(sb, "        t = t.narrow(%d, %s + lo // ", ax, off[ax]);
         py_const(e, sb, p->size);
