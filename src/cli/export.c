@@ -15,12 +15,15 @@
 #include "syno/codegen.h"
 
 static const char *usage =
-    "usage: syno export --to LANG (--builtin NAME | TEXT --input SHAPE --output SHAPE) [OPTIONS]\n"
+    "usage: syno export --to LANG (--builtin NAME | TEXT --input SHAPE --output SHAPE |\n"
+    "                              --db DB (--id N | --best)) [OPTIONS]\n"
     "\n"
-    "Writes an operator as code for one concrete binding: a PyTorch nn.Module, a TVM\n"
-    "script (TE compute plus a Relax wrapper), a dependency-free C file with the forward\n"
-    "pass and the gradients of the input and every weight, a Halide generator of the\n"
-    "forward pass, or a Graphviz drawing.\n";
+    "Writes an operator as code: a PyTorch nn.Module (views and one einsum or convolution\n"
+    "per stage; channels as constructor arguments, batch and sizes read from the input),\n"
+    "a TVM script (TE compute per stage plus a Relax wrapper, sizes from the tensors'\n"
+    "shapes), a dependency-free C file with the forward pass and the gradients of the\n"
+    "input and every weight, a Halide generator of the forward pass (both for the\n"
+    "binding's sizes), or a Graphviz drawing. --db takes the operator of a search.\n";
 static const char *epilog =
     "\n"
     "examples:\n"
