@@ -26,10 +26,14 @@
 #define SYNO_SYNO_H
 
 #include "syno/alloc.h"
+#include "syno/clock.h"
+#include "syno/cpus.h"
 #include "syno/error.h"
 #include "syno/grow.h"
 #include "syno/hash.h"
 #include "syno/lex.h"
+#include "syno/opt.h"
+#include "syno/proc.h"
 #include "syno/rng.h"
 #include "syno/strbuf.h"
 
@@ -42,7 +46,9 @@
 #include "syno/size.h"
 #include "syno/space.h"
 
+#include "syno/dnnl.h"
 #include "syno/exec.h"
+#include "syno/kernels.h"
 
 #include "syno/data.h"
 #include "syno/nn.h"

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "syno/codegen.h"
+#include "syno/proc.h"
 
 static const char *usage =
     "usage: syno export --to LANG (--builtin NAME | TEXT --input SHAPE --output SHAPE |\n"
@@ -73,61 +74,33 @@ int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE
   return 0;
 }
 
-/* Whether `prog` is an executable file on PATH. */
-static int on_path(const char *prog) {
-  const char *path = getenv("PATH");
-  if (!path) return 0;
-  char dir[4096];
-  while (*path) {
-    size_t n = strcspn(path, ":");
-    if (n > 0 && n < sizeof dir - strlen(prog) - 2) {
-      snprintf(dir, sizeof dir, "%.*s/%s", (int)n, path, prog);
-      if (access(dir, X_OK) == 0) return 1;
-    }
-    path += n;
-    if (*path == ':') path++;
-  }
-  return 0;
-}
-
 /* Pipes the DOT text into `dot -Tpng` (to `file`, or our stdout). Run without a shell, so
  * no file name needs quoting. */
 static int write_png(const syno_cliop_t *c, const char *file) {
-  int fd[2];
-  if (pipe(fd)) {
-    fprintf(stderr, "syno: pipe: %s\n", strerror(errno));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  if (!m) {
+    fprintf(stderr, "syno: out of memory\n");
     return SYNO_EXIT_FAIL;
   }
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) {
-    fprintf(stderr, "syno: fork: %s\n", strerror(errno));
-    close(fd[0]);
-    close(fd[1]);
+  int rc = cli_export_write(c, "dot", 0, m);
+  if (fclose(m) && !rc) rc = SYNO_EXIT_FAIL;
+  if (rc) {
+    free(text);
+    return rc;
+  }
+  syno_error_t err;
+  const char *to_file[] = {"dot", "-Tpng", "-o", file, NULL}, *to_stdout[] = {"dot", "-Tpng", NULL};
+  const int out = STDOUT_FILENO;
+  int st = syno_proc_run(file ? to_file : to_stdout, NULL, text, len, NULL, file ? NULL : &out, &err);
+  free(text);
+  if (st < 0) {
+    fprintf(stderr, "syno: export: %s\n", err.msg);
     return SYNO_EXIT_FAIL;
   }
-  if (pid == 0) {
-    dup2(fd[0], 0);
-    close(fd[0]);
-    close(fd[1]);
-    if (file)
-      execlp("dot", "dot", "-Tpng", "-o", file, (char *)NULL);
-    else
-      execlp("dot", "dot", "-Tpng", (char *)NULL);
-    _exit(127);
-  }
-  close(fd[0]);
-  FILE *to = fdopen(fd[1], "w");
-  int rc = to ? cli_export_write(c, "dot", 0, to) : SYNO_EXIT_FAIL;
-  if (to)
-    fclose(to);
-  else
-    close(fd[1]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) continue;
-  if (rc) return rc;
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    fprintf(stderr, "syno: export: Graphviz 'dot -Tpng' failed (exit %d)\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  if (st != 0) {
+    fprintf(stderr, "syno: export: Graphviz 'dot -Tpng' failed (exit %d)\n", st);
     return SYNO_EXIT_FAIL;
   }
   return 0;
@@ -198,7 +171,7 @@ int cli_cmd_export(int argc, char **argv) {
   if (rc >= 0) return rc;
   if (!lang) return cli_cmd_error("export", "give --to LANG (pytorch, tvm, c, halide, dot)");
   if (png && strcmp(lang, "dot") != 0) return cli_cmd_error("export", "--png applies to --to dot only");
-  if (png && !on_path("dot"))
+  if (png && !syno_proc_on_path("dot"))
     return cli_cmd_error("export", "--png needs Graphviz's 'dot' on PATH (Debian: apt-get install graphviz)");
   char strs[3][256], *db_op = NULL, what[1024] = "";
   if ((id || best) && !db) return cli_cmd_error("export", "--id and --best choose a candidate of --db DB");

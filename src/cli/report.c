@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "syno/proc.h"
 #include "syno/codegen.h"
 #include "syno/evalproto.h"
 #include "syno/space.h"
@@ -144,26 +145,56 @@ static void confirm_setting(syno_db_t *db, char *buf, size_t n) {
   cJSON_Delete(o);
 }
 
-static int have_program(const char *name) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
-  return system(cmd) == 0;
+/* A gnuplot script built in memory, then given to gnuplot on its standard input (no shell). */
+typedef struct {
+  FILE *f;
+  char *text;
+  size_t len;
+} script_t;
+
+/* Starts a script writing a PNG of the given height; NULL when gnuplot is missing or the path
+ * holds a control character (which gnuplot's string syntax cannot carry). */
+static FILE *gnuplot_open(script_t *s, const char *png, int height) {
+  memset(s, 0, sizeof *s);
+  for (const char *c = png; *c; c++)
+    if ((unsigned char)*c < 0x20) return NULL;
+  if (!syno_proc_on_path("gnuplot")) return NULL;
+  syno_error_t err;
+  const char *probe[] = {"gnuplot", "-e", "set terminal pngcairo", NULL};
+  int cairo = syno_proc_run(probe, NULL, NULL, 0, NULL, NULL, &err) == 0;
+  if (!(s->f = open_memstream(&s->text, &s->len))) return NULL;
+  fprintf(s->f, "set terminal %s size 900,%d\nset output '", cairo ? "pngcairo" : "png", height);
+  for (const char *c = png; *c; c++) fprintf(s->f, *c == '\'' ? "''" : "%c", *c); /* '' is a quote in '...' */
+  fprintf(s->f, "'\n");
+  return s->f;
 }
 
-/* gnuplot writing a PNG of the given height, or NULL when it is missing. */
-static FILE *gnuplot_open(const char *png, int height) {
-  if (!have_program("gnuplot")) return NULL;
-  int cairo = system("gnuplot -e 'set terminal pngcairo' >/dev/null 2>&1") == 0;
-  FILE *g = popen("gnuplot >/dev/null 2>&1", "w");
-  if (g) fprintf(g, "set terminal %s size 900,%d\nset output '%s'\n", cairo ? "pngcairo" : "png", height, png);
-  return g;
+/* Runs gnuplot on the script. 0, or -1 when it failed. */
+static int gnuplot_run(script_t *s) {
+  if (fclose(s->f)) {
+    free(s->text);
+    return -1;
+  }
+  syno_error_t err;
+  const char *argv[] = {"gnuplot", NULL};
+  int st = syno_proc_run(argv, NULL, s->text, s->len, NULL, NULL, &err);
+  free(s->text);
+  return st == 0 ? 0 : -1;
+}
+
+/* A label for gnuplot's inline data: printable ASCII, without the quote that ends it. */
+static void label(char *out, size_t n, const char *in) {
+  size_t k = 0;
+  for (; *in && k + 1 < n; in++) out[k++] = (*in >= 0x20 && *in < 0x7f && *in != '"' && *in != '\\') ? *in : '?';
+  out[k] = 0;
 }
 
 static double plotted(const syno_db_cand_t *c) { return lm ? c->perplexity : 100 * c->accuracy; }
 
 static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **front, int m,
                 const syno_db_cand_t *base) {
-  FILE *g = gnuplot_open(png, 600);
+  script_t sc;
+  FILE *g = gnuplot_open(&sc, png, 600);
   if (!g) return -1;
   fprintf(g,
           "set title 'syno search: %s against inference speed-up'\n"
@@ -182,7 +213,7 @@ static int plot(const char *png, syno_db_cand_t **ok, int n, syno_db_cand_t **fr
   fprintf(g, "e\n");
   if (base) fprintf(g, "%g %g\n", speedup_of(base), plotted(base));
   fprintf(g, "e\n");
-  return pclose(g) == 0 ? 0 : -1;
+  return gnuplot_run(&sc);
 }
 
 /* The best operator as a Graphviz drawing (its shapes come from the spec). */
@@ -209,10 +240,10 @@ static int draw_best(syno_db_t *db, const syno_db_cand_t *best, const char *dot_
   if (!f) return syno_error_set(err, "cannot write %s", dot_path);
   fputs(dot, f);
   fclose(f);
-  if (!have_program("dot")) return syno_error_set(err, "graphviz's dot is not installed");
-  char cmd[3400];
-  snprintf(cmd, sizeof cmd, "dot -Tpng -o '%s' '%s'", png_path, dot_path);
-  return system(cmd) == 0 ? 0 : syno_error_set(err, "dot failed on %s", dot_path);
+  if (!syno_proc_on_path("dot")) return syno_error_set(err, "graphviz's dot is not installed");
+  const char *argv[] = {"dot", "-Tpng", "-o", png_path, dot_path, NULL};
+  int st = syno_proc_run(argv, NULL, NULL, 0, NULL, NULL, err);
+  return st == 0 ? 0 : st < 0 ? -1 : syno_error_set(err, "dot failed on %s (exit %d)", dot_path, st);
 }
 
 /* One search's row of the results table. */
@@ -270,7 +301,8 @@ static int table_row(const char *path, table_row_t *t) {
 }
 
 static int table_plot(const char *png, const table_row_t *t, int n, double geo) {
-  FILE *g = gnuplot_open(png, 500);
+  script_t sc;
+  FILE *g = gnuplot_open(&sc, png, 500);
   if (!g) return -1;
   fprintf(g,
           "set title 'syno: fastest operator within 1 pp (1 point of perplexity) per search; geomean %.2fx'\n"
@@ -279,10 +311,14 @@ static int table_plot(const char *png, const table_row_t *t, int n, double geo) 
           "plot '-' using 0:2:xtic(1) with boxes lc rgb '#1f77b4' notitle, 1 with lines lc rgb '#d62728' "
           "title 'standard network'\n",
           geo);
-  for (int i = 0; i < n; i++)
-    fprintf(g, "\"%s (%s)\" %g\n", t[i].backbone, t[i].db, t[i].best.id ? speedup_of(&t[i].best) : 1.0);
+  for (int i = 0; i < n; i++) {
+    char bb[64], db[256];
+    label(bb, sizeof bb, t[i].backbone);
+    label(db, sizeof db, t[i].db);
+    fprintf(g, "\"%s (%s)\" %g\n", bb, db, t[i].best.id ? speedup_of(&t[i].best) : 1.0);
+  }
   fprintf(g, "e\n");
-  return pclose(g) == 0 ? 0 : -1;
+  return gnuplot_run(&sc);
 }
 
 /* syno report --table: the results table over several searches. */

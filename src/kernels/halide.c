@@ -22,7 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "syno/clock.h"
@@ -30,6 +30,7 @@
 #include "syno/hash.h"
 #include "syno/kernels.h"
 #include "syno/lower.h"
+#include "syno/proc.h"
 
 #ifndef SYNO_HALIDE_INCLUDE_DIR
 #define SYNO_HALIDE_INCLUDE_DIR "/usr/include/halide14"
@@ -45,10 +46,9 @@
 #endif
 
 #define PATH_N 1024
-#define CMD_N 8192
 
-/* snprintf for paths and commands: they are bounded by PATH_N and CMD_N, and one too long
- * to fit is cut (and then fails to open or run, with its name in the message). */
+/* snprintf for paths: they are bounded by PATH_N, and one too long to fit is cut (and then
+ * fails to open or run, with its name in the message). */
 static int fmt(char *buf, size_t n, const char *f, ...) {
   va_list ap;
   va_start(ap, f);
@@ -130,27 +130,10 @@ static const char *path_of(const char *env, const char *dflt) {
 
 static const char *cxx(void) { return path_of("SYNO_CXX", "c++"); }
 
-/* Whether prog is a file, or (no slash) an executable on PATH. */
-static int have_program(const char *prog) {
-  if (strchr(prog, '/')) return access(prog, X_OK) == 0;
-  const char *path = getenv("PATH");
-  char buf[PATH_N];
-  while (path && *path) {
-    size_t n = strcspn(path, ":");
-    if (n > 0 && n + strlen(prog) + 2 < sizeof buf) {
-      fmt(buf, sizeof buf, "%.*s/%s", (int)n, path, prog);
-      if (access(buf, X_OK) == 0) return 1;
-    }
-    path += n;
-    if (*path == ':') path++;
-  }
-  return 0;
-}
-
 int syno_kernels_available(syno_error_t *err) {
   static const char *const hint = " (Debian: apt-get install libhalide14-0-dev g++)";
   char p[PATH_N];
-  if (!have_program(cxx())) return syno_error_set(err, "halide kernels: no C++ compiler '%s' on PATH%s", cxx(), hint);
+  if (!syno_proc_on_path(cxx())) return syno_error_set(err, "halide kernels: no C++ compiler '%s' on PATH%s", cxx(), hint);
   fmt(p, sizeof p, "%s/Halide.h", path_of("SYNO_HALIDE_INCLUDE", SYNO_HALIDE_INCLUDE_DIR));
   if (access(p, R_OK)) return syno_error_set(err, "halide kernels: %s is missing%s", p, hint);
   const char *lib = path_of("SYNO_HALIDE_LIB", SYNO_HALIDE_LIBRARY);
@@ -166,7 +149,25 @@ int syno_kernels_cache_dir(char *buf, size_t n) {
   d = getenv("XDG_CACHE_HOME");
   if (d && *d) return fmt(buf, n, "%s/syno/kernels", d);
   d = getenv("HOME");
-  return fmt(buf, n, "%s/.cache/syno/kernels", d && *d ? d : "/tmp");
+  if (d && *d) return fmt(buf, n, "%s/.cache/syno/kernels", d);
+  return fmt(buf, n, "/tmp/syno-kernels-%ld", (long)geteuid()); /* no home: one per user, checked below */
+}
+
+/* The cache directory must be ours and private: we load code from it. A directory of ours
+ * is made private (mode 0700); anyone else's, or a link, is refused. */
+static int private_dir(const char *dir, syno_error_t *err) {
+  struct stat st;
+  if (lstat(dir, &st)) return syno_error_set(err, "halide kernels: %s: %s", dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return syno_error_set(err, "halide kernels: the kernel cache %s is not a directory (set SYNO_KERNEL_CACHE)", dir);
+  if (st.st_uid != geteuid())
+    return syno_error_set(err,
+                          "halide kernels: the kernel cache %s belongs to uid %ld, not to you: code in it is not "
+                          "loaded (set SYNO_KERNEL_CACHE to a directory of yours)",
+                          dir, (long)st.st_uid);
+  if ((st.st_mode & 077) && chmod(dir, 0700))
+    return syno_error_set(err, "halide kernels: cannot make the kernel cache %s private: %s", dir, strerror(errno));
+  return 0;
 }
 
 /* mkdir -p */
@@ -231,35 +232,12 @@ static uint64_t hash_halide(uint64_t h) {
   return hash_str(h, cxx());
 }
 
-/* Appends s to the command in single quotes. */
-static void quote(char *cmd, size_t n, const char *s) {
-  size_t l = strlen(cmd);
-  if (l + 1 < n) cmd[l++] = '\'';
-  for (; *s && l + 5 < n; s++) {
-    if (*s == '\'') {
-      memcpy(cmd + l, "'\\''", 4);
-      l += 4;
-    } else
-      cmd[l++] = *s;
-  }
-  if (l + 1 < n) cmd[l++] = '\'';
-  cmd[l] = 0;
-}
-
-static void append(char *cmd, size_t n, const char *s) {
-  size_t l = strlen(cmd);
-  fmt(cmd + l, n - l, "%s", s);
-}
-
-/* Runs cmd through the shell with its output to log; on failure sets err to what, the exit
- * status and the first lines of the log. */
-static int run(const char *cmd, const char *log, const char *what, syno_error_t *err) {
-  char full[CMD_N + PATH_N + 16];
-  fmt(full, sizeof full, "%s >", cmd);
-  quote(full, sizeof full, log);
-  append(full, sizeof full, " 2>&1");
-  int st = system(full);
-  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+/* Runs argv (no shell) in directory cwd with its output to log; on failure sets err to what,
+ * the exit status and the first lines of the log. */
+static int run(const char *const *argv, const char *cwd, const char *log, const char *what, syno_error_t *err) {
+  int st = syno_proc_run(argv, cwd, NULL, 0, log, NULL, err);
+  if (st == 0) return 0;
+  if (st < 0) return -1;
   char first[600] = "";
   FILE *f = fopen(log, "r");
   if (f) {
@@ -275,8 +253,7 @@ static int run(const char *cmd, const char *log, const char *what, syno_error_t 
     fclose(f);
     while (got && (first[got - 1] == '\n')) first[--got] = 0;
   }
-  int code = st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return syno_error_set(err, "halide kernels: %s failed (exit %d)%s%s", what, code, first[0] ? ":\n" : "", first);
+  return syno_error_set(err, "halide kernels: %s failed (exit %d)%s%s", what, st, first[0] ? ":\n" : "", first);
 }
 
 static int file_exists(const char *p) { return access(p, F_OK) == 0; }
@@ -289,12 +266,22 @@ static int temp_dir(const char *dir, const char *tag, char *out, size_t n, syno_
   return 0;
 }
 
-/* rm -r of a temporary directory we made (its files only: no subdirectories). */
+/* rm -r of a temporary directory we made: its files and directories, no links followed. */
 static void remove_dir(const char *dir) {
-  char cmd[PATH_N + 16] = "rm -rf ";
-  quote(cmd, sizeof cmd, dir);
-  if (system(cmd)) { /* nothing more to do: a leftover temporary directory is harmless */
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char p[PATH_N + 256];
+    struct stat st;
+    fmt(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+      remove_dir(p);
+    else
+      unlink(p);
   }
+  if (d) closedir(d);
+  rmdir(dir); /* a leftover temporary directory is harmless */
 }
 
 /* The shared pieces of every build: <cache>/toolchain-<hash>/{GenGen.o, pch/Halide.h.gch}. */
@@ -305,33 +292,29 @@ static int toolchain(const char *cache, char *tc, size_t n, syno_error_t *err) {
   fmt(gengen_o, sizeof gengen_o, "%s/GenGen.o", tc);
   fmt(gch, sizeof gch, "%s/pch/Halide.h.gch", tc);
   if (file_exists(gengen_o) && file_exists(gch)) return 0;
-  char tmp[PATH_N], cmd[CMD_N], log[PATH_N + 16], p[PATH_N + 32];
+  char tmp[PATH_N], log[PATH_N + 16], p[PATH_N + 32];
   if (temp_dir(cache, "toolchain", tmp, sizeof tmp, err)) return -1;
   fmt(log, sizeof log, "%s/log", tmp);
   const char *inc = path_of("SYNO_HALIDE_INCLUDE", SYNO_HALIDE_INCLUDE_DIR);
   int rc = 0;
   /* GenGen.o */
-  fmt(cmd, sizeof cmd, "%s -std=c++17 -fno-rtti -O1 -I", cxx());
-  quote(cmd, sizeof cmd, inc);
-  append(cmd, sizeof cmd, " -c ");
-  quote(cmd, sizeof cmd, path_of("SYNO_HALIDE_GENGEN", SYNO_HALIDE_GENGEN_CPP));
-  append(cmd, sizeof cmd, " -o ");
+  char inc_flag[PATH_N + 4];
+  fmt(inc_flag, sizeof inc_flag, "-I%s", inc);
   fmt(p, sizeof p, "%s/GenGen.o", tmp);
-  quote(cmd, sizeof cmd, p);
-  rc = run(cmd, log, "compiling GenGen.cpp", err);
+  const char *gengen[] = {cxx(), "-std=c++17", "-fno-rtti", "-O1", inc_flag, "-c",
+                          path_of("SYNO_HALIDE_GENGEN", SYNO_HALIDE_GENGEN_CPP), "-o", p, NULL};
+  rc = run(gengen, NULL, log, "compiling GenGen.cpp", err);
   /* Halide.h as a precompiled header, with the flags every generator is compiled with */
   if (!rc) {
     fmt(p, sizeof p, "%s/pch", tmp);
     rc = make_dirs(p, err);
   }
   if (!rc) {
-    fmt(cmd, sizeof cmd, "%s -std=c++17 -fno-rtti -O0 -x c++-header ", cxx());
-    fmt(p, sizeof p, "%s/Halide.h", inc);
-    quote(cmd, sizeof cmd, p);
-    append(cmd, sizeof cmd, " -o ");
+    char hdr[PATH_N + 16];
+    fmt(hdr, sizeof hdr, "%s/Halide.h", inc);
     fmt(p, sizeof p, "%s/pch/Halide.h.gch", tmp);
-    quote(cmd, sizeof cmd, p);
-    rc = run(cmd, log, "precompiling Halide.h", err);
+    const char *pch[] = {cxx(), "-std=c++17", "-fno-rtti", "-O0", "-x", "c++-header", hdr, "-o", p, NULL};
+    rc = run(pch, NULL, log, "precompiling Halide.h", err);
   }
   if (!rc) {
     unlink(log);
@@ -351,6 +334,11 @@ static int toolchain(const char *cache, char *tc, size_t n, syno_error_t *err) {
 
 static int load(const char *so, const syno_operator_t *op, const syno_vars_t *v, int binding, syno_kernel_t **out,
                 syno_error_t *err) {
+  struct stat st;
+  if (lstat(so, &st)) return syno_error_set(err, "halide kernels: %s: %s", so, strerror(errno));
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    return syno_error_set(err,
+                          "halide kernels: %s is not a file of yours that only you can write: it is not loaded", so);
   syno_kernel_t *k = calloc(1, sizeof *k);
   if (!k) return syno_error_set(err, "out of memory");
   k->dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
@@ -410,9 +398,9 @@ int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int bind
   if (file_exists(so)) {
     free(src);
     info->cached = true;
-    return load(so, op, v, binding, out, err);
+    return private_dir(cache, err) ? -1 : load(so, op, v, binding, out, err);
   }
-  if (syno_kernels_available(err) || make_dirs(cache, err)) {
+  if (syno_kernels_available(err) || make_dirs(cache, err) || private_dir(cache, err)) {
     free(src);
     return -1;
   }
@@ -422,7 +410,7 @@ int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int bind
     free(src);
     return -1;
   }
-  char tmp[PATH_N], p[PATH_N + 64], log[PATH_N + 16], cmd[CMD_N];
+  char tmp[PATH_N], p[PATH_N + 64], log[PATH_N + 16];
   if (temp_dir(cache, key, tmp, sizeof tmp, err)) {
     free(src);
     return -1;
@@ -436,46 +424,43 @@ int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int bind
   free(src);
   const char *inc = path_of("SYNO_HALIDE_INCLUDE", SYNO_HALIDE_INCLUDE_DIR);
   if (!rc) { /* the generator: compile against the precompiled Halide.h, link with GenGen.o */
-    fmt(cmd, sizeof cmd, "cd ");
-    quote(cmd, sizeof cmd, tmp);
-    fmt(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " && %s -std=c++17 -fno-rtti -O0 -I", cxx());
-    fmt(p, sizeof p, "%s/pch", tc);
-    quote(cmd, sizeof cmd, p);
-    append(cmd, sizeof cmd, " -I");
-    quote(cmd, sizeof cmd, inc);
-    append(cmd, sizeof cmd, " -c gen.cpp -o gen.o && ");
-    append(cmd, sizeof cmd, cxx());
-    append(cmd, sizeof cmd, " gen.o ");
-    fmt(p, sizeof p, "%s/GenGen.o", tc);
-    quote(cmd, sizeof cmd, p);
-    append(cmd, sizeof cmd, " -o gen ");
-    quote(cmd, sizeof cmd, path_of("SYNO_HALIDE_LIB", SYNO_HALIDE_LIBRARY));
-    append(cmd, sizeof cmd, " -ldl -lpthread");
-    rc = run(cmd, log, "compiling the Halide generator", err);
+    char pch_flag[PATH_N + 8], inc_flag[PATH_N + 4], gengen_o[PATH_N + 16];
+    fmt(pch_flag, sizeof pch_flag, "-I%s/pch", tc);
+    fmt(inc_flag, sizeof inc_flag, "-I%s", inc);
+    fmt(gengen_o, sizeof gengen_o, "%s/GenGen.o", tc);
+    const char *compile[] = {cxx(), "-std=c++17", "-fno-rtti", "-O0", pch_flag, inc_flag, "-c", "gen.cpp",
+                             "-o", "gen.o", NULL};
+    const char *link[] = {cxx(), "gen.o", gengen_o, "-o", "gen", path_of("SYNO_HALIDE_LIB", SYNO_HALIDE_LIBRARY),
+                          "-ldl", "-lpthread", NULL};
+    rc = run(compile, tmp, log, "compiling the Halide generator", err);
+    if (!rc) rc = run(link, tmp, log, "linking the Halide generator", err);
   }
   if (!rc) { /* the generator run: schedule and compile for this CPU */
-    fmt(cmd, sizeof cmd, "cd ");
-    quote(cmd, sizeof cmd, tmp);
-    fmt(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " && ./gen -g %s -f syno_kernel -o . -e object", name);
+    char plugin[PATH_N + 64], sched[64], params[96];
+    const char *gen[16] = {"./gen", "-g", name, "-f", "syno_kernel", "-o", ".", "-e", "object"};
+    int k = 9;
     if (sched_plugins[s]) {
-      append(cmd, sizeof cmd, " -p ");
-      fmt(p, sizeof p, "%s/%s", path_of("SYNO_HALIDE_PLUGINS", SYNO_HALIDE_PLUGIN_DIR), sched_plugins[s]);
-      quote(cmd, sizeof cmd, p);
-      fmt(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " -s %s auto_schedule=true machine_params=%ld,16777216,40",
-          sched_names[s], ncpu);
+      fmt(plugin, sizeof plugin, "%s/%s", path_of("SYNO_HALIDE_PLUGINS", SYNO_HALIDE_PLUGIN_DIR), sched_plugins[s]);
+      fmt(sched, sizeof sched, "%s", sched_names[s]);
+      fmt(params, sizeof params, "machine_params=%ld,16777216,40", ncpu);
+      gen[k++] = "-p";
+      gen[k++] = plugin;
+      gen[k++] = "-s";
+      gen[k++] = sched;
+      gen[k++] = "auto_schedule=true";
+      gen[k++] = params;
     }
-    append(cmd, sizeof cmd, " target=host");
-    rc = run(cmd, log, "running the Halide generator", err);
+    gen[k++] = "target=host";
+    gen[k] = NULL;
+    rc = run(gen, tmp, log, "running the Halide generator", err);
   }
   if (!rc) { /* the shared object, published by rename */
-    fmt(cmd, sizeof cmd, "cd ");
-    quote(cmd, sizeof cmd, tmp);
-    fmt(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " && %s -shared -o kernel.so syno_kernel.o -ldl -lpthread", cxx());
-    rc = run(cmd, log, "linking the kernel", err);
+    const char *so_link[] = {cxx(), "-shared", "-o", "kernel.so", "syno_kernel.o", "-ldl", "-lpthread", NULL};
+    rc = run(so_link, tmp, log, "linking the kernel", err);
   }
   if (!rc) {
     fmt(p, sizeof p, "%s/kernel.so", tmp);
-    if (rename(p, so)) rc = syno_error_set(err, "halide kernels: cannot publish %s: %s", so, strerror(errno));
+    if (chmod(p, 0755) || rename(p, so)) rc = syno_error_set(err, "halide kernels: cannot publish %s: %s", so, strerror(errno));
   }
   remove_dir(tmp);
   if (rc) return -1;

@@ -60,5 +60,25 @@ if SYNO_HALIDE_INCLUDE=/nonexistent SYNO_KERNEL_CACHE="$tmp/cache2" "$SYNO" "${a
      >"$tmp/out4" 2>"$tmp/err4" && grep -q '"status":1,"reason":"latency: slot 0: halide kernels: /nonexistent/Halide.h is missing' "$tmp/out4"
 then ok; else bad "without Halide: $(cat "$tmp/out4" "$tmp/err4")"; fi
 
+# The cache holds code that is loaded: it must be the user's and private. A cache directory of
+# ours that others may write is made private; a kernel others may write is not loaded; a cache
+# of another user (as root: chown nobody) is refused.
+chmod 0777 "$SYNO_KERNEL_CACHE"
+if "$SYNO" "${args[@]}" --kernels halide >"$tmp/out5" 2>"$tmp/err5" &&
+   [ "$(stat -c %a "$SYNO_KERNEL_CACHE")" = 700 ]; then ok
+else bad "a group-writable cache of ours was not made private: $(stat -c %a "$SYNO_KERNEL_CACHE") $(cat "$tmp/err5")"; fi
+so=$(ls "$SYNO_KERNEL_CACHE"/*.so | head -1)
+chmod 0666 "$so"
+"$SYNO" "${args[@]}" --kernels halide >"$tmp/out6" 2>"$tmp/err6"
+if grep -q "is not a file of yours that only you can write: it is not loaded" "$tmp/out6" "$tmp/err6"; then ok
+else bad "a world-writable kernel was loaded: $(cat "$tmp/out6" "$tmp/err6")"; fi
+chmod 0755 "$so"
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+  cp -a "$SYNO_KERNEL_CACHE" "$tmp/theirs" && chown -R nobody "$tmp/theirs"
+  SYNO_KERNEL_CACHE="$tmp/theirs" "$SYNO" "${args[@]}" --kernels halide >"$tmp/out7" 2>"$tmp/err7"
+  if grep -q "belongs to uid [0-9]*, not to you: code in it is not loaded" "$tmp/out7" "$tmp/err7"; then ok
+  else bad "another user's kernel cache was used: $(cat "$tmp/out7" "$tmp/err7")"; fi
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
