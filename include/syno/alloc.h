@@ -32,6 +32,9 @@ void *syno_calloc(size_t n, size_t size);
 void *syno_realloc(void *p, size_t n);
 char *syno_strdup(const char *s);
 void syno_free(void *p);
+/* count elements of elem bytes: NULL (errno ENOMEM) when count is negative or the byte count
+ * overflows, so an element count computed from user sizes is checked before it allocates. */
+void *syno_malloc_array(long long count, size_t elem);
 
 /* How many allocation calls have failed in the calling thread so far (a
  * thread-local count). A caller that lets a helper treat a failed

@@ -319,7 +319,8 @@ typedef struct syno_train_result {
  * image, its label the class. gpt: one sample is a window of context+1 characters of the
  * training text (syno_text_windows), every position predicts the next character, and the
  * validation text's windows are the test set. Returns 0 (also when training diverged or hit
- * the time limit: then res->failed is set), or -1 with err on bad configuration or data. */
+ * the time limit: then res->failed is set), -1 with err on bad configuration or data, or -2
+ * with err when training itself failed (out of memory, a step that could not run). */
 int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err);
 
 /* The backbone syno_train_run would train for cfg (same data shapes, vocabulary and seeded

@@ -6,6 +6,7 @@
 #include "syno/alloc.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,15 @@ void *syno_malloc(size_t n) {
 void *syno_calloc(size_t n, size_t size) {
   if (ARMED() && inject()) return failed();
   return made(n && size ? calloc(n, size) : calloc(1, 1), true);
+}
+
+void *syno_malloc_array(long long count, size_t elem) {
+  size_t bytes;
+  if (count < 0 || (unsigned long long)count > SIZE_MAX || __builtin_mul_overflow((size_t)count, elem, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return syno_malloc(bytes);
 }
 
 void *syno_realloc(void *p, size_t n) {

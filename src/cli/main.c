@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <errno.h>
+#include <unistd.h>
 #include "cli.h"
 
 typedef struct {
@@ -34,6 +36,21 @@ static void usage(FILE *f) {
   fprintf(f, "\nRun 'syno COMMAND --help' for a command's options.\n");
 }
 
+/* A command's end. A failed one exits at once, past the libraries' exit handlers: after an
+ * allocation failed, OpenBLAS's waits forever for a thread stuck allocating. A successful one
+ * must also have written all its output: a full disk or a closed pipe is a failure. */
+static int finish(int rc) {
+  if (rc == 0 && (fflush(stdout) || ferror(stdout))) {
+    fprintf(stderr, "syno: cannot write the output: %s\n", strerror(errno));
+    rc = SYNO_EXIT_FAIL;
+  }
+  if (rc != 0) {
+    fflush(NULL);
+    _exit(rc);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
     return cli_usage_error(
@@ -43,6 +60,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name)) return finish(commands[i].run(argc - 1, argv + 1));
   return cli_usage_error("unknown command '%s' (try 'syno --help')", argv[1]);
 }

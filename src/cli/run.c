@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "cli.h"
 #include "syno/lower.h"
 #include "syno/train.h"
@@ -34,7 +35,7 @@ static checksum_t checksum(const float *x, int64_t n) {
 }
 
 static float *random_tensor(syno_rng_t *rng, int64_t n) {
-  float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+  float *x = syno_malloc_array(n ? n : 1, sizeof(float));
   if (x)
     for (int64_t i = 0; i < n; i++) x[i] = (float)syno_rng_normal(rng);
   return x;
@@ -72,7 +73,7 @@ int cli_cmd_run(int argc, char **argv) {
     if (syno_tensor_numel(op, t, b, &numel[t], &err)) goto fail;
     if (!(tensors[t] = random_tensor(&rng, numel[t]))) goto oom;
   }
-  out = malloc(sizeof(float) * (size_t)out_n);
+  out = syno_malloc_array(out_n, sizeof(float));
   gout = random_tensor(&rng, out_n);
   if (!out || !gout) goto oom;
   if (syno_interp_nest(&low->forward, &c.vars, b, (const float *const *)tensors, NULL, out, &err)) goto fail;
@@ -94,8 +95,9 @@ int cli_cmd_run(int argc, char **argv) {
   }
   cJSON *grad_json = json ? cJSON_AddArrayToObject(root, "gradients") : NULL;
   for (int t = 0; t < op->n_tensors; t++) {
-    grads[t] = malloc(sizeof(float) * (size_t)numel[t]);
-    scatter = realloc(scatter, sizeof(float) * (size_t)numel[t]);
+    grads[t] = syno_malloc_array(numel[t], sizeof(float));
+    free(scatter); /* overwritten whole below */
+    scatter = syno_malloc_array(numel[t], sizeof(float));
     if (!grads[t] || !scatter) {
       cJSON_Delete(root);
       goto oom;

@@ -156,7 +156,7 @@ int cli_cmd_train(int argc, char **argv) {
   free(file_text);
   if (rc) {
     fprintf(stderr, "syno train: %s\n", err.msg);
-    return SYNO_EXIT_USAGE;
+    return rc == -2 ? SYNO_EXIT_FAIL : SYNO_EXIT_USAGE;
   }
   if (json) {
     cJSON *o = cJSON_CreateObject();

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "../lower/stages.h"
 #include "exec_chain.h"
 #include "exec_conv.h"
@@ -88,8 +89,8 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
       c->path[k] = exec_gemm_plan_generic(c->plan[k]) ? "loop" : "gather + sgemm";
     }
     if (!last) {
-      c->t[k] = malloc(sizeof(float) * (size_t)st->res_numel);
-      c->dt[k] = malloc(sizeof(float) * (size_t)st->res_numel);
+      c->t[k] = syno_malloc_array(st->res_numel, sizeof(float));
+      c->dt[k] = syno_malloc_array(st->res_numel, sizeof(float));
       if (!c->t[k] || !c->dt[k]) {
         syno_error_set(err, "chain: out of memory (an intermediate of %lld floats)", (long long)st->res_numel);
         goto fail;

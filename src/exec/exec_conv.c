@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "../lower/expr_eval.h"
 #include "exec_conv.h"
 #include "syno/dnnl.h"
@@ -365,13 +366,13 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   }
   p->tsrc = malloc(sizeof(int32_t) * (size_t)p->nsrc);
   p->twei = malloc(sizeof(int32_t) * (size_t)p->nwei);
-  p->src = malloc(sizeof(float) * (size_t)p->nsrc);
-  p->dsrc = malloc(sizeof(float) * (size_t)p->nsrc);
-  p->wei = malloc(sizeof(float) * (size_t)p->nwei);
-  p->dwei = malloc(sizeof(float) * (size_t)p->nwei);
+  p->src = syno_malloc_array(p->nsrc, sizeof(float));
+  p->dsrc = syno_malloc_array(p->nsrc, sizeof(float));
+  p->wei = syno_malloc_array(p->nwei, sizeof(float));
+  p->dwei = syno_malloc_array(p->nwei, sizeof(float));
   if (!direct) {
     p->tdst = malloc(sizeof(int32_t) * (size_t)p->ndst);
-    p->dst = malloc(sizeof(float) * (size_t)p->ndst);
+    p->dst = syno_malloc_array(p->ndst, sizeof(float));
   }
   if (!p->tsrc || !p->twei || !p->src || !p->dsrc || !p->wei || !p->dwei || (!direct && (!p->tdst || !p->dst))) {
     syno_error_set(err, "conv plan: out of memory");

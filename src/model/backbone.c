@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/alloc.h"
 #include "model_internal.h"
 #include "syno/backbone.h"
 #include "syno/clock.h"
@@ -469,7 +470,7 @@ static double (*latency_clock(int kernels))(void) {
 static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x, int repeats, int kernels,
                         double *medians, syno_error_t *err) {
   double (*clk)(void) = latency_clock(kernels);
-  double *t = malloc(sizeof(double) * (size_t)repeats * (size_t)n);
+  double *t = syno_malloc_array((long long)repeats * n, sizeof(double));
   int rc = t ? 0 : SYNO_NN_ENOMEM;
   /* Frozen, as a deployed network is: weights converted to a kernel's layout once, in the
    * warm-up (syno_nn_freeze). */

@@ -489,5 +489,5 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
   int rc = train_loop(&L, res, err);
   res->wall_seconds = syno_clock_seconds() - t_start;
   run_free(&r);
-  return rc ? -1 : 0;
+  return rc ? -2 : 0;
 }

@@ -28,5 +28,32 @@ if [ ! -e P2 ] && [ ! -e "o'; touch P2; echo '/P2" ]; then ok; else bad "report 
 if [ -d "$SRC/src" ] && ! grep -rn 'system(\|popen(' "$SRC/src" >/dev/null; then ok
 else bad "system() or popen() in src/: $(grep -rln 'system(\|popen(' "$SRC/src" | tr '\n' ' ')"; fi
 
+# 2. A size product that overflows is refused before it allocates: out of memory, exit 1.
+timeout 60 "$SYNO" run --builtin linear --bind N=2147483648,C_in=2147483648,C_out=2 >out 2>err
+st=$?
+if [ "$st" -eq 1 ] && grep -q "out of memory" err; then ok; else bad "run with an overflowing size: exit $st, $(head -c 300 err)"; fi
+
+# 6. Out of memory exits promptly with its message, exit 1 (OpenBLAS's exit handler used to hang).
+for cmd in "run --builtin conv2d --bind N=64,C_in=64,C_out=64,H=256,W=256,k=3" \
+           "train --backbone resnet --dataset digits --epochs 1 --subset 100"; do
+  # shellcheck disable=SC2086
+  bash -c "ulimit -v 200000; exec timeout 60 '$SYNO' $cmd" >out 2>err
+  st=$?
+  if [ "$st" -eq 1 ] && grep -q "out of memory" err; then ok; else bad "$cmd under ulimit -v: exit $st, $(head -c 300 err)"; fi
+done
+
+# 7. A failed write of the output is an error: a full device, a closed stdout.
+for cmd in "show --builtin conv2d" "sample --preset conv2d -n 3" "report --db x.db --json" \
+           "export --to c --builtin linear"; do
+  # shellcheck disable=SC2086
+  "$SYNO" $cmd >/dev/full 2>err
+  st=$?
+  if [ "$st" -eq 1 ] && grep -q "No space left on device" err; then ok; else bad "$cmd > /dev/full: exit $st, $(head -c 300 err)"; fi
+  # shellcheck disable=SC2086
+  "$SYNO" $cmd >&- 2>err
+  st=$?
+  if [ "$st" -eq 1 ]; then ok; else bad "$cmd with stdout closed: exit $st, $(head -c 300 err)"; fi
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
