@@ -268,6 +268,19 @@ static int64_t scaled(int64_t base, double width) {
   return c < 1 ? 1 : c;
 }
 
+/* The top-level layers of a backbone: at most MAX_LAYERS (VGG at depth 8 has 77). One more
+ * is refused as the builder's failure, never written past the array. */
+#define MAX_LAYERS 128
+static void push(builder_t *b, syno_layer_t **layers, int *n, syno_layer_t *l) {
+  if (*n < MAX_LAYERS) {
+    layers[(*n)++] = l;
+    return;
+  }
+  syno_nn_layer_free(l);
+  if (!b->failed) syno_error_set(b->err, "the backbone has more than %d layers", MAX_LAYERS);
+  b->failed = 1;
+}
+
 /* Blocks in a stage: the published count, capped by the depth knob when given. */
 static int stage_blocks(int published, int depth) { return depth > 0 && depth < published ? depth : published; }
 
@@ -299,7 +312,7 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
     return syno_error_set(err, "bad input shape or class count");
   builder_t b = {bb, cfg->op, rng, err, cfg->conv_backend, 0};
   int64_t h = cfg->in_h, w = cfg->in_w;
-  syno_layer_t *layers[64];
+  syno_layer_t *layers[MAX_LAYERS];
   int n = 0;
   int64_t c;
   if (fam == F_RESNET) {
@@ -307,15 +320,15 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
      * stage, the published 2 by default; resnet34 caps its published [3, 4, 6, 3] at D */
     const int own_depth = !strcmp(nets[net].name, "resnet34");
     c = scaled(16, width);
-    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
-    layers[n++] = bn(&b, c);
-    layers[n++] = syno_nn_relu_create();
+    push(&b, layers, &n, mk_conv(&b, cfg->in_c, c, 3, 1, h, w));
+    push(&b, layers, &n, bn(&b, c));
+    push(&b, layers, &n, syno_nn_relu_create());
     for (int st = 0; st < 4; st++) {
       int64_t co = scaled(16 << st, width);
       int nb = own_depth ? stage_blocks(nets[net].blocks[st], cfg->depth) : depth;
       for (int k = 0; k < nb; k++) {
         int down = st > 0 && k == 0 && h / 2 >= 2 && w / 2 >= 2;
-        layers[n++] = basic_block(&b, c, co, &h, &w, down);
+        push(&b, layers, &n, basic_block(&b, c, co, &h, &w, down));
         c = co;
       }
     }
@@ -325,15 +338,15 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
      * width; a grouped width is rounded to a multiple of the cardinality 8 */
     const int64_t card = 8;
     c = scaled(16, width);
-    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
-    layers[n++] = bn(&b, c);
-    layers[n++] = syno_nn_relu_create();
+    push(&b, layers, &n, mk_conv(&b, cfg->in_c, c, 3, 1, h, w));
+    push(&b, layers, &n, bn(&b, c));
+    push(&b, layers, &n, syno_nn_relu_create());
     for (int st = 0; st < 3; st++) {
       int64_t co = scaled(64 << st, width), inner = (scaled(128 << st, width) + card / 2) / card * card;
       if (inner < card) inner = card;
       for (int k = 0; k < stage_blocks(nets[net].blocks[st], cfg->depth); k++) {
         int down = st > 0 && k == 0 && h / 2 >= 2 && w / 2 >= 2;
-        layers[n++] = bottleneck_block(&b, c, inner, co, card, &h, &w, down);
+        push(&b, layers, &n, bottleneck_block(&b, c, inner, co, card, &h, &w, down));
         c = co;
       }
     }
@@ -343,21 +356,21 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
      * rate k = 32 x width, compression 0.5, BN ReLU before the classifier */
     int64_t k = scaled(32, width);
     c = 2 * k;
-    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
-    layers[n++] = bn(&b, c);
-    layers[n++] = syno_nn_relu_create();
+    push(&b, layers, &n, mk_conv(&b, cfg->in_c, c, 3, 1, h, w));
+    push(&b, layers, &n, bn(&b, c));
+    push(&b, layers, &n, syno_nn_relu_create());
     for (int st = 0; st < 4; st++) {
       syno_layer_t *blk[24];
       int nb = stage_blocks(nets[net].blocks[st], cfg->depth);
       for (int i = 0; i < nb; i++, c += k) blk[i] = dense_layer(&b, c, k, h, w);
-      layers[n++] = seq(&b, nb, blk);
+      push(&b, layers, &n, seq(&b, nb, blk));
       if (st < 3) {
-        layers[n++] = transition(&b, c, c / 2, &h, &w);
+        push(&b, layers, &n, transition(&b, c, c / 2, &h, &w));
         c /= 2;
       }
     }
-    layers[n++] = bn(&b, c);
-    layers[n++] = syno_nn_relu_create();
+    push(&b, layers, &n, bn(&b, c));
+    push(&b, layers, &n, syno_nn_relu_create());
   } else if (fam == F_EFFNET) {
     /* EfficientNetV2-S (its table 4) at the published widths x width, the stem at stride 1
      * for small images: stages of fused-MBConv (expansion 1, 4, 4) then MBConv with SE
@@ -366,9 +379,9 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
       int fused, e, down, c;
     } st_plan[6] = {{1, 1, 0, 24}, {1, 4, 1, 48}, {1, 4, 1, 64}, {0, 4, 1, 128}, {0, 6, 0, 160}, {0, 6, 1, 256}};
     c = scaled(24, width);
-    layers[n++] = mk_conv(&b, cfg->in_c, c, 3, 1, h, w);
-    layers[n++] = bn(&b, c);
-    layers[n++] = syno_nn_silu_create();
+    push(&b, layers, &n, mk_conv(&b, cfg->in_c, c, 3, 1, h, w));
+    push(&b, layers, &n, bn(&b, c));
+    push(&b, layers, &n, syno_nn_silu_create());
     for (int st = 0; st < 6; st++) {
       int64_t co = scaled(st_plan[st].c, width);
       syno_layer_t *blk[16];
@@ -378,12 +391,12 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
         blk[k] = mbconv_block(&b, st_plan[st].fused, c, co, st_plan[st].e, &h, &w, down);
         c = co;
       }
-      layers[n++] = seq(&b, nb, blk);
+      push(&b, layers, &n, seq(&b, nb, blk));
     }
     int64_t head = scaled(1280, width);
-    layers[n++] = mk_conv(&b, c, head, 1, 0, h, w);
-    layers[n++] = bn(&b, head);
-    layers[n++] = syno_nn_silu_create();
+    push(&b, layers, &n, mk_conv(&b, c, head, 1, 0, h, w));
+    push(&b, layers, &n, bn(&b, head));
+    push(&b, layers, &n, syno_nn_silu_create());
     c = head;
   } else {
     c = cfg->in_c;
@@ -391,20 +404,20 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
       int64_t co = scaled(16 << st, width);
       for (int k = 0; k < depth; k++) {
         /* the first conv of the network sees the raw image: a standard conv */
-        layers[n++] = (st == 0 && k == 0) ? mk_conv(&b, c, co, 3, 1, h, w) : mk_slot(&b, c, co, h, w, 1);
-        layers[n++] = bn(&b, co);
-        layers[n++] = syno_nn_relu_create();
+        push(&b, layers, &n, (st == 0 && k == 0) ? mk_conv(&b, c, co, 3, 1, h, w) : mk_slot(&b, c, co, h, w, 1));
+        push(&b, layers, &n, bn(&b, co));
+        push(&b, layers, &n, syno_nn_relu_create());
         c = co;
       }
       if (h / 2 >= 2 && w / 2 >= 2) {
-        layers[n++] = syno_nn_maxpool2d_create(2, 2, 0);
+        push(&b, layers, &n, syno_nn_maxpool2d_create(2, 2, 0));
         h /= 2;
         w /= 2;
       }
     }
   }
-  layers[n++] = syno_nn_global_avgpool_create();
-  layers[n++] = syno_nn_linear_create(c, cfg->nclasses, 1, rng);
+  push(&b, layers, &n, syno_nn_global_avgpool_create());
+  push(&b, layers, &n, syno_nn_linear_create(c, cfg->nclasses, 1, rng));
   bb->flops += 2 * c * cfg->nclasses;
   if (b.failed) {
     for (int i = 0; i < n; i++) syno_nn_layer_free(layers[i]);

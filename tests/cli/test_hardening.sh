@@ -55,5 +55,13 @@ for cmd in "show --builtin conv2d" "sample --preset conv2d -n 3" "report --db x.
   if [ "$st" -eq 1 ]; then ok; else bad "$cmd with stdout closed: exit $st, $(head -c 300 err)"; fi
 done
 
+# 12. Every image backbone builds and trains at its largest --depth (VGG at 8 has 77 layers; a
+# fixed array of 64 used to be overrun).
+for b in vgg resnet resnet34 resnext29 densenet121 efficientnetv2s; do
+  timeout 300 "$SYNO" train --backbone "$b" --depth 8 --dataset digits --epochs 1 --subset 32 --batch 16 >out 2>err
+  st=$?
+  if [ "$st" -eq 0 ]; then ok; else bad "train --backbone $b --depth 8: exit $st, $(tail -c 300 err)"; fi
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
