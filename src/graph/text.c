@@ -17,8 +17,13 @@ typedef struct {
   int n_red;
   syno_dim_t red[SYNO_MAX_REDUCTIONS];
   int red_name[SYNO_MAX_REDUCTIONS]; /* the k of r<k> as written */
+  int depth;                         /* calls open around the current expression */
   syno_error_t *err;
 } parser_t;
+
+/* Calls nested deeper than this are refused: an operator has at most a few dozen primitives,
+ * and a hostile file or database row must not exhaust the stack. */
+#define MAX_NESTING 64
 
 static int expect_err(parser_t *ps, const char *what) {
   char d[64];
@@ -104,8 +109,13 @@ static int parse_expr(parser_t *ps, syno_dim_t *out) {
   if (t.kind == SYNO_TOK_IDENT)
     for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
       if (syno_tok_eq(&t, calls[i])) {
+        if (ps->depth >= MAX_NESTING)
+          return syno_error_set(ps->err, "calls nested deeper than %d at column %d", MAX_NESTING, t.col);
         syno_lex_next(&ps->lx);
-        return parse_call(ps, &t, out);
+        ps->depth++;
+        int rc = parse_call(ps, &t, out);
+        ps->depth--;
+        return rc;
       }
   return expect_err(ps, "a dimension (i<k>, r<k>, split, unfold, div, mod, shift, stride or share)");
 }

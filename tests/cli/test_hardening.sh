@@ -55,6 +55,24 @@ for cmd in "show --builtin conv2d" "sample --preset conv2d -n 3" "report --db x.
   if [ "$st" -eq 1 ]; then ok; else bad "$cmd with stdout closed: exit $st, $(head -c 300 err)"; fi
 done
 
+# 3. Deep nesting is refused with a message, in a file and in a database row (no stack overflow).
+python3 -c "print('in[' + 'div(' * 100000)" >deep.txt
+timeout 60 "$SYNO" train --op-file deep.txt >out 2>err
+st=$?
+if [ "$st" -eq 2 ] && grep -q "nested deeper than 64" err; then ok; else bad "train --op-file deep.txt: exit $st, $(head -c 300 err)"; fi
+cp x.db deep.db
+python3 -c "
+import sqlite3, sys
+c = sqlite3.connect('deep.db')
+c.execute('UPDATE candidates SET op_text = ? WHERE id = (SELECT MAX(id) FROM candidates)', ('in[' + 'div(' * 100000,))
+c.commit()"
+timeout 60 "$SYNO" report --db deep.db >out 2>err
+st=$?
+if [ "$st" -le 2 ]; then ok; else bad "report on a row nested 100000 deep: exit $st, $(head -c 300 err)"; fi
+timeout 60 "$SYNO" train --db deep.db --id "$(python3 -c "import sqlite3; print(sqlite3.connect('deep.db').execute('SELECT MAX(id) FROM candidates').fetchone()[0])")" >out 2>err
+st=$?
+if [ "$st" -eq 2 ] && grep -q "nested deeper than 64" err; then ok; else bad "train --db --id on a deep row: exit $st, $(head -c 300 err)"; fi
+
 # 12. Every image backbone builds and trains at its largest --depth (VGG at 8 has 77 layers; a
 # fixed array of 64 used to be overrun).
 for b in vgg resnet resnet34 resnext29 densenet121 efficientnetv2s; do
