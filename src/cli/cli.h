@@ -121,6 +121,19 @@ int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE
 int cli_candidate_from_db(const char *path, long id, const char *verb, syno_train_cfg_t *cfg, char strs[3][256],
                           char **op);
 
+/* An output file written whole or not at all: into a new file beside it, renamed over it
+ * when everything was written, removed otherwise, so a failed write leaves what was there as
+ * it was (an existing link's target is replaced; a device or a FIFO is written directly and
+ * never removed). open prints the error and returns a status; close takes the status of the
+ * writing (0: commit) and returns it, or 1 when flushing, closing or renaming failed. */
+typedef struct {
+  FILE *f;
+  bool direct;
+  char path[4096], tmp[4096 + 32];
+} cli_outfile_t;
+int cli_outfile_open(const char *cmd, const char *path, cli_outfile_t *o);
+int cli_outfile_close(const char *cmd, cli_outfile_t *o, int rc);
+
 /* A candidate's speed-up over the standard network: its re-timed one when it has one. */
 double cli_speedup_of(const syno_db_cand_t *c);
 /* Within the report's tolerance of the baseline: 1 point of accuracy, or of perplexity for a

@@ -197,20 +197,21 @@ int cli_cmd_export(int argc, char **argv) {
     cli_op_free(&c);
     return rc;
   }
+  cli_outfile_t of = {0};
   FILE *out = stdout;
-  if (file && !(out = fopen(file, "w"))) {
-    cli_op_free(&c);
-    return cli_cmd_error("export", "-o %s: %s", file, strerror(errno));
+  if (file) {
+    rc = cli_outfile_open("export", file, &of);
+    if (rc) {
+      cli_op_free(&c);
+      return rc;
+    }
+    out = of.f;
   }
   /* The candidate's origin, as a comment of the language written. */
   const char *cmt = !strcmp(lang, "c") || !strcmp(lang, "halide") ? "// " : !strcmp(lang, "dot") ? "// " : "# ";
   rc = what[0] && fprintf(out, "%s%s", cmt, what) < 0 ? SYNO_EXIT_FAIL : 0;
   if (!rc) rc = cli_export_write(&c, lang, binding, out);
-  if (file && fclose(out) && !rc) {
-    fprintf(stderr, "syno: export: writing %s: %s\n", file, strerror(errno));
-    rc = SYNO_EXIT_FAIL;
-  }
-  if (rc && file) remove(file);
+  if (file) rc = cli_outfile_close("export", &of, rc);
   cli_op_free(&c);
   return rc;
 }

@@ -73,6 +73,19 @@ timeout 60 "$SYNO" train --db deep.db --id "$(python3 -c "import sqlite3; print(
 st=$?
 if [ "$st" -eq 2 ] && grep -q "nested deeper than 64" err; then ok; else bad "train --db --id on a deep row: exit $st, $(head -c 300 err)"; fi
 
+# 4. A failed write leaves the old file as it was (written beside it, renamed when whole); a
+# link's target is replaced and the link stays; a device is written, not replaced or removed.
+echo old >keep.c
+bash -c "trap '' XFSZ; ulimit -f 1; exec '$SYNO' export --to c --builtin conv2d -o keep.c" >out 2>err
+st=$?
+if [ "$st" -eq 1 ] && [ "$(cat keep.c)" = old ] && ! ls -a | grep -q syno-tmp; then ok
+else bad "a failed export -o: exit $st, keep.c now $(head -c 40 keep.c), $(ls -a | grep syno-tmp) $(head -c 200 err)"; fi
+ln -s keep.c link.c
+if "$SYNO" export --to c --builtin linear -o link.c 2>err && [ -L link.c ] && grep -q syno_op_forward keep.c; then ok
+else bad "export -o a link: $(ls -la link.c) $(head -c 200 err)"; fi
+if "$SYNO" export --to c --builtin linear -o /dev/null 2>err && [ -c /dev/null ]; then ok
+else bad "export -o /dev/null: $(ls -la /dev/null) $(head -c 200 err)"; fi
+
 # 12. Every image backbone builds and trains at its largest --depth (VGG at 8 has 77 layers; a
 # fixed array of 64 used to be overrun).
 for b in vgg resnet resnet34 resnext29 densenet121 efficientnetv2s; do
