@@ -29,6 +29,7 @@
 #include "syno/clock.h"
 #include "syno/cpus.h"
 #include "syno/error.h"
+#include "syno/file.h"
 #include "syno/grow.h"
 #include "syno/hash.h"
 #include "syno/lex.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "syno/file.h"
 #include "syno/backbone.h"
 #include "syno/driver.h"
 #include "syno/grow.h"
@@ -26,24 +27,18 @@ static const char *usage =
     "(the original's GPT-2 search, [N, seq_len, H_in] -> [N, seq_len, t*H_in]) fills the\n"
     "QKV projection only; one over linear-wide ([N, S, C_in] -> [N, S, C_out]) every slot.\n";
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  size_t k;
-  while (buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-    n += k;
-    if (n + 1 == cap && syno_grow((void **)&buf, &cap, cap + 1, 1)) {
-      free(buf);
-      buf = NULL;
-    }
+/* An operator file: a regular file of at most 1 MiB of text (no NUL byte), trailing blanks
+ * dropped. NULL with err set. */
+static char *read_op_file(const char *path, syno_error_t *err) {
+  size_t n;
+  char *buf = syno_read_regular(path, 1 << 20, &n, err);
+  if (!buf) return NULL;
+  if (strlen(buf) != n) {
+    syno_error_set(err, "%s has a NUL byte at offset %zu: not operator text", path, strlen(buf));
+    free(buf);
+    return NULL;
   }
-  fclose(f);
-  if (buf) {
-    buf[n] = 0;
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = 0;
-  }
+  while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = 0;
   return buf;
 }
 
@@ -133,8 +128,8 @@ int cli_cmd_train(int argc, char **argv) {
   if (!cfg.dataset) cfg.dataset = gpt ? "kjv" : "digits";
   char *file_text = db_op;
   if (op_file) {
-    file_text = read_file(op_file);
-    if (!file_text) return cli_usage_error("cannot read operator file '%s'", op_file);
+    file_text = read_op_file(op_file, &err);
+    if (!file_text) return cli_usage_error("operator file: %s", err.msg);
     cfg.op_text = file_text;
   }
   if (list) {

@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <zlib.h>
+
+#include "syno/file.h"
 
 #include "syno/data.h"
 #include "syno/grow.h"
@@ -94,17 +97,28 @@ static int parse_fields(const char *line, long *v, int max, const char **bad) {
   }
 }
 
+gzFile syno_nn_gzopen(const char *path, syno_error_t *err) {
+  int fd = syno_open_regular(path, O_RDONLY, 0, err);
+  if (fd < 0) return NULL;
+  gzFile f = gzdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    syno_error_set(err, "%s: cannot open (out of memory)", path);
+  }
+  return f;
+}
+
 int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *err) {
   static const char *expect =
       "expected 65 comma-separated integers per line: 64 pixels 0..16 (an 8x8 image), "
       "then the label 0..9";
   memset(out, 0, sizeof *out);
-  gzFile f = gzopen(path, "rb");
-  if (!f)
-    return syno_error_set(err,
-                          "%s: cannot open (%s); expected the UCI digits CSV "
-                          "(data/digits.csv.gz in the syno source tree)",
-                          path, errno ? strerror(errno) : "out of memory");
+  gzFile f = syno_nn_gzopen(path, err);
+  if (!f) {
+    char m[sizeof err->msg];
+    snprintf(m, sizeof m, "%s", err->msg);
+    return syno_error_set(err, "%s; expected the UCI digits CSV (data/digits.csv.gz in the syno source tree)", m);
+  }
   int64_t n = 0, lineno = 0;
   size_t cap = 2048;
   uint8_t *px = malloc((size_t)cap * 64);
@@ -209,10 +223,11 @@ static uint32_t be32(const unsigned char *p) {
 /* Opens an IDX file and checks its magic; dims receives the ndim sizes. */
 static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *what, uint32_t *dims,
                        syno_error_t *err) {
-  gzFile f = gzopen(path, "rb");
+  gzFile f = syno_nn_gzopen(path, err);
   if (!f) {
-    syno_error_set(err, "%s: cannot open (%s); expected an IDX %s file", path,
-                   errno ? strerror(errno) : "out of memory", what);
+    char m[sizeof err->msg];
+    snprintf(m, sizeof m, "%s", err->msg);
+    syno_error_set(err, "%s; expected an IDX %s file", m, what);
     return NULL;
   }
   unsigned char hdr[16];

@@ -49,4 +49,10 @@ static inline float nn_expf(float x) {
 }
 
 /* The gpt backbone (gpt.c), called by syno_backbone_build. */
+/* A data file for zlib's gz* reading (gzip or plain), opened only when it is a regular file:
+ * a FIFO, a device or a directory is refused at once (syno/file.h). NULL with err set
+ * ("<path>: cannot open (...)" or "<path> is a FIFO, not a regular file"). gzFile is zlib's. */
+struct gzFile_s;
+struct gzFile_s *syno_nn_gzopen(const char *path, syno_error_t *err);
+
 #endif

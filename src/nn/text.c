@@ -6,6 +6,8 @@
 
 #include <zlib.h>
 
+#include "nn_internal.h"
+
 #include "syno/data.h"
 #include "syno/grow.h"
 
@@ -32,8 +34,8 @@ static int text_part(const uint8_t *ids, int64_t n, const syno_text_t *like, con
 int syno_text_load(const char *path, syno_text_t *train, syno_text_t *val, syno_error_t *err) {
   memset(train, 0, sizeof *train);
   memset(val, 0, sizeof *val);
-  gzFile f = gzopen(path, "rb");
-  if (!f) return syno_error_set(err, "%s: cannot open", path);
+  gzFile f = syno_nn_gzopen(path, err);
+  if (!f) return -1;
   size_t cap = 1 << 16, n = 0;
   uint8_t *buf = malloc(cap);
   int k = 0;

@@ -7,8 +7,11 @@
  * run_baseline, run_loop (propose, launch, collect), then the summary event
  * and run_close. The driver prints nothing: it reports through cfg.progress
  * and polls cfg.stop. */
+#include "syno/file.h"
 #include "syno/driver.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -458,8 +461,14 @@ static int run_space(run_t *r, syno_error_t *err) {
   so.algorithm = r->c.random ? SYNO_SEARCH_RANDOM : SYNO_SEARCH_MCTS;
   so.seed = r->c.seed;
   if (syno_search_new(r->space, &so, &r->search, err)) return -1;
-  if (r->c.log_path && !(r->log = fopen(r->c.log_path, "a")))
-    return syno_error_set(err, "cannot open the log %s", r->c.log_path);
+  if (r->c.log_path) {
+    int fd = syno_open_regular(r->c.log_path, O_WRONLY | O_CREAT | O_APPEND, 0644, err);
+    if (fd < 0) return syno_error_prefix(err, "the log");
+    if (!(r->log = fdopen(fd, "a"))) {
+      close(fd);
+      return syno_error_set(err, "cannot open the log %s: %s", r->c.log_path, strerror(errno));
+    }
+  }
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "syno/alloc.h"
+#include "syno/file.h"
 #include "syno/space.h"
 
 static const struct {
@@ -446,13 +447,13 @@ done:
 }
 
 int syno_space_spec_load(const char *path, syno_space_spec_t *spec, syno_error_t *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return syno_error_set(err, "cannot open spec file '%s': %s", path, strerror(errno));
-  char *buf = syno_malloc(1 << 20);
-  size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-  fclose(f);
-  if (!buf) return syno_error_set(err, "out of memory");
-  buf[n] = 0;
+  size_t n;
+  char *buf = syno_read_regular(path, 1 << 20, &n, err);
+  if (!buf) return syno_error_prefix(err, "spec file");
+  if (strlen(buf) != n) {
+    syno_free(buf);
+    return syno_error_set(err, "spec file %s is not valid JSON: a NUL byte at offset %zu", path, strlen(buf));
+  }
   int rc = syno_space_spec_from_json(buf, spec, err);
   syno_free(buf);
   return rc ? syno_error_prefix(err, "%s", path) : 0;

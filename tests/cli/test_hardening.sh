@@ -86,6 +86,23 @@ else bad "export -o a link: $(ls -la link.c) $(head -c 200 err)"; fi
 if "$SYNO" export --to c --builtin linear -o /dev/null 2>err && [ -c /dev/null ]; then ok
 else bad "export -o /dev/null: $(ls -la /dev/null) $(head -c 200 err)"; fi
 
+# 5. A FIFO or a device given as an input file is refused at once, naming it (it used to be
+# read, or waited on, forever); so is a NUL byte in an operator file.
+mkfifo fifo
+for cmd in "sample --spec fifo" "space --spec /dev/zero" "train --op-file fifo" "train --op-file /dev/zero" \
+           "train --dataset fifo --epochs 1" "train --dataset /dev/zero --epochs 1" \
+           "train --backbone gpt --dataset fifo --epochs 1" "search --stand-in --db lg.db --log fifo --budget 1 --quiet"; do
+  # shellcheck disable=SC2086
+  timeout 20 "$SYNO" $cmd >out 2>err
+  st=$?
+  if { [ "$st" -eq 1 ] || [ "$st" -eq 2 ]; } && grep -q "not a regular file" err; then ok
+  else bad "$cmd: exit $st, $(head -c 300 err)"; fi
+done
+printf 'in[i0\0, i1]' >nul.txt
+"$SYNO" train --op-file nul.txt >out 2>err
+st=$?
+if [ "$st" -eq 2 ] && grep -q "has a NUL byte at offset 5" err; then ok; else bad "an operator file with a NUL: exit $st, $(head -c 300 err)"; fi
+
 # 12. Every image backbone builds and trains at its largest --depth (VGG at 8 has 77 layers; a
 # fixed array of 64 used to be overrun).
 for b in vgg resnet resnet34 resnext29 densenet121 efficientnetv2s; do

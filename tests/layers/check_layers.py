@@ -15,7 +15,7 @@ import sys
 
 # Which module a public header belongs to.
 HEADER = {
-    "error": "base", "clock": "base", "cpus": "base", "alloc": "base", "opt": "base", "strbuf": "base", "lex": "base", "rng": "base", "hash": "base", "grow": "base", "proc": "base",
+    "error": "base", "clock": "base", "cpus": "base", "alloc": "base", "opt": "base", "strbuf": "base", "lex": "base", "rng": "base", "hash": "base", "grow": "base", "proc": "base", "file": "base",
     "size": "size", "graph": "graph", "signature": "graph", "lower": "lower", "normal": "lower",
     "space": "space", "flopsgame": "space", "codegen": "codegen", "exec": "exec", "kernels": "kernels", "dnnl": "dnnl",
     "nn": "nn", "train": "nn", "data": "nn", "backbone": "model",
