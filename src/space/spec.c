@@ -207,7 +207,25 @@ static int get_number(const cJSON *obj, const char *key, double *out, bool integ
   /* The range first: converting a double beyond it to an integer is undefined. */
   if (integer && !(x->valuedouble >= INT_MIN && x->valuedouble <= INT_MAX && x->valuedouble == floor(x->valuedouble)))
     return syno_error_set(err, "field '%s' must be an integer", key);
+  /* The real-valued fields are limits and ratios: none is negative. */
+  if (!integer && !(x->valuedouble >= 0 && isfinite(x->valuedouble)))
+    return syno_error_set(err, "field '%s' must be a number >= 0 (got %g)", key, x->valuedouble);
   *out = x->valuedouble;
+  return 0;
+}
+
+/* Spec JSON is strict: one object and nothing after it, no key twice in an object, no NUL
+ * escaped into a string (which would cut it short unseen). */
+static int strict_json(const char *json, const cJSON *root, const char *end, syno_error_t *err) {
+  for (const char *p = json; *p; p++)
+    if (p[0] == '\\' && p[1] == 'u' && p[2] == '0' && p[3] == '0' && p[4] == '0' && p[5] == '0')
+      return syno_error_set(err, "a \\u0000 escape at offset %ld: a string with a NUL byte", (long)(p - json));
+  while (end && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
+  if (end && *end) return syno_error_set(err, "data after the JSON object at offset %ld", (long)(end - json));
+  for (const cJSON *a = root ? root->child : NULL; a; a = a->next)
+    for (const cJSON *b = a->next; b; b = b->next)
+      if (a->string && b->string && !strcmp(a->string, b->string))
+        return syno_error_set(err, "field '%s' is given twice", a->string);
   return 0;
 }
 
@@ -275,7 +293,8 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
   /* cJSON reports a failed allocation as a syntax error; malloc's ENOMEM
    * (and the allocation layer's, when cJSON is hooked to it) tells them apart. */
   errno = 0;
-  cJSON *root = cJSON_Parse(json);
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithOpts(json, &end, false);
   if (!root) {
     if (errno == ENOMEM) return syno_error_set(err, "out of memory");
     const char *at = cJSON_GetErrorPtr();
@@ -286,6 +305,7 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     rc = syno_error_set(err, "the spec must be a JSON object");
     goto done;
   }
+  if ((rc = strict_json(json, root, end, err))) goto done;
   for (const cJSON *f = root->child; f; f = f->next) {
     bool known = false;
     for (int i = 0; known_fields[i]; i++) known = known || strcmp(f->string, known_fields[i]) == 0;
@@ -305,6 +325,10 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     binds[n_bind++] = bind->valuestring;
   else if (cJSON_IsArray(bind)) {
     for (const cJSON *b = bind->child; b; b = b->next) {
+      if (cJSON_IsString(b) && !b->valuestring[0]) {
+        rc = syno_error_set(err, "field 'bind' has an empty binding (give \"N=8, ...\", or leave 'bind' out)");
+        goto done;
+      }
       if (!cJSON_IsString(b) || n_bind >= SYNO_MAX_BINDINGS) {
         rc = syno_error_set(err, "field 'bind' must be a string or an array of at most %d strings", SYNO_MAX_BINDINGS);
         goto done;
@@ -316,8 +340,8 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
     goto done;
   }
   if (preset) {
-    if (vars || input || output) {
-      rc = syno_error_set(err, "field 'preset' cannot be combined with 'vars', 'input' or 'output'");
+    if (vars || input || output || cJSON_GetObjectItemCaseSensitive(root, "fixed")) {
+      rc = syno_error_set(err, "field 'preset' cannot be combined with 'vars', 'input', 'output' or 'fixed'");
       goto done;
     }
     if ((rc = syno_space_preset(preset, n_bind ? binds[0] : "", spec, err))) {
@@ -357,7 +381,11 @@ int syno_space_spec_from_json(const char *json, syno_space_spec_t *spec, syno_er
       }
       for (const cJSON *p = fixed->child; p; p = p->next) {
         if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(p->child) ||
-            !cJSON_IsNumber(p->child->next) || spec->n_fixed >= SYNO_MAX_FIXED) {
+            !cJSON_IsNumber(p->child->next) || spec->n_fixed >= SYNO_MAX_FIXED ||
+            !(p->child->valuedouble >= 0 && p->child->valuedouble < SYNO_MAX_RANK &&
+              p->child->valuedouble == floor(p->child->valuedouble)) ||
+            !(p->child->next->valuedouble >= 0 && p->child->next->valuedouble < SYNO_MAX_RANK &&
+              p->child->next->valuedouble == floor(p->child->next->valuedouble))) {
           rc = syno_error_set(err, "field 'fixed' must be an array of at most %d [input axis, output axis] pairs",
                               SYNO_MAX_FIXED);
           goto done;
