@@ -384,7 +384,7 @@ static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lowe
         py_const(e, sb, p->size);
         syno_strbuf_printf(sb, ")\n");
       }
-      if (p->kind == LOWER_PEEL_PAD && (defer >> ax & 1)) {
+      if (p->kind == LOWER_PEEL_PAD && (defer >> ax & 1) && k == av[ax].n_peels - 1) {
         /* Left to the caller (a convolution's own padding): pl<k>, pr<k> and the low end lw<k>. */
         int id = deferred[ax] = e->n_offsets++;
         syno_strbuf_printf(sb, "        pl%d = max(0, -lo)\n        pr%d = max(0, hi - ", id, id);
@@ -798,7 +798,8 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
   for (int w = 0; w < c->n_win; w++) {
     const char *reason;
     lower_axis_view(e->n, a.idx[c->axis[w]], &av[0], &reason);
-    if (!reason && av[0].n_peels == 1 && av[0].peel[0].kind == LOWER_PEEL_PAD && c->dil[w].imm > 0)
+    /* The padding is the window's innermost peel (a roll or a repeat may come before it). */
+    if (!reason && av[0].n_peels >= 1 && av[0].peel[av[0].n_peels - 1].kind == LOWER_PEEL_PAD && c->dil[w].imm > 0)
       defer |= 1u << c->axis[w];
   }
   int deferred[SYNO_MAX_RANK];

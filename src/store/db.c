@@ -5,6 +5,7 @@
  * conversions are all driven by it. */
 #include "syno/store.h"
 
+#include <math.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <sqlite3.h>
@@ -465,15 +466,39 @@ void syno_db_cand_clear(syno_db_cand_t *c) {
   memset(c, 0, sizeof *c);
 }
 
-static void read_row(sqlite3_stmt *q, syno_db_cand_t *c) {
+/* Reads one row into c. A value of the wrong kind (text where a number belongs, a number
+ * that is not finite, bytes where text belongs) is damage, not data: -1 with err naming the
+ * row and the column, never a 0 shown as a result. */
+static int read_row(syno_db_t *db, sqlite3_stmt *q, syno_db_cand_t *c, syno_error_t *err) {
   memset(c, 0, sizeof *c);
+  const char *bad = NULL;
+  int bad_col = -1;
   for (int i = 0; i < NFIELDS; i++) {
     const field_t *f = &fields[i];
+    int type = sqlite3_column_type(q, i);
     switch (f->type) {
-      case F_INT: *AT(c, f, int) = sqlite3_column_int(q, i); break;
-      case F_LONG: *AT(c, f, long) = (long)sqlite3_column_int64(q, i); break;
-      case F_REAL: *AT(c, f, double) = sqlite3_column_double(q, i); break;
+      case F_INT:
+      case F_LONG:
+      case F_REAL:
+        if (type != SQLITE_INTEGER && type != SQLITE_FLOAT && type != SQLITE_NULL) {
+          if (!bad) bad = type == SQLITE_TEXT ? "text where a number belongs" : "bytes where a number belongs";
+          if (bad_col < 0) bad_col = i;
+        } else if (type == SQLITE_FLOAT && !isfinite(sqlite3_column_double(q, i))) {
+          if (!bad) bad = "a number that is not finite";
+          if (bad_col < 0) bad_col = i;
+        }
+        if (f->type == F_INT)
+          *AT(c, f, int) = sqlite3_column_int(q, i);
+        else if (f->type == F_LONG)
+          *AT(c, f, long) = (long)sqlite3_column_int64(q, i);
+        else
+          *AT(c, f, double) = sqlite3_column_double(q, i);
+        break;
       case F_TEXT: {
+        if (type == SQLITE_BLOB) {
+          if (!bad) bad = "bytes where text belongs";
+          if (bad_col < 0) bad_col = i;
+        }
         /* op_text is never NULL (insert writes "" for none): a NULL in a damaged or foreign
          * file reads as "", so no reader passes NULL on as an operator text. */
         const char *s = (const char *)sqlite3_column_text(q, i);
@@ -482,6 +507,9 @@ static void read_row(sqlite3_stmt *q, syno_db_cand_t *c) {
       } break;
     }
   }
+  if (!bad) return 0;
+  return syno_error_set(err, "%s: candidate %ld is damaged: column '%s' holds %s; refusing to use it", db->path,
+                        (long)c->id, fields[bad_col].name, bad);
 }
 
 /* Runs "SELECT <fields> FROM candidates <where>" with one optional text
@@ -509,7 +537,12 @@ static int select_rows(syno_db_t *db, const char *where, const char *param, syno
       *out = NULL, *n = 0;
       return syno_error_set(err, "out of memory");
     }
-    read_row(q, &(*out)[(*n)++]);
+    if (read_row(db, q, &(*out)[(*n)++], err)) {
+      sqlite3_finalize(q);
+      syno_db_list_free(*out, *n);
+      *out = NULL, *n = 0;
+      return -1;
+    }
   }
   sqlite3_finalize(q);
   if (r != SQLITE_DONE) {

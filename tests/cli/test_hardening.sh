@@ -103,6 +103,34 @@ printf 'in[i0\0, i1]' >nul.txt
 st=$?
 if [ "$st" -eq 2 ] && grep -q "has a NUL byte at offset 5" err; then ok; else bad "an operator file with a NUL: exit $st, $(head -c 300 err)"; fi
 
+# 8. Garbage in a database row is named as damage, not shown as data: text or a non-finite
+# number where a number belongs, operator text that does not parse.
+cp x.db nan.db
+python3 -c "import sqlite3; c = sqlite3.connect('nan.db'); c.execute(\"UPDATE candidates SET accuracy = 'NaN' WHERE id = 2\"); c.commit()"
+for cmd in "report --db nan.db" "export --to pytorch --db nan.db --id 3" "train --db nan.db --id 3"; do
+  # shellcheck disable=SC2086
+  timeout 60 "$SYNO" $cmd >out 2>err
+  st=$?
+  if { [ "$st" -eq 1 ] || [ "$st" -eq 2 ]; } && grep -q "candidate 2 is damaged: column 'accuracy' holds text where a number belongs" err
+  then ok; else bad "$cmd on a NaN accuracy: exit $st, $(head -c 300 err)"; fi
+done
+cp x.db garbage.db
+python3 -c "import sqlite3; c = sqlite3.connect('garbage.db'); c.execute(\"UPDATE candidates SET op_text = 'in[[[[ frob(3)' WHERE id = 3\"); c.commit()"
+timeout 60 "$SYNO" report --db garbage.db >out 2>err
+st=$?
+if { [ "$st" -eq 1 ] || [ "$st" -eq 2 ]; } && grep -q "candidate 3" err && grep -q "does not parse" err; then ok
+else bad "report on garbage operator text: exit $st, $(head -c 300 err)"; fi
+
+# 9. Spec JSON is strict.
+for j in '{"preset":"linear","preset":"conv2d"}|given twice' '{"preset":"conv2d\u0000xyz"}|u0000' \
+         '{"preset":"conv2d"} {"preset":"linear"}|data after the JSON object' '{"preset":"conv2d","bind":[""]}|empty binding' \
+         '{"preset":"conv2d","max_expansion_repeat":-1}|must be a number >= 0' '{"preset":"conv2d","fixed":[[0,0]]}|cannot be combined'; do
+  printf '%s' "${j%|*}" >s.json
+  "$SYNO" space --spec s.json --depth 3 >out 2>err
+  st=$?
+  if [ "$st" -eq 2 ] && grep -q -- "${j#*|}" err; then ok; else bad "spec ${j%|*}: exit $st, $(head -c 300 err)"; fi
+done
+
 # 12. Every image backbone builds and trains at its largest --depth (VGG at 8 has 77 layers; a
 # fixed array of 64 used to be overrun).
 for b in vgg resnet resnet34 resnext29 densenet121 efficientnetv2s; do
