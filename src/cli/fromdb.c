@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "syno/driver.h"
 #include "syno/store.h"
+#include "syno/space.h"
 
 int cli_candidate_from_db(const char *path, long id, const char *verb, syno_train_cfg_t *cfg, char strs[3][256],
                           char **op) {
@@ -94,4 +95,39 @@ const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, bool
     if (!best || cli_speedup_of(c) > cli_speedup_of(best)) best = c;
   }
   return best;
+}
+
+int cli_check_ops(const char *cmd, const char *path, syno_db_t *db, const syno_db_cand_t *rows, int n) {
+  syno_error_t err;
+  char *spec_text = NULL;
+  int got = syno_db_meta_get(db, "spec", &spec_text, &err);
+  if (got < 0) {
+    fprintf(stderr, "syno %s: %s\n", cmd, err.msg);
+    return SYNO_EXIT_FAIL;
+  }
+  if (got == 0) return 0; /* a database of before the spec was stored: nothing to parse against */
+  syno_space_spec_t spec;
+  int rc = syno_space_spec_from_json(spec_text, &spec, &err);
+  free(spec_text);
+  if (rc) {
+    fprintf(stderr, "syno %s: %s: its search spec does not parse (damaged?): %s\n", cmd, path, err.msg);
+    return SYNO_EXIT_FAIL;
+  }
+  for (int i = 0; i < n; i++) {
+    if (rows[i].is_baseline) continue;
+    syno_graph_t *g = syno_graph_new(&spec.vars);
+    if (!g) {
+      fprintf(stderr, "syno %s: out of memory\n", cmd);
+      return SYNO_EXIT_FAIL;
+    }
+    syno_operator_t op;
+    rc = syno_operator_parse(g, rows[i].op_text ? rows[i].op_text : "", &spec.input, &spec.output, &op, &err);
+    syno_graph_free(g);
+    if (rc) {
+      fprintf(stderr, "syno %s: %s: candidate %ld is damaged: its operator does not parse (%s)\n", cmd, path,
+              rows[i].id, err.msg);
+      return SYNO_EXIT_FAIL;
+    }
+  }
+  return 0;
 }

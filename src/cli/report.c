@@ -433,6 +433,12 @@ int cli_cmd_report(int argc, char **argv) {
     fprintf(stderr, "syno report: %s\n", err.msg);
     return SYNO_EXIT_FAIL;
   }
+  int bad = cli_check_ops("report", db_path, db, rows, n);
+  if (bad) {
+    syno_db_list_free(rows, n);
+    syno_db_close(db);
+    return bad;
+  }
   syno_db_cand_t *base = NULL;
   syno_db_cand_t **ok = malloc((size_t)(n + 1) * sizeof *ok), **front = malloc((size_t)(n + 1) * sizeof *front);
   int n_ok = 0, n_failed = 0, n_slow = 0, n_confirmed = 0;
