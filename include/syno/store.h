@@ -92,6 +92,10 @@ typedef struct {
 #define SYNO_DB_CREATE 1
 #define SYNO_DB_READONLY 2
 int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err);
+/* A database open for writing is held by its process (flock); another open for writing is
+ * refused naming that process's pid. syno_db_in_use: 0 when no one holds path, else -1 with
+ * err ("x.db is in use by another search (pid 123); ..."). */
+int syno_db_in_use(const char *path, syno_error_t *err);
 void syno_db_close(syno_db_t *db);
 
 /* syno_db_meta_get: 1 found (*value malloc'd), 0 missing, -1 error. */

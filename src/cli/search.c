@@ -241,6 +241,10 @@ static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
       return cli_cmd_error("search", "%s", err.msg);
     }
     syno_db_close(db);
+    if (syno_db_in_use(c->db_path, &err)) {
+      syno_pool_free(c->pool);
+      return cli_cmd_error("search", "%s", err.msg);
+    }
   }
   static char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

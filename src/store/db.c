@@ -5,6 +5,9 @@
  * conversions are all driven by it. */
 #include "syno/store.h"
 
+#include <sys/file.h>
+#include <sys/sysmacros.h>
+#include <fcntl.h>
 #include <math.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -23,6 +26,7 @@
 
 struct syno_db {
   sqlite3 *h;
+  int lock_fd; /* read-write: the file held with flock(LOCK_EX) while open; else -1 */
   char path[1024];
   int version; /* the file's schema version (older files are read as it, when read only) */
 };
@@ -279,6 +283,50 @@ static void remove_new(const char *path) {
   unlink(side);
 }
 
+/* The pid holding a flock on the file open as fd (from /proc/locks), or 0 when unknown. */
+static long lock_holder(int fd) {
+  struct stat st;
+  FILE *f = fstat(fd, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
+  long pid = 0;
+  char line[256];
+  while (f && !pid && fgets(line, sizeof line, f)) {
+    char kind[16];
+    long p;
+    unsigned maj, min;
+    unsigned long ino;
+    if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%lu", kind, &p, &maj, &min, &ino) == 5 && !strcmp(kind, "FLOCK") &&
+        ino == (unsigned long)st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev))
+      pid = p;
+  }
+  if (f) fclose(f);
+  return pid;
+}
+
+/* One writer at a time: the file is held with flock (which SQLite's own fcntl locks do not
+ * see) while it is open for writing; a second writer is refused, naming the first's pid. */
+static int take_lock(syno_db_t *db, syno_error_t *err) {
+  db->lock_fd = open(db->path, O_RDONLY | O_CLOEXEC);
+  if (db->lock_fd < 0) return syno_error_set(err, "%s: cannot open: %s", db->path, strerror(errno));
+  if (flock(db->lock_fd, LOCK_EX | LOCK_NB) == 0) return 0;
+  int e = errno;
+  long pid = e == EWOULDBLOCK ? lock_holder(db->lock_fd) : 0;
+  close(db->lock_fd);
+  db->lock_fd = -1;
+  if (e != EWOULDBLOCK) return syno_error_set(err, "%s: cannot lock: %s", db->path, strerror(e));
+  if (pid > 0)
+    return syno_error_set(err, "%s is in use by another search (pid %ld); wait for it to end, or stop it first",
+                          db->path, pid);
+  return syno_error_set(err, "%s is in use by another search; wait for it to end, or stop it first", db->path);
+}
+
+int syno_db_in_use(const char *path, syno_error_t *err) {
+  syno_db_t probe = {.lock_fd = -1};
+  snprintf(probe.path, sizeof probe.path, "%s", path);
+  if (take_lock(&probe, err)) return -1;
+  close(probe.lock_fd);
+  return 0;
+}
+
 int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err) {
   *out = NULL;
   int create = (flags & SYNO_DB_CREATE) != 0, readonly = (flags & SYNO_DB_READONLY) != 0;
@@ -299,6 +347,7 @@ int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err
   }
   syno_db_t *db = calloc(1, sizeof *db);
   if (!db) return syno_error_set(err, "out of memory");
+  db->lock_fd = -1;
   snprintf(db->path, sizeof db->path, "%s", path);
   if (!fresh && check_sound(db, err)) {
     free(db);
@@ -320,6 +369,10 @@ int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err
       (exec_sql(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", err) || (fresh && create_schema(db, err)))) {
     syno_db_close(db);
     if (made) remove_new(path);
+    return -1;
+  }
+  if (!readonly && take_lock(db, err)) {
+    syno_db_close(db);
     return -1;
   }
   /* The tables must be there too (a syno file of a newer layout would have
@@ -350,6 +403,7 @@ int syno_db_open(const char *path, int flags, syno_db_t **out, syno_error_t *err
 }
 
 void syno_db_close(syno_db_t *db) {
+  if (db && db->lock_fd >= 0) close(db->lock_fd);
   if (!db) return;
   sqlite3_close(db->h);
   free(db);

@@ -131,6 +131,18 @@ for j in '{"preset":"linear","preset":"conv2d"}|given twice' '{"preset":"conv2d\
   if [ "$st" -eq 2 ] && grep -q -- "${j#*|}" err; then ok; else bad "spec ${j%|*}: exit $st, $(head -c 300 err)"; fi
 done
 
+# 11. One writer per database: a second --resume while a search runs is refused, naming its pid.
+"$SYNO" search --db lock.db --stand-in --budget 20 --confirm 0 --quiet >/dev/null 2>&1 &
+first=$!
+for _ in $(seq 50); do [ -s lock.db ] && break; sleep 0.1; done
+sleep 0.5
+"$SYNO" search --resume lock.db --quiet >out 2>err
+st=$?
+if [ "$st" -eq 2 ] && grep -q "lock.db is in use by another search (pid $first)" err; then ok
+else bad "a second --resume while a search runs: exit $st, $(head -c 300 err)"; fi
+wait "$first"
+if "$SYNO" search --resume lock.db --budget 1 --quiet >out 2>err; then ok; else bad "resume after the first ended: $(head -c 300 err)"; fi
+
 # 12. Every image backbone builds and trains at its largest --depth (VGG at 8 has 77 layers; a
 # fixed array of 64 used to be overrun).
 for b in vgg resnet resnet34 resnext29 densenet121 efficientnetv2s; do
