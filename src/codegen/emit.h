@@ -72,4 +72,10 @@ void codegen_primary_name(const syno_vars_t *v, int i, char *out, size_t n);
 /* The spelling of size a, stored in the table; "?" after an error (z->failed, z->err set). */
 const char *codegen_size(codegen_sizes_t *z, syno_size_t a);
 
+/* The comment lines a Python export (PyTorch, TVM) starts with: the operator, the binding it
+ * was exported at, `intro` (further "# " lines, may be ""), its input, output (out_rank sizes
+ * out) and weight shapes as sizes, `flops` (a formula, or NULL) and the coefficients fixed. */
+void codegen_py_header(syno_strbuf_t *sb, const syno_operator_t *op, int binding, const syno_size_t *out, int out_rank,
+                       const char *intro, const char *flops);
+
 #endif

@@ -108,6 +108,37 @@ typedef struct {
 static case_t cases[MAX_CASES];
 static int n_cases;
 
+/* The expected results of one case at binding b: a random output gradient (written), the
+ * interpreter's output and the gradients scattered through the forward nest. */
+typedef struct {
+  case_t *c;
+  const syno_nest_t *nest;
+  const syno_vars_t *v;
+  syno_rng_t *rng;
+  const char *dir;
+} expect_t;
+
+static void expect(int b, float *const *t, const int64_t *numel, int64_t n_out, void *user) {
+  expect_t *x = user;
+  case_t *c = x->c;
+  syno_error_t err;
+  char path[400];
+  c->n_out[b] = n_out;
+  memcpy(c->numel[b], numel, sizeof c->numel[b]);
+  float *gout = st_random(x->rng, n_out);
+  snprintf(path, sizeof path, "%s/gout%d", x->dir, b);
+  st_write_floats(path, gout, n_out);
+  c->want_y[b] = malloc(sizeof(float) * (size_t)n_out);
+  if (syno_interp_nest(x->nest, x->v, b, (const float *const *)t, NULL, c->want_y[b], &err))
+    fail_msg("'%s' at %s: %s", c->text, c->bind[b], err.msg);
+  for (int i = 0; i < c->n_tensors; i++) {
+    c->want_g[b][i] = malloc(sizeof(float) * (size_t)numel[i]);
+    if (syno_interp_grad_scatter(x->nest, x->v, b, i, (const float *const *)t, gout, c->want_g[b][i], &err))
+      fail_msg("%s", err.msg);
+  }
+  free(gout);
+}
+
 /* Emits op into its case directory with its inputs and the expected results at each binding. */
 static void prepare(const syno_operator_t *op, void *user) {
   syno_rng_t *rng = user;
@@ -135,51 +166,9 @@ static void prepare(const syno_operator_t *op, void *user) {
   st_other_bindings(op, nest, &v);
   c->n_tensors = op->n_tensors;
   c->n_bind = v.nbind;
-  float *t[SYNO_MAX_TENSORS] = {0};
-  snprintf(path, sizeof path, "%s/shapes", dir);
-  FILE *shapes = fopen(path, "w");
-  assert_non_null(shapes);
-  for (int b = 0; b < v.nbind; b++) {
-    syno_vars_print_binding(&v, b, c->bind[b], sizeof c->bind[b]);
-    int rank[SYNO_MAX_TENSORS + 1];
-    int64_t ext[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK];
-    if (syno_operator_extents(op, &v, b, rank, ext, &err)) fail_msg("%s", err.msg);
-    fprintf(shapes, "%d", b);
-    for (int i = 0; i < rank[0]; i++) fprintf(shapes, " %" PRId64, ext[0][i]);
-    fprintf(shapes, " /");
-    c->n_out[b] = 1;
-    for (int i = 0; i < nest->n_outer; i++) {
-      int64_t x;
-      assert_int_equal(syno_size_eval(&v, nest->outer[i], b, &x, &err), 0);
-      fprintf(shapes, " %" PRId64, x);
-      c->n_out[b] *= x;
-    }
-    fprintf(shapes, "\n");
-    for (int i = 0; i < op->n_tensors; i++) {
-      c->numel[b][i] = 1;
-      for (int k = 0; k < rank[i]; k++) c->numel[b][i] *= ext[i][k];
-      if (i == 0 || b == 0) {
-        free(i == 0 ? t[0] : NULL);
-        t[i] = st_random(rng, c->numel[b][i]);
-        snprintf(path, sizeof path, i == 0 ? "%s/x%d" : "%s/t%d", dir, i == 0 ? b : i);
-        st_write_floats(path, t[i], c->numel[b][i]);
-      }
-    }
-    float *gout = st_random(rng, c->n_out[b]);
-    snprintf(path, sizeof path, "%s/gout%d", dir, b);
-    st_write_floats(path, gout, c->n_out[b]);
-    c->want_y[b] = malloc(sizeof(float) * (size_t)c->n_out[b]);
-    if (syno_interp_nest(nest, &v, b, (const float *const *)t, NULL, c->want_y[b], &err))
-      fail_msg("'%s' at %s: %s", c->text, c->bind[b], err.msg);
-    for (int i = 0; i < op->n_tensors; i++) {
-      c->want_g[b][i] = malloc(sizeof(float) * (size_t)c->numel[b][i]);
-      if (syno_interp_grad_scatter(nest, &v, b, i, (const float *const *)t, gout, c->want_g[b][i], &err))
-        fail_msg("%s", err.msg);
-    }
-    free(gout);
-  }
-  fclose(shapes);
-  for (int i = 0; i < op->n_tensors; i++) free(t[i]);
+  for (int b = 0; b < v.nbind; b++) syno_vars_print_binding(&v, b, c->bind[b], sizeof c->bind[b]);
+  expect_t x = {c, nest, &v, rng, dir};
+  st_write_bindings(op, nest, &v, dir, rng, expect, &x);
   free(nest);
   n_cases++;
 }

@@ -70,6 +70,22 @@ typedef struct {
 static case_t cases[MAX_CASES];
 static int n_cases;
 
+/* The interpreter's output of one case at binding b. */
+typedef struct {
+  case_t *c;
+  const syno_nest_t *nest;
+  const syno_vars_t *v;
+} expect_t;
+
+static void expect(int b, float *const *t, const int64_t *numel, int64_t n_out, void *user) {
+  (void)numel;
+  expect_t *x = user;
+  syno_error_t err;
+  x->c->n_out[b] = n_out;
+  x->c->want[b] = malloc(sizeof(float) * (size_t)n_out);
+  if (syno_interp_nest(x->nest, x->v, b, (const float *const *)t, NULL, x->c->want[b], &err)) fail_msg("%s", err.msg);
+}
+
 static void prepare(const syno_operator_t *op, void *user) {
   syno_rng_t *rng = user;
   assert_true(n_cases < MAX_CASES);
@@ -96,40 +112,9 @@ static void prepare(const syno_operator_t *op, void *user) {
   v.nbind = 1;
   st_other_bindings(op, nest, &v);
   c->n_bind = v.nbind;
-  float *t[SYNO_MAX_TENSORS] = {0};
-  snprintf(path, sizeof path, "%s/shapes", dir);
-  FILE *shapes = fopen(path, "w");
-  assert_non_null(shapes);
-  for (int b = 0; b < v.nbind; b++) {
-    syno_vars_print_binding(&v, b, c->bind[b], sizeof c->bind[b]);
-    int rank[SYNO_MAX_TENSORS + 1];
-    int64_t ext[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK];
-    if (syno_operator_extents(op, &v, b, rank, ext, &err)) fail_msg("%s", err.msg);
-    fprintf(shapes, "%d", b);
-    for (int i = 0; i < rank[0]; i++) fprintf(shapes, " %" PRId64, ext[0][i]);
-    fprintf(shapes, " /");
-    c->n_out[b] = 1;
-    for (int i = 0; i < nest->n_outer; i++) {
-      int64_t x;
-      assert_int_equal(syno_size_eval(&v, nest->outer[i], b, &x, &err), 0);
-      fprintf(shapes, " %" PRId64, x);
-      c->n_out[b] *= x;
-    }
-    fprintf(shapes, "\n");
-    for (int i = 0; i < op->n_tensors; i++) {
-      if (i > 0 && b > 0) continue; /* the weights keep their shapes */
-      int64_t numel = 1;
-      for (int k = 0; k < rank[i]; k++) numel *= ext[i][k];
-      free(t[i]);
-      t[i] = st_random(rng, numel);
-      snprintf(path, sizeof path, i == 0 ? "%s/x%d" : "%s/t%d", dir, i == 0 ? b : i);
-      st_write_floats(path, t[i], numel);
-    }
-    c->want[b] = malloc(sizeof(float) * (size_t)c->n_out[b]);
-    if (syno_interp_nest(nest, &v, b, (const float *const *)t, NULL, c->want[b], &err)) fail_msg("%s", err.msg);
-  }
-  fclose(shapes);
-  for (int i = 0; i < op->n_tensors; i++) free(t[i]);
+  for (int b = 0; b < v.nbind; b++) syno_vars_print_binding(&v, b, c->bind[b], sizeof c->bind[b]);
+  expect_t x = {c, nest, &v};
+  st_write_bindings(op, nest, &v, dir, rng, expect, &x);
   free(nest);
   n_cases++;
 }

@@ -2,6 +2,7 @@
 
 #include "syno/space.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,3 +295,41 @@ void st_other_bindings(const syno_operator_t *op, const syno_nest_t *fwd, syno_v
   }
 }
 
+
+void st_write_bindings(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, const char *dir,
+                       syno_rng_t *rng, st_binding_fn each, void *user) {
+  syno_error_t err;
+  char path[1024];
+  float *t[SYNO_MAX_TENSORS] = {0};
+  int64_t numel[SYNO_MAX_TENSORS] = {0};
+  snprintf(path, sizeof path, "%s/shapes", dir);
+  FILE *shapes = fopen(path, "w");
+  assert_non_null(shapes);
+  for (int b = 0; b < v->nbind; b++) {
+    int rank[SYNO_MAX_TENSORS + 1];
+    int64_t ext[SYNO_MAX_TENSORS + 1][SYNO_MAX_RANK], n_out = 1;
+    if (syno_operator_extents(op, v, b, rank, ext, &err)) fail_msg("%s", err.msg);
+    fprintf(shapes, "%d", b);
+    for (int i = 0; i < rank[0]; i++) fprintf(shapes, " %" PRId64, ext[0][i]);
+    fprintf(shapes, " /");
+    for (int i = 0; i < fwd->n_outer; i++) {
+      int64_t x;
+      assert_int_equal(syno_size_eval(v, fwd->outer[i], b, &x, &err), 0);
+      fprintf(shapes, " %" PRId64, x);
+      n_out *= x;
+    }
+    fprintf(shapes, "\n");
+    for (int i = 0; i < op->n_tensors; i++) {
+      if (i > 0 && b > 0) continue; /* the weights keep their shapes */
+      numel[i] = 1;
+      for (int k = 0; k < rank[i]; k++) numel[i] *= ext[i][k];
+      free(t[i]);
+      t[i] = st_random(rng, numel[i]);
+      snprintf(path, sizeof path, i == 0 ? "%s/x%d" : "%s/t%d", dir, i == 0 ? b : i);
+      st_write_floats(path, t[i], numel[i]);
+    }
+    each(b, t, numel, n_out, user);
+  }
+  fclose(shapes);
+  for (int i = 0; i < op->n_tensors; i++) free(t[i]);
+}

@@ -76,6 +76,14 @@ int st_sample(const char *spec_json, uint64_t seed, int n,
  * weights keep binding 0's shapes: the sizes a module read from its input may take. */
 void st_other_bindings(const syno_operator_t *op, const syno_nest_t *fwd, syno_vars_t *v);
 
+/* The inputs of an exported module's check at every binding b of v (binding 0 the exported
+ * one): appends "b in-dims / out-dims" to DIR/shapes, writes a random input DIR/x<b> and, at
+ * binding 0 only (they keep their shapes), the weights DIR/t<t>, and calls each with that
+ * binding's tensors (the input, then the weights), their element counts and the output's. */
+typedef void (*st_binding_fn)(int b, float *const *tensors, const int64_t *numel, int64_t n_out, void *user);
+void st_write_bindings(const syno_operator_t *op, const syno_nest_t *fwd, const syno_vars_t *v, const char *dir,
+                       syno_rng_t *rng, st_binding_fn each, void *user);
+
 int st_sample_distinct(const char *spec_json, uint64_t seed, int n, void (*each)(const syno_operator_t *op, void *user),
                        void *user, int *drawn);
 
