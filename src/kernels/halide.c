@@ -437,7 +437,7 @@ int syno_kernel_get_in(const syno_operator_t *op, const syno_vars_t *v, int bind
   }
   if (!rc) { /* the generator run: schedule and compile for this CPU */
     char plugin[PATH_N + 64], sched[64], params[96];
-    const char *gen[16] = {"./gen", "-g", name, "-f", "syno_kernel", "-o", ".", "-e", "object"};
+    const char *gen[20] = {"./gen", "-g", name, "-f", "syno_kernel", "-o", ".", "-e", "object"};
     int k = 9;
     if (sched_plugins[s]) {
       fmt(plugin, sizeof plugin, "%s/%s", path_of("SYNO_HALIDE_PLUGINS", SYNO_HALIDE_PLUGIN_DIR), sched_plugins[s]);
