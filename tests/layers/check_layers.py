@@ -4,10 +4,14 @@
 Checks two things and fails naming every violation:
   1. includes: every #include of a syno header from src/<module>/ and from
      include/syno/<header>.h names a module that module may use;
-  2. calls: every syno_* symbol a layer's static library leaves undefined is
-     defined in a library that layer may use (nm), so a call upward fails even
-     when it hides behind a forward declaration.
-Usage: check_layers.py SOURCE_DIR [BUILD_DIR]"""
+  2. calls, per module: every symbol an object file of src/<module>/ leaves
+     undefined that another object of the project defines is defined in a module
+     this one may use (nm on build/CMakeFiles/*.dir/src/<module>/*.o), so a call
+     upward fails even when it hides behind a forward declaration, and even
+     between two modules that share one static library.
+Usage: check_layers.py SOURCE_DIR [BUILD_DIR]
+       check_layers.py --self-test   plants a call from size up to space in one
+                                     library and fails unless the check finds it"""
 import os
 import re
 import subprocess
@@ -41,12 +45,6 @@ ALLOWED = {
     "dist": {"base", "search", "dist"},
 }
 ALLOWED["cli"] = set(HEADER.values()) | set(ALLOWED)
-# Static libraries and the modules they hold (CMakeLists.txt).
-LIBS = {
-    "syno_base": {"base"}, "syno_core": {"size", "graph", "lower", "space", "codegen"},
-    "syno_dnnl": {"dnnl"}, "syno_exec": {"exec"}, "syno_kernels": {"kernels"}, "syno_nn": {"nn"}, "syno_model": {"model"}, "syno_search": {"search", "store"},
-    "syno_dist": {"dist"},
-}
 
 INC = re.compile(r'^\s*#\s*include\s+[<"]([^>"]+)[>"]', re.M)
 
@@ -83,41 +81,76 @@ def check_includes(src):
     return bad, len(files)
 
 
-def symbols(lib):
-    out = subprocess.run(["nm", "-g", "--defined-only", lib], capture_output=True, text=True, check=True).stdout
-    defined = {l.split()[-1] for l in out.splitlines() if len(l.split()) == 3}
-    out = subprocess.run(["nm", "-g", "-u", lib], capture_output=True, text=True, check=True).stdout
-    undef = {l.split()[-1] for l in out.splitlines() if l.strip() and not l.endswith(":")}
+def object_symbols(obj):
+    """The external symbols an object file defines, and those it leaves undefined."""
+    out = subprocess.run(["nm", "-g", obj], capture_output=True, text=True, check=True).stdout
+    defined, undef = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] not in ("U", "w", "v"):
+            defined.add(parts[2])
+        elif len(parts) == 2 and parts[0] == "U":
+            undef.add(parts[1])
     return defined, undef
 
 
+OBJ = re.compile(r"[\\/]src[\\/](\w+)[\\/][^\\/]+\.o$")
+
+
 def check_calls(build):
+    """Per module: each object's undefined project symbols must be defined in a module it may use."""
+    objs = []
+    for root, _, names in os.walk(os.path.join(build, "CMakeFiles")):
+        for n in names:
+            m = OBJ.search(os.path.join(root, n))
+            if m:
+                objs.append((m.group(1), os.path.join(root, n)))
+    if not objs:
+        return [f"no object files of src/ under {build}/CMakeFiles: build first"]
+    owner, need = {}, []
+    for mod, obj in objs:
+        defined, undef = object_symbols(obj)
+        for sym in defined:
+            owner.setdefault(sym, mod)
+        need.append((mod, obj, undef))
     bad = []
-    defined, undef = {}, {}
-    for lib in LIBS:
-        path = os.path.join(build, f"lib{lib}.a")
-        if not os.path.exists(path):
-            return [f"{path} is missing: build first"]
-        defined[lib], undef[lib] = symbols(path)
-    for lib, mods in LIBS.items():
-        may = set().union(*(ALLOWED[m] for m in mods))
-        for sym in sorted(undef[lib] - defined[lib]):
-            if not sym.startswith("syno_"):
-                continue
-            owner = [l for l in LIBS if sym in defined[l]]
-            if owner and not (LIBS[owner[0]] & may):
-                bad.append(f"lib{lib}.a calls {sym}, defined in lib{owner[0]}.a, a layer above or beside it")
+    for mod, obj, undef in need:
+        if mod not in ALLOWED:
+            continue  # an include violation already names it
+        for sym in sorted(undef):
+            o = owner.get(sym)
+            if o and o not in ALLOWED[mod]:
+                bad.append(f"{os.path.relpath(obj, build)} ({mod}) calls {sym}, defined in {o}, a layer above or beside it")
     return bad
 
 
+def self_test():
+    """A planted call across modules inside one library must be found."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for mod, text in (("size", "int syno_space_planted(void);\nint syno_size_planted(void) { return syno_space_planted(); }\n"),
+                          ("space", "int syno_space_planted(void) { return 1; }\n")):
+            src = os.path.join(d, f"{mod}.c")
+            open(src, "w").write(text)
+            obj = os.path.join(d, "CMakeFiles", "syno_core.dir", "src", mod, f"{mod}.c.o")
+            os.makedirs(os.path.dirname(obj))
+            subprocess.run(["cc", "-c", src, "-o", obj], check=True)
+        bad = check_calls(d)
+    found = any("(size) calls syno_space_planted, defined in space" in b for b in bad)
+    print("planted call from size to space inside syno_core:", "found" if found else "NOT FOUND", bad)
+    return 0 if found and len(bad) == 1 else 1
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     src = sys.argv[1]
     bad, n = check_includes(src)
     if len(sys.argv) > 2:
         bad += check_calls(sys.argv[2])
     for b in bad:
         print(b)
-    print(f"{n} files and {len(LIBS)} libraries checked: {len(bad)} violations")
+    print(f"{n} files and the object files of every module checked: {len(bad)} violations")
     return 1 if bad else 0
 
 
