@@ -144,7 +144,7 @@ bool cli_near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base, bool
 const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, bool lm);
 
 /* Whether every candidate's operator of a search's database parses against its stored spec:
- * 0, or the exit status after a message naming the first damaged row. */
+ * 0, or 2 (a damaged file is bad input) after a message naming the first damaged row. */
 int cli_check_ops(const char *cmd, const char *path, syno_db_t *db, const syno_db_cand_t *rows, int n);
 
 int cli_cmd_show(int argc, char **argv);

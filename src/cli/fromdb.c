@@ -26,6 +26,8 @@ int cli_candidate_from_db(const char *path, long id, const char *verb, syno_trai
   const syno_db_cand_t *c = NULL;
   for (int i = 0; i < n; i++)
     if (rows[i].id == id) c = &rows[i];
+  if (c && (rc = cli_check_ops(verb ? "train" : "export", path, db, c, 1))) goto out;
+  rc = SYNO_EXIT_USAGE;
   cJSON *o = settings ? cJSON_Parse(settings) : NULL;
   const cJSON *bb = cJSON_GetObjectItemCaseSensitive(o, "backbone"),
               *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
@@ -111,7 +113,7 @@ int cli_check_ops(const char *cmd, const char *path, syno_db_t *db, const syno_d
   free(spec_text);
   if (rc) {
     fprintf(stderr, "syno %s: %s: its search spec does not parse (damaged?): %s\n", cmd, path, err.msg);
-    return SYNO_EXIT_FAIL;
+    return SYNO_EXIT_USAGE;
   }
   for (int i = 0; i < n; i++) {
     if (rows[i].is_baseline) continue;
@@ -126,7 +128,7 @@ int cli_check_ops(const char *cmd, const char *path, syno_db_t *db, const syno_d
     if (rc) {
       fprintf(stderr, "syno %s: %s: candidate %ld is damaged: its operator does not parse (%s)\n", cmd, path,
               rows[i].id, err.msg);
-      return SYNO_EXIT_FAIL;
+      return SYNO_EXIT_USAGE;
     }
   }
   return 0;

@@ -430,8 +430,7 @@ int cli_cmd_report(int argc, char **argv) {
   int n;
   if (syno_db_list(db, &rows, &n, &err)) {
     syno_db_close(db);
-    fprintf(stderr, "syno report: %s\n", err.msg);
-    return SYNO_EXIT_FAIL;
+    return cli_cmd_error("report", "%s", err.msg); /* a damaged row: bad input */
   }
   int bad = cli_check_ops("report", db_path, db, rows, n);
   if (bad) {

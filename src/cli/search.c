@@ -240,7 +240,21 @@ static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
       syno_pool_free(c->pool);
       return cli_cmd_error("search", "%s", err.msg);
     }
+    /* Its rows too: a damaged one is named, not resumed over. */
+    syno_db_cand_t *rows = NULL;
+    int n = 0;
+    if (syno_db_list(db, &rows, &n, &err)) {
+      syno_db_close(db);
+      syno_pool_free(c->pool);
+      return cli_cmd_error("search", "%s", err.msg);
+    }
+    rc = cli_check_ops("search", c->db_path, db, rows, n);
+    syno_db_list_free(rows, n);
     syno_db_close(db);
+    if (rc) {
+      syno_pool_free(c->pool);
+      return rc;
+    }
     if (syno_db_in_use(c->db_path, &err)) {
       syno_pool_free(c->pool);
       return cli_cmd_error("search", "%s", err.msg);

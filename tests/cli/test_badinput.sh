@@ -108,6 +108,72 @@ printf 'not a directory\n' >"$fx/plain"
 OP='r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]'
 BIND=N=2,C_in=4,C_out=8,H=9,W=9,k=3
 
+# Hostile inputs: a FIFO, a directory, operator text nested 2000 deep, a NUL byte, strict JSON,
+# damaged rows of a real database (text in a number column, an operator that does not parse,
+# one nested 2000 deep).
+mkfifo "$fx/fifo"
+mkdir "$fx/adir"
+python3 -c "print('in[' + 'div(' * 2000)" >"$fx/deep.txt"
+printf 'in[i0\0, i1]' >"$fx/nul.txt"
+spec dup '{"preset": "linear", "preset": "conv2d"}'
+spec trail '{"preset": "conv2d"} {"preset": "linear"}'
+spec u0 '{"preset": "conv2d\u0000xyz"}'
+spec emptybind '{"preset": "conv2d", "bind": [""]}'
+spec neg '{"preset": "conv2d", "max_expansion_repeat": -1}'
+spec fixedpreset '{"preset": "conv2d", "fixed": [[0, 0]]}'
+printf '{"preset": "conv2d"\0}' >"$fx/nul.json"
+python3 - "$fx" "$OP" <<'EOF2'
+import os, shutil, sqlite3, sys
+fx, op = sys.argv[1], sys.argv[2]
+# s.db holds the baseline alone: the damaged copies get a candidate 2 (the baseline's numbers
+# and a real operator) to damage.
+for name, sql, arg in (("nan", "UPDATE candidates SET accuracy = 'NaN' WHERE id = 2", None),
+                       ("garbage", "UPDATE candidates SET op_text = 'in[[[[ frob(3)' WHERE id = 2", None),
+                       ("deeprow", "UPDATE candidates SET op_text = ? WHERE id = 2", "in[" + "div(" * 2000)):
+    path = os.path.join(fx, name + ".db")
+    shutil.copy(os.path.join(fx, "s.db"), path)
+    c = sqlite3.connect(path)
+    c.execute("PRAGMA journal_mode=DELETE")
+    cur = c.execute("SELECT * FROM candidates WHERE id = 1")
+    row = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+    row.update(id=2, is_baseline=0, op_text=op, status=0)
+    c.execute("INSERT INTO candidates (%s) VALUES (%s)" % (", ".join(row), ", ".join("?" * len(row))), list(row.values()))
+    c.execute(sql, (arg,) if arg else ())
+    c.commit()
+    c.close()
+EOF2
+DEEP="in[$(python3 -c "print('shift(' * 70 + 'i0' + ')' * 70)"), i1, i2, i3]"
+
+# tx STATUS WORD CMD... : a failure while working (STATUS 1) must also say so in one line, print
+# nothing on stdout and leave the fixture files as they were. With TX_OUT=full the command's
+# stdout is /dev/full, with TX_OUT=closed it is closed.
+tx() {
+  local want=$1 word=$2 why=""
+  shift 2
+  tried=$((tried + 1))
+  snapshot >"$tmp/before"
+  case "${TX_OUT:-}" in
+    full) timeout 60 "$@" >/dev/full 2>"$tmp/err" </dev/null ;;
+    closed) timeout 60 "$@" >&- 2>"$tmp/err" </dev/null ;;
+    *) timeout 60 "$@" >"$tmp/out" 2>"$tmp/err" </dev/null ;;
+  esac
+  local st=$?
+  [ -n "${TX_OUT:-}" ] && : >"$tmp/out"
+  snapshot >"$tmp/after"
+  if [ "$st" -ne "$want" ]; then why="exit $st, not $want"
+  elif [ -s "$tmp/out" ]; then why="stdout not empty: $(head -c 200 "$tmp/out")"
+  elif [ "$(wc -l <"$tmp/err")" -ne 1 ]; then why="stderr is $(wc -l <"$tmp/err") lines, not 1"
+  elif ! grep -qF -- "$word" "$tmp/err"; then why="the message lacks '$word'"
+  elif ! cmp -s "$tmp/before" "$tmp/after"; then why="the fixture files changed: $(diff "$tmp/before" "$tmp/after" | head -4 | tr '\n' ' ')"
+  fi
+  if [ -z "$why" ]; then
+    passed=$((passed + 1))
+  else
+    echo "FAIL ($why): ${*#"$SYNO "}"
+    head -c 600 "$tmp/err" | sed 's/^/    stderr: /'
+  fi
+}
+
 # ------------------------------------------------------------------ syno
 t "give a command" "$SYNO"
 t "unknown command 'frobnicate'" "$SYNO" frobnicate
@@ -353,6 +419,87 @@ t "--warmup 1.5: must be an integer" "$SYNO" train --warmup 1.5
 t "unexpected argument 'extra'" "$SYNO" train extra
 t "--preset conv3d: must be one of" "$SYNO" train --preset conv3d
 t "linear slot operator" "$SYNO" train --backbone gpt --op "$OP"
+
+# ------------------------------------------------------------------ hostile inputs, every command
+# Spec files that are not files, or not strict JSON, for every command that takes --spec.
+for c in show export run sample space; do
+  case $c in
+    show) argv=(show "$OP") ;;
+    export) argv=(export --to c "$OP") ;;
+    run) argv=(run "$OP") ;;
+    sample) argv=(sample -n 1) ;;
+    space) argv=(space --depth 2) ;;
+  esac
+  t "fifo is a FIFO, not a regular file" "$SYNO" "${argv[@]}" --spec "$fx/fifo"
+  t "/dev/zero is a device, not a regular file" "$SYNO" "${argv[@]}" --spec /dev/zero
+  t "adir" "$SYNO" "${argv[@]}" --spec "$fx/adir"
+  t "field 'preset' is given twice" "$SYNO" "${argv[@]}" --spec "$fx/dup.json"
+  t "data after the JSON object" "$SYNO" "${argv[@]}" --spec "$fx/trail.json"
+  t "a string with a NUL byte" "$SYNO" "${argv[@]}" --spec "$fx/u0.json"
+  t "field 'bind' has an empty binding" "$SYNO" "${argv[@]}" --spec "$fx/emptybind.json"
+  t "field 'max_expansion_repeat' must be a number >= 0" "$SYNO" "${argv[@]}" --spec "$fx/neg.json"
+  t "cannot be combined with 'vars', 'input', 'output' or 'fixed'" "$SYNO" "${argv[@]}" --spec "$fx/fixedpreset.json"
+  t "is not valid JSON: a NUL byte" "$SYNO" "${argv[@]}" --spec "$fx/nul.json"
+done
+# Operator text nested too deep, on the command line and in files.
+t "calls nested deeper than 64" "$SYNO" show "$DEEP" --preset conv2d
+t "calls nested deeper than 64" "$SYNO" export --to pytorch "$DEEP" --preset conv2d
+t "calls nested deeper than 64" "$SYNO" run "$DEEP" --preset conv2d --bind N=1,C_in=2,C_out=2,H=4
+t "calls nested deeper than 64" "$SYNO" train --op "$DEEP"
+t "calls nested deeper than 64" "$SYNO" eval --op "$DEEP"
+t "calls nested deeper than 64" "$SYNO" train --op-file "$fx/deep.txt"
+t "has a NUL byte at offset 5" "$SYNO" train --op-file "$fx/nul.txt"
+t "fifo is a FIFO, not a regular file" "$SYNO" train --op-file "$fx/fifo"
+t "/dev/zero is a device, not a regular file" "$SYNO" train --op-file /dev/zero
+t "adir: is a directory, not a file" "$SYNO" train --op-file "$fx/adir"
+# Data sets that are not files.
+t "fifo is a FIFO, not a regular file" "$SYNO" train --dataset "$fx/fifo"
+t "/dev/zero is a device, not a regular file" "$SYNO" train --dataset /dev/zero
+t "fifo is a FIFO, not a regular file" "$SYNO" train --backbone gpt --dataset "$fx/fifo"
+t "/dev/zero is a device, not a regular file" "$SYNO" train --backbone gpt --dataset /dev/zero
+# Databases that are not files, or hold damaged rows, for every command that reads one.
+for bad in fifo /dev/zero adir; do
+  path=$bad word="not a regular file"
+  [ "$bad" = /dev/zero ] || path="$fx/$bad"
+  [ "$bad" = adir ] && word="adir"
+  t "$word" "$SYNO" report --db "$path"
+  t "$word" "$SYNO" report --table "$path"
+  t "$word" "$SYNO" export --to pytorch --db "$path" --id 2
+  t "$word" "$SYNO" train --db "$path" --id 2
+  t "$word" "$SYNO" eval --db "$path" --id 2 --retime
+  t "$word" "$SYNO" search --resume "$path"
+done
+for cmd in "report --db $fx/nan.db" "report --table $fx/nan.db" "export --to pytorch --db $fx/nan.db --id 2" \
+           "export --to pytorch --db $fx/nan.db --best" "train --db $fx/nan.db --id 2" \
+           "eval --db $fx/nan.db --id 2 --retime" "search --resume $fx/nan.db"; do
+  read -ra argv <<<"$cmd"
+  t "candidate 2 is damaged: column 'accuracy' holds text where a number belongs" "$SYNO" "${argv[@]}"
+done
+t "candidate 2 is damaged: its operator does not parse" "$SYNO" report --db "$fx/garbage.db"
+t "candidate 2 is damaged: its operator does not parse" "$SYNO" report --db "$fx/deeprow.db"
+t "candidate 2 is damaged: its operator does not parse" "$SYNO" search --resume "$fx/garbage.db"
+t "calls nested deeper than 64" "$SYNO" train --db "$fx/deeprow.db" --id 2
+t "calls nested deeper than 64" "$SYNO" export --to c --db "$fx/deeprow.db" --id 2
+t "calls nested deeper than 64" "$SYNO" eval --db "$fx/deeprow.db" --id 2 --retime
+t "candidate 2 is damaged: its operator does not parse" "$SYNO" export --to c --db "$fx/garbage.db" --id 2
+t "candidate 2 is damaged: its operator does not parse" "$SYNO" train --db "$fx/garbage.db" --id 2
+# Logs and output directories that are not what they should be.
+tx 1 "fifo is not a regular file (a FIFO without a reader)" "$SYNO" search --db "$tmp/new.db" --log "$fx/fifo" --stand-in --budget 1
+t "adir" "$SYNO" search --db "$tmp/new2.db" --log "$fx/adir" --stand-in --budget 1
+t "fifo" "$SYNO" report --db "$fx/s.db" --out "$fx/fifo"
+# Output that cannot be written: a full device, a closed stdout (exit 1, one line).
+for cmd in "show --builtin conv2d" "show --builtin conv2d --json" "show --builtin linear --emit c" \
+           "export --to pytorch --builtin conv2d" "run --builtin linear" "sample --preset conv2d -n 2" \
+           "space --preset conv2d --depth 3" "report --db $fx/s.db --out $tmp" "report --db $fx/s.db --json --out $tmp" \
+           "report --db $fx/s.db --csv --out $tmp" "train --list-slots"; do
+  read -ra argv <<<"$cmd"
+  TX_OUT=full tx 1 "No space left on device" "$SYNO" "${argv[@]}"
+  TX_OUT=closed tx 1 "cannot" "$SYNO" "${argv[@]}"
+done
+# Out of memory, with the address space limited: a message and exit 1, promptly.
+tx 1 "out of memory" bash -c 'ulimit -v 200000; exec "$0" "$@"' "$SYNO" run --builtin conv2d --bind N=64,C_in=64,C_out=64,H=256,W=256,k=3
+tx 1 "out of memory" bash -c 'ulimit -v 200000; exec "$0" "$@"' "$SYNO" train --epochs 1 --subset 100
+tx 1 "out of memory" "$SYNO" run --builtin linear --bind N=2147483648,C_in=2147483648,C_out=2
 
 # ------------------------------------------------------------------ the benchmarks
 t "unknown option '--frob'" "$BENCH/search" --frob
