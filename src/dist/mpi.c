@@ -1,4 +1,5 @@
 /* The search's evaluations on MPI ranks. See syno/dist.h. */
+#include "syno/clock.h"
 #include "syno/dist.h"
 
 #ifndef SYNO_HAVE_MPI
@@ -42,11 +43,6 @@ static int local_workers = 1; /* worker ranks on this rank's node */
 
 int syno_dist_available(void) { return 1; }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void nap(double s) {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -169,7 +165,7 @@ static syno_job_t *job_from_json(const char *s, int source, syno_error_t *err) {
 
 static int master_wait(void *self, double timeout_s, syno_job_t **job, syno_error_t *err) {
   (void)self;
-  double deadline = timeout_s < 0 ? -1 : now_s() + timeout_s;
+  double deadline = timeout_s < 0 ? -1 : syno_clock_seconds() + timeout_s;
   for (;;) {
     int flag = 0;
     MPI_Status st;
@@ -182,7 +178,7 @@ static int master_wait(void *self, double timeout_s, syno_job_t **job, syno_erro
       free(s);
       return *job ? 1 : -1;
     }
-    if (deadline >= 0 && now_s() >= deadline) return 0;
+    if (deadline >= 0 && syno_clock_seconds() >= deadline) return 0;
     nap(POLL_S);
   }
 }

@@ -7,6 +7,7 @@
  * run_baseline, run_loop (propose, launch, collect), then the summary event
  * and run_close. The driver prints nothing: it reports through cfg.progress
  * and polls cfg.stop. */
+#include "syno/clock.h"
 #include "syno/file.h"
 #include "syno/driver.h"
 
@@ -26,11 +27,6 @@
 #include "syno/space.h"
 #include "syno/store.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void syno_driver_cfg_default(syno_driver_cfg_t *c) {
   memset(c, 0, sizeof *c);
@@ -197,13 +193,13 @@ typedef struct {
 
 static int stopping(const run_t *r) { return r->c.stop && *r->c.stop; }
 
-static int time_up(const run_t *r) { return r->c.time_limit > 0 && now_s() - r->t0 >= r->c.time_limit; }
+static int time_up(const run_t *r) { return r->c.time_limit > 0 && syno_clock_seconds() - r->t0 >= r->c.time_limit; }
 
 static void emit(run_t *r, syno_driver_event_t ev) {
   if (r->c.quiet || !r->c.progress) return;
   r->prog.event = ev;
   r->prog.cfg = &r->c;
-  r->prog.elapsed = now_s() - r->t0;
+  r->prog.elapsed = syno_clock_seconds() - r->t0;
   r->c.progress(&r->prog, r->c.user);
 }
 
@@ -419,7 +415,7 @@ static int record_settings(run_t *r, syno_error_t *err) {
   char *settings = settings_json(c);
   char seed[32], started[32];
   snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
-  snprintf(started, sizeof started, "%.0f", now_s());
+  snprintf(started, sizeof started, "%.0f", syno_clock_wall());
   int rc = syno_db_meta_set(db, "spec", r->spec_text, err) || syno_db_meta_set(db, "driver", settings, err) ||
            syno_db_meta_set(db, "backbone", c->backbone, err) || syno_db_meta_set(db, "dataset", c->dataset, err) ||
            syno_db_meta_set(db, "seed", seed, err) ||
@@ -498,7 +494,7 @@ static int train_baseline(run_t *r, syno_error_t *err) {
 static int run_baseline(run_t *r, syno_error_t *err) {
   const syno_driver_cfg_t *c = &r->c;
   r->prog.best_reward = -1;
-  r->t0 = now_s();
+  r->t0 = syno_clock_seconds();
   int have = syno_db_baseline(r->db, &r->base, err);
   if (have < 0) return -1;
   if (!have && train_baseline(r, err)) return -1;

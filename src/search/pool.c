@@ -1,5 +1,6 @@
 /* Worker processes for the search: fork + exec per job, output collected
  * through pipes, deadlines enforced with SIGKILL. See syno/pool.h. */
+#include "syno/clock.h"
 #include "syno/pool.h"
 
 #include <errno.h>
@@ -23,6 +24,7 @@ typedef struct {
   int out_fd, err_fd; /* -1 once at end of file */
   size_t out_cap;
   int timed_out;
+  double t0; /* when the job started, on the monotonic clock (its deadline's origin) */
   syno_job_t job;
 } slot_t;
 
@@ -34,11 +36,6 @@ struct syno_pool {
   syno_pool_transport_t transport;
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int syno_pool_new(int size, double timeout_s, syno_pool_t **out, syno_error_t *err) {
   if (size < 1) return syno_error_set(err, "a worker pool needs at least one worker (got %d)", size);
@@ -158,7 +155,8 @@ int syno_pool_start(syno_pool_t *p, long tag, char *const *argv, syno_error_t *e
   s->job.tag = tag;
   s->job.slot = (int)(s - p->slots);
   s->job.pid = pid;
-  s->job.started = now_s();
+  s->job.started = syno_clock_wall(); /* stored: a timestamp */
+  s->t0 = syno_clock_seconds();
   return 0;
 }
 
@@ -203,7 +201,7 @@ static syno_job_t *finish(slot_t *s) {
   syno_job_t *j = malloc(sizeof *j);
   if (!j) return NULL;
   *j = s->job;
-  j->finished = now_s();
+  j->finished = syno_clock_wall();
   if (s->timed_out)
     j->end = SYNO_JOB_TIMEOUT;
   else if (WIFSIGNALED(status)) {
@@ -235,7 +233,7 @@ static int wait_remote(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_
 
 int syno_pool_wait(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_error_t *err) {
   if (p->remote) return wait_remote(p, timeout_s, job, err);
-  double deadline = timeout_s < 0 ? -1 : now_s() + timeout_s;
+  double deadline = timeout_s < 0 ? -1 : syno_clock_seconds() + timeout_s;
   struct pollfd *fds = calloc((size_t)p->size * 2, sizeof *fds);
   int *owner = calloc((size_t)p->size * 2, sizeof *owner);
   int rc = 0;
@@ -244,7 +242,7 @@ int syno_pool_wait(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_erro
     goto done;
   }
   for (;;) {
-    double now = now_s();
+    double now = syno_clock_seconds();
     /* Finished jobs first (both pipes at EOF), then deadlines. */
     for (int i = 0; i < p->size; i++) {
       slot_t *s = &p->slots[i];
@@ -256,7 +254,7 @@ int syno_pool_wait(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_erro
           rc = 1;
         goto done;
       }
-      if (p->timeout > 0 && !s->timed_out && now - s->job.started > p->timeout) {
+      if (p->timeout > 0 && !s->timed_out && now - s->t0 > p->timeout) {
         s->timed_out = 1;
         kill(-s->job.pid, SIGKILL);
         kill(s->job.pid, SIGKILL);
@@ -268,7 +266,7 @@ int syno_pool_wait(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_erro
       slot_t *s = &p->slots[i];
       if (!s->busy) continue;
       if (p->timeout > 0 && !s->timed_out) {
-        double left = s->job.started + p->timeout - now;
+        double left = s->t0 + p->timeout - now;
         if (left < wait) wait = left;
       }
       if (s->out_fd >= 0) fds[n] = (struct pollfd){.fd = s->out_fd, .events = POLLIN}, owner[n++] = 2 * i;
