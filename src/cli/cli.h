@@ -25,7 +25,8 @@
  * MESSAGE" to stderr and returns SYNO_EXIT_USAGE. Otherwise -1: go on. */
 int cli_parse(const char *cmd, const char *usage, const char *epilog, syno_opt_t *table, int argc, char **argv);
 
-/* Prints "syno CMD: <message>" to stderr and returns SYNO_EXIT_USAGE. */
+/* The one error helper of the commands: prints "syno CMD: <message>" ("syno: <message>" when
+ * cmd is NULL) to stderr and returns SYNO_EXIT_USAGE. */
 int cli_cmd_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The choices of --builtin and of --preset (all presets, and those whose slots are
@@ -79,9 +80,6 @@ int cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *out);
  * command in messages. 0 or a status. */
 int cli_opsel_finish(const char *cmd, const syno_opsel_t *sel, long binding, syno_cliop_t *out);
 void cli_op_free(syno_cliop_t *c);
-
-/* Prints "syno: <message>" to stderr and returns SYNO_EXIT_USAGE. */
-int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Options naming a search spec, shared by sample and space. */
 typedef struct {

@@ -118,22 +118,22 @@ static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, i
 static int build_candidate(const syno_train_cfg_t *tc, syno_backbone_t *cand) {
   syno_error_t err;
   if (!strcmp(tc->backbone, "gpt")) {
-    if (strcmp(tc->dataset, "kjv")) return cli_usage_error("the gpt backbone trains on kjv (got '%s')", tc->dataset);
+    if (strcmp(tc->dataset, "kjv")) return cli_cmd_error(NULL, "the gpt backbone trains on kjv (got '%s')", tc->dataset);
     if (strncmp(tc->preset, "linear", 6))
-      return cli_usage_error("--preset %s: the gpt backbone's slots are linear (linear, linear-wide)", tc->preset);
-    return syno_train_build(tc, cand, &err) ? cli_usage_error("%s", err.msg) : 0;
+      return cli_cmd_error(NULL, "--preset %s: the gpt backbone's slots are linear (linear, linear-wide)", tc->preset);
+    return syno_train_build(tc, cand, &err) ? cli_cmd_error(NULL, "%s", err.msg) : 0;
   }
   if (strncmp(tc->preset, "conv2d", 6))
-    return cli_usage_error("--preset %s: the %s backbone's slots are convolutions (conv2d, conv2d-wide)", tc->preset,
+    return cli_cmd_error(NULL, "--preset %s: the %s backbone's slots are convolutions (conv2d, conv2d-wide)", tc->preset,
                            tc->backbone);
   int64_t in_c, in_h, in_w;
   int classes;
   if (dataset_shape(tc->dataset, &in_c, &in_h, &in_w, &classes))
-    return cli_usage_error("the %s backbone trains on images: digits or fashion-mnist (got '%s')", tc->backbone,
+    return cli_cmd_error(NULL, "the %s backbone trains on images: digits or fashion-mnist (got '%s')", tc->backbone,
                            tc->dataset);
   syno_slotop_t *op = NULL;
   if (tc->op_text && syno_slotop_parse_preset(tc->preset, tc->op_text, &op, &err))
-    return cli_usage_error("--op: %s", err.msg);
+    return cli_cmd_error(NULL, "--op: %s", err.msg);
   syno_backbone_cfg_t bc = {.name = tc->backbone,
                             .in_c = in_c,
                             .in_h = in_h + 2 * tc->pad,
@@ -146,7 +146,7 @@ static int build_candidate(const syno_train_cfg_t *tc, syno_backbone_t *cand) {
   syno_rng_seed(&rng, tc->seed, 99);
   int rc = syno_backbone_build(&bc, &rng, cand, &err);
   syno_slotop_free(op);
-  return rc ? cli_usage_error("%s", err.msg) : 0;
+  return rc ? cli_cmd_error(NULL, "%s", err.msg) : 0;
 }
 
 /* The training (and network) settings of a request. */
@@ -191,7 +191,7 @@ static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, c
   syno_kernels_t kernels = SYNO_KERNELS_EXEC;
   if (syno_kernels_parse(req->kernels, &kernels)) {
     free(op);
-    return cli_usage_error("--kernels %s: exec, halide or best", req->kernels);
+    return cli_cmd_error(NULL, "--kernels %s: exec, halide or best", req->kernels);
   }
   syno_nn_threads_set(req->latency_threads);
   syno_backbone_t cand;
@@ -277,7 +277,7 @@ int cli_cmd_eval(int argc, char **argv) {
   int plan = req.plan, repeats = req.repeats, threads = req.threads, lat_threads = req.latency_threads;
   long lat_batch = req.latency_batch;
   syno_nn_threads_set(req.confirm ? threads : lat_threads);
-  if (tc.pad < 0 || tc.pad > 64) return cli_usage_error("--pad must be in 0..64 (got %d)", tc.pad);
+  if (tc.pad < 0 || tc.pad > 64) return cli_cmd_error(NULL, "--pad must be in 0..64 (got %d)", tc.pad);
   syno_backbone_t cand;
   if ((rc = build_candidate(&tc, &cand))) return rc;
   const syno_backbone_cfg_t *bc = &cand.cfg;
@@ -317,7 +317,7 @@ int cli_cmd_eval(int argc, char **argv) {
      * enough is then not trained at all; the standard operator always is. */
     syno_kernels_t kernels = SYNO_KERNELS_EXEC;
     if (syno_kernels_parse(req.kernels, &kernels))
-      return cli_usage_error("--kernels %s: exec, halide or best", req.kernels);
+      return cli_cmd_error(NULL, "--kernels %s: exec, halide or best", req.kernels);
     if (measure_latency(&cand, bc, kernels, &rng, lat_batch, repeats, &rec, &err)) {
       rec.status = 1;
       rec.reason = strdup(err.msg);

@@ -50,7 +50,7 @@ int cli_export_write(const syno_cliop_t *c, const char *lang, long binding, FILE
   else if (!strcmp(lang, "halide"))
     fn = syno_codegen_halide;
   else if (!is_dot)
-    return cli_usage_error("'%s' is not a code generator (pytorch, tvm, c, halide, dot)", lang);
+    return cli_cmd_error(NULL, "'%s' is not a code generator (pytorch, tvm, c, halide, dot)", lang);
   len = is_dot ? syno_codegen_dot(&c->op, NULL, 0, &err) : fn(&c->op, b, NULL, 0, &err);
   if (len < 0) {
     fprintf(stderr, "syno: %s\n", err.msg);

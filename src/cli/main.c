@@ -53,7 +53,7 @@ static int finish(int rc) {
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    return cli_usage_error(
+    return cli_cmd_error(NULL, 
         "give a command (show, export, run, sample, space, eval, search, report, train); see syno --help");
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     usage(stdout);
@@ -61,5 +61,5 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(argv[1], commands[i].name)) return finish(commands[i].run(argc - 1, argv + 1));
-  return cli_usage_error("unknown command '%s' (try 'syno --help')", argv[1]);
+  return cli_cmd_error(NULL, "unknown command '%s' (try 'syno --help')", argv[1]);
 }

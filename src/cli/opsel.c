@@ -6,20 +6,13 @@
 #include "cli.h"
 #include "syno/signature.h"
 
-int cli_usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("syno: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  return SYNO_EXIT_USAGE;
-}
-
 int cli_cmd_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "syno %s: ", cmd);
+  if (cmd)
+    fprintf(stderr, "syno %s: ", cmd);
+  else
+    fputs("syno: ", stderr);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
@@ -76,7 +69,7 @@ static int parse_operator(syno_cliop_t *c, const char *text) {
   }
   if (syno_operator_parse(c->graph, text, &c->input, &c->output, &c->op, &err)) {
     cli_op_free(c);
-    return cli_usage_error("operator: %s", err.msg);
+    return cli_cmd_error(NULL, "operator: %s", err.msg);
   }
   return 0;
 }
@@ -93,21 +86,21 @@ int cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
         if (i) strncat(names, ", ", sizeof names - strlen(names) - 1);
         strncat(names, syno_builtin_at(i)->name, sizeof names - strlen(names) - 1);
       }
-      return cli_usage_error("unknown builtin '%s' (known: %s)", sel->builtin, names);
+      return cli_cmd_error(NULL, "unknown builtin '%s' (known: %s)", sel->builtin, names);
     }
-    if (text) return cli_usage_error("give either --builtin or an operator text, not both");
-    if (sel->preset || sel->spec) return cli_usage_error("--preset/--spec cannot be combined with --builtin");
-    if (input || output) return cli_usage_error("--input/--output cannot be combined with --builtin");
-    if (vars) return cli_usage_error("--vars cannot be combined with --builtin (its variables are fixed)");
+    if (text) return cli_cmd_error(NULL, "give either --builtin or an operator text, not both");
+    if (sel->preset || sel->spec) return cli_cmd_error(NULL, "--preset/--spec cannot be combined with --builtin");
+    if (input || output) return cli_cmd_error(NULL, "--input/--output cannot be combined with --builtin");
+    if (vars) return cli_cmd_error(NULL, "--vars cannot be combined with --builtin (its variables are fixed)");
     vars = c->builtin->vars;
     input = c->builtin->input;
     output = c->builtin->output;
     text = c->builtin->text;
   } else if (sel->preset || sel->spec) {
     const char *which = sel->preset ? "--preset" : "--spec";
-    if (sel->preset && sel->spec) return cli_usage_error("give either --preset or --spec, not both");
-    if (!text) return cli_usage_error("%s needs an operator text", which);
-    if (input || output || vars) return cli_usage_error("--input/--output/--vars cannot be combined with %s", which);
+    if (sel->preset && sel->spec) return cli_cmd_error(NULL, "give either --preset or --spec, not both");
+    if (!text) return cli_cmd_error(NULL, "%s needs an operator text", which);
+    if (input || output || vars) return cli_cmd_error(NULL, "--input/--output/--vars cannot be combined with %s", which);
     cli_spec_t cs = {.preset = sel->preset, .file = sel->spec, .n_bind = sel->n_bind};
     memcpy(cs.bind, sel->bind, sizeof cs.bind);
     syno_space_spec_t spec;
@@ -118,22 +111,22 @@ int cli_opsel_resolve(const syno_opsel_t *sel, syno_cliop_t *c) {
     c->output = spec.output;
     return parse_operator(c, text);
   } else {
-    if (!text) return cli_usage_error("no operator: give --builtin NAME or an operator text (see --help)");
-    if (!input) return cli_usage_error("an operator text needs --input SHAPE");
-    if (!output) return cli_usage_error("an operator text needs --output SHAPE");
+    if (!text) return cli_cmd_error(NULL, "no operator: give --builtin NAME or an operator text (see --help)");
+    if (!input) return cli_cmd_error(NULL, "an operator text needs --input SHAPE");
+    if (!output) return cli_cmd_error(NULL, "an operator text needs --output SHAPE");
   }
   syno_vars_init(&c->vars);
-  if (vars && syno_vars_declare(&c->vars, vars, &err)) return cli_usage_error("--vars: %s", err.msg);
-  if (syno_vars_scan(&c->vars, input, &err)) return cli_usage_error("--input: %s", err.msg);
-  if (syno_vars_scan(&c->vars, output, &err)) return cli_usage_error("--output: %s", err.msg);
-  if (syno_vars_scan(&c->vars, text, &err)) return cli_usage_error("operator: %s", err.msg);
-  if (syno_shape_parse(&c->vars, input, &c->input, &err)) return cli_usage_error("--input: %s", err.msg);
-  if (syno_shape_parse(&c->vars, output, &c->output, &err)) return cli_usage_error("--output: %s", err.msg);
+  if (vars && syno_vars_declare(&c->vars, vars, &err)) return cli_cmd_error(NULL, "--vars: %s", err.msg);
+  if (syno_vars_scan(&c->vars, input, &err)) return cli_cmd_error(NULL, "--input: %s", err.msg);
+  if (syno_vars_scan(&c->vars, output, &err)) return cli_cmd_error(NULL, "--output: %s", err.msg);
+  if (syno_vars_scan(&c->vars, text, &err)) return cli_cmd_error(NULL, "operator: %s", err.msg);
+  if (syno_shape_parse(&c->vars, input, &c->input, &err)) return cli_cmd_error(NULL, "--input: %s", err.msg);
+  if (syno_shape_parse(&c->vars, output, &c->output, &err)) return cli_cmd_error(NULL, "--output: %s", err.msg);
   if (sel->n_bind == 0) {
-    if (syno_vars_bind(&c->vars, "", &err)) return cli_usage_error("%s", err.msg);
+    if (syno_vars_bind(&c->vars, "", &err)) return cli_cmd_error(NULL, "%s", err.msg);
   }
   for (int i = 0; i < sel->n_bind; i++)
-    if (syno_vars_bind(&c->vars, sel->bind[i], &err)) return cli_usage_error("--bind '%s': %s", sel->bind[i], err.msg);
+    if (syno_vars_bind(&c->vars, sel->bind[i], &err)) return cli_cmd_error(NULL, "--bind '%s': %s", sel->bind[i], err.msg);
   return parse_operator(c, text);
 }
 
@@ -148,7 +141,7 @@ int cli_opsel_finish(const char *cmd, const syno_opsel_t *sel, long binding, syn
   if (binding >= out->vars.nbind) {
     int n = out->vars.nbind;
     cli_op_free(out);
-    return cli_usage_error("%s: --binding %ld does not exist (the operator has %d)", cmd, binding, n);
+    return cli_cmd_error(NULL, "%s: --binding %ld does not exist (the operator has %d)", cmd, binding, n);
   }
   return 0;
 }

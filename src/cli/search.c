@@ -264,7 +264,7 @@ static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) {
     syno_pool_free(c->pool);
-    return cli_usage_error("cannot find the syno binary for the workers");
+    return cli_cmd_error(NULL, "cannot find the syno binary for the workers");
   }
   exe[n] = 0;
   c->worker_exe = exe;

@@ -84,15 +84,15 @@ int cli_cmd_space(int argc, char **argv) {
   };
   int rc = cli_parse("space", usage, NULL, opts, argc, argv);
   if (rc >= 0) return rc;
-  if (duplicates && !exhaustive) return cli_usage_error("space: --duplicates needs --exhaustive");
+  if (duplicates && !exhaustive) return cli_cmd_error(NULL, "space: --duplicates needs --exhaustive");
   if (syno_opt_given(opts, "walks") && exhaustive)
-    return cli_usage_error("space: --walks is for the estimate; --exhaustive enumerates every node");
+    return cli_cmd_error(NULL, "space: --walks is for the estimate; --exhaustive enumerates every node");
   syno_space_spec_t spec;
   rc = cli_spec_resolve(&cs, &spec);
   if (rc) return rc;
   syno_space_t *s;
   syno_error_t err;
-  if (syno_space_new(&spec, &s, &err)) return cli_usage_error("space: %s", err.msg);
+  if (syno_space_new(&spec, &s, &err)) return cli_cmd_error(NULL, "space: %s", err.msg);
   int D = spec.opts.depth;
   double *nodes = calloc((size_t)D + 1, sizeof *nodes), *finals = calloc((size_t)D + 1, sizeof *finals);
   collect_t c = {0};

@@ -106,13 +106,13 @@ int cli_cmd_train(int argc, char **argv) {
   if (syno_opt_given(opts, "wd")) cfg.weight_decay = wd > 0 ? wd : -1;
   syno_error_t err = {0};
   if (syno_opt_conflict(opts, "op", "op-file", &err)) return cli_cmd_error("train", "%s", err.msg);
-  if (!db_path != !db_id) return cli_usage_error("--db and --id go together (a candidate of a search's database)");
+  if (!db_path != !db_id) return cli_cmd_error(NULL, "--db and --id go together (a candidate of a search's database)");
   char db_strs[3][256], *db_op = NULL;
   if (db_path) {
     static const char *const own[] = {"op", "op-file", "preset", "backbone", "dataset", "pad", NULL};
     for (int i = 0; own[i]; i++)
       if (syno_opt_given(opts, own[i]))
-        return cli_usage_error(
+        return cli_cmd_error(NULL, 
             "--db takes the operator, preset, backbone, data set and padding from the "
             "search; drop --%s (and --op/--op-file/--preset/--backbone/--dataset/--pad)",
             own[i]);
@@ -121,15 +121,15 @@ int cli_cmd_train(int argc, char **argv) {
     cfg.op_text = db_op;
   }
   const int gpt = !strcmp(cfg.backbone, "gpt");
-  if (syno_backbone_known(cfg.backbone, &err)) return cli_usage_error("%s", err.msg);
-  if (!gpt && (cfg.heads || cfg.context)) return cli_usage_error("--heads and --context are gpt options");
+  if (syno_backbone_known(cfg.backbone, &err)) return cli_cmd_error(NULL, "%s", err.msg);
+  if (!gpt && (cfg.heads || cfg.context)) return cli_cmd_error(NULL, "--heads and --context are gpt options");
   if (!gpt && cfg.width > 16)
-    return cli_usage_error("bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);
+    return cli_cmd_error(NULL, "bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);
   if (!cfg.dataset) cfg.dataset = gpt ? "kjv" : "digits";
   char *file_text = db_op;
   if (op_file) {
     file_text = read_op_file(op_file, &err);
-    if (!file_text) return cli_usage_error("operator file: %s", err.msg);
+    if (!file_text) return cli_cmd_error(NULL, "operator file: %s", err.msg);
     cfg.op_text = file_text;
   }
   if (list) {
@@ -137,7 +137,7 @@ int cli_cmd_train(int argc, char **argv) {
     syno_backbone_t bb;
     rc = syno_train_build(&cfg, &bb, &err);
     free(file_text);
-    if (rc) return cli_usage_error("%s", err.msg);
+    if (rc) return cli_cmd_error(NULL, "%s", err.msg);
     char buf[8192];
     syno_backbone_list_slots(&bb, buf, sizeof buf);
     fputs(buf, stdout);
