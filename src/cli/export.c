@@ -208,7 +208,7 @@ int cli_cmd_export(int argc, char **argv) {
     out = of.f;
   }
   /* The candidate's origin, as a comment of the language written. */
-  const char *cmt = !strcmp(lang, "c") || !strcmp(lang, "halide") ? "// " : !strcmp(lang, "dot") ? "// " : "# ";
+  const char *cmt = !strcmp(lang, "pytorch") || !strcmp(lang, "tvm") ? "# " : "// ";
   rc = what[0] && fprintf(out, "%s%s", cmt, what) < 0 ? SYNO_EXIT_FAIL : 0;
   if (!rc) rc = cli_export_write(&c, lang, binding, out);
   if (file) rc = cli_outfile_close("export", &of, rc);

@@ -26,7 +26,7 @@ int cli_candidate_from_db(const char *path, long id, const char *verb, syno_trai
   const syno_db_cand_t *c = NULL;
   for (int i = 0; i < n; i++)
     if (rows[i].id == id) c = &rows[i];
-  if (c && (rc = cli_check_ops(verb ? "train" : "export", path, db, c, 1))) goto out;
+  if (c && (rc = cli_check_ops(NULL, path, db, c, 1))) goto out;
   rc = SYNO_EXIT_USAGE;
   cJSON *o = settings ? cJSON_Parse(settings) : NULL;
   const cJSON *bb = cJSON_GetObjectItemCaseSensitive(o, "backbone"),
@@ -104,31 +104,28 @@ int cli_check_ops(const char *cmd, const char *path, syno_db_t *db, const syno_d
   char *spec_text = NULL;
   int got = syno_db_meta_get(db, "spec", &spec_text, &err);
   if (got < 0) {
-    fprintf(stderr, "syno %s: %s\n", cmd, err.msg);
-    return SYNO_EXIT_FAIL;
+    return cli_cmd_error(cmd, "%s", err.msg);
   }
   if (got == 0) return 0; /* a database of before the spec was stored: nothing to parse against */
   syno_space_spec_t spec;
   int rc = syno_space_spec_from_json(spec_text, &spec, &err);
   free(spec_text);
   if (rc) {
-    fprintf(stderr, "syno %s: %s: its search spec does not parse (damaged?): %s\n", cmd, path, err.msg);
-    return SYNO_EXIT_USAGE;
+    return cli_cmd_error(cmd, "%s: its search spec does not parse (damaged?): %s", path, err.msg);
   }
   for (int i = 0; i < n; i++) {
     if (rows[i].is_baseline) continue;
     syno_graph_t *g = syno_graph_new(&spec.vars);
     if (!g) {
-      fprintf(stderr, "syno %s: out of memory\n", cmd);
+      fprintf(stderr, "syno: out of memory\n");
       return SYNO_EXIT_FAIL;
     }
     syno_operator_t op;
     rc = syno_operator_parse(g, rows[i].op_text ? rows[i].op_text : "", &spec.input, &spec.output, &op, &err);
     syno_graph_free(g);
     if (rc) {
-      fprintf(stderr, "syno %s: %s: candidate %ld is damaged: its operator does not parse (%s)\n", cmd, path,
-              rows[i].id, err.msg);
-      return SYNO_EXIT_USAGE;
+      return cli_cmd_error(cmd, "%s: candidate %ld is damaged: its operator does not parse (%s)", path, rows[i].id,
+                           err.msg);
     }
   }
   return 0;

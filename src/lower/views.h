@@ -62,8 +62,9 @@ typedef struct {
   int8_t csign[LOWER_MAX_CONSTS];
 } lower_axis_view_t;
 
-/* The view of node `node` of nest n. Returns 0, or 0 with *reason set (static
- * text) when the expression has no such form. */
+/* The view of node `node` of nest n into *av: its peels, and the affine form of
+ * what they leave (av->rest). *reason is NULL, or static text saying why the
+ * rest is not affine (the peels are filled all the same). */
 void lower_axis_view(const syno_nest_t *n, int node, lower_axis_view_t *av, const char **reason);
 
 /* An axis of size D read at T*B + u, with u always in [0, B) and T not
