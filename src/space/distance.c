@@ -402,15 +402,18 @@ static int symdiff_bound(const dist_t *D) {
  *     current sizes; an Unfold divides it by its window (at least 3), an
  *     expansion by its size, a Stride multiplies it. With R = current
  *     product / input numel under some binding: without Stride, R < 1 can
- *     never be repaired (NEVER); R != 1 needs at least one step. Records R
- *     under each binding, and the largest. */
+ *     never be repaired (NEVER) once the reductions are made; before (the
+ *     reduction stage) a reduction multiplies the product by its domain, so
+ *     a layer with fewer output than input channels starts at R < 1 and is
+ *     repaired by the reduction over the input channels. R != 1 needs at
+ *     least one step. Records R under each binding, and the largest. */
 static int ratio_bound(dist_t *D) {
   const syno_vars_t *v = &D->s->spec.vars;
   bool differs = false;
   D->rmax = 1;
   for (int b = 0; b < v->nbind; b++) {
     double r = D->r[b] = syno_size_value(v, D->ratio, b);
-    if (r < 1 - 1e-9 && !D->o->enable[SYNO_PRIM_STRIDE]) return NEVER;
+    if (r < 1 - 1e-9 && !D->o->enable[SYNO_PRIM_STRIDE] && D->stage == SYNO_STAGE_NORMAL) return NEVER;
     if (r < 1 - 1e-9 || r > 1 + 1e-9) differs = true;
     if (r > D->rmax) D->rmax = r;
   }

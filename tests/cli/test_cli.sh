@@ -129,5 +129,12 @@ expect_usage_error "'merg' is not a primitive" "$SYNO" sample --preset conv2d-wi
 expect_usage_error "the cap of split, 'x', is not -1..100" "$SYNO" space --preset conv2d-wide --max-count split=x
 expect_usage_error "max_count of share is 1" "$SYNO" sample --preset conv2d-wide --max-count share=1
 
+# A layer with fewer output than input channels has operators, and walks find them (the
+# numel bound used to call its root unreachable before the reduction over C_in was made).
+"$SYNO" sample --preset conv2d --bind N=8,C_in=32,C_out=16,H=28 --depth 4 -n 3 --seed 1 >"$tmp/out" 2>&1
+grep -q "^3 operators from" "$tmp/out" && ok || bad "sample on a channel-reducing conv2d binding: $(tail -1 "$tmp/out")"
+"$SYNO" sample --preset linear-wide --bind N=8,S=64,C_in=256,C_out=128 --depth 6 -n 3 --seed 1 >"$tmp/out" 2>&1
+grep -q "^3 operators from" "$tmp/out" && ok || bad "sample on a channel-reducing linear-wide binding: $(tail -1 "$tmp/out")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
