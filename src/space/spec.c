@@ -478,9 +478,10 @@ int syno_space_spec_load(const char *path, syno_space_spec_t *spec, syno_error_t
   size_t n;
   char *buf = syno_read_regular(path, 1 << 20, &n, err);
   if (!buf) return syno_error_prefix(err, "spec file");
-  if (strlen(buf) != n) {
+  size_t len = strlen(buf);
+  if (len != n) {
     syno_free(buf);
-    return syno_error_set(err, "spec file %s is not valid JSON: a NUL byte at offset %zu", path, strlen(buf));
+    return syno_error_set(err, "spec file %s is not valid JSON: a NUL byte at offset %zu", path, len);
   }
   int rc = syno_space_spec_from_json(buf, spec, err);
   syno_free(buf);

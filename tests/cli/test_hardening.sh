@@ -34,8 +34,11 @@ st=$?
 if [ "$st" -eq 1 ] && grep -q "out of memory" err; then ok; else bad "run with an overflowing size: exit $st, $(head -c 300 err)"; fi
 
 # 6. Out of memory exits promptly with its message, exit 1 (OpenBLAS's exit handler used to hang).
+# (Not under AddressSanitizer, whose shadow memory alone exceeds the limit.)
+ldd "$SYNO" 2>/dev/null | grep -q libasan && asan=1 || asan=0
 for cmd in "run --builtin conv2d --bind N=64,C_in=64,C_out=64,H=256,W=256,k=3" \
            "train --backbone resnet --dataset digits --epochs 1 --subset 100"; do
+  [ "$asan" -eq 1 ] && break
   # shellcheck disable=SC2086
   bash -c "ulimit -v 200000; exec timeout 60 '$SYNO' $cmd" >out 2>err
   st=$?
