@@ -119,6 +119,8 @@ syno_trait_t syno_size_trait(syno_size_t a);
 /* Sum of |power| over all variables; number of variables with power != 0. */
 int syno_size_total_power(syno_size_t a);
 int syno_size_num_vars(syno_size_t a);
+/* Which primary variables the size reads: bit i for a nonzero power of primary i. */
+unsigned syno_size_primaries(syno_size_t a);
 
 /* Exact value under binding b as a reduced fraction num/den (den > 0).
  * Fails on int64 overflow or an unknown binding index. */

@@ -6,13 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../lower/expr_eval.h"
 #include "syno/alloc.h"
 
 char codegen_letter(int j) { return j < 26 ? (char)('a' + j) : (char)('A' + j - 26); }
-
-static int loop_of(const syno_nest_t *n, const syno_expr_t *x) {
-  return x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var;
-}
 
 int codegen_expr(syno_strbuf_t *sb, const syno_nest_t *n, int i, const syno_vars_t *v, int b,
                  const codegen_dialect_t *d, unsigned *used, syno_error_t *err) {
@@ -21,9 +18,9 @@ int codegen_expr(syno_strbuf_t *sb, const syno_nest_t *n, int i, const syno_vars
   switch (x->kind) {
     case SYNO_EXPR_OUTER:
     case SYNO_EXPR_INNER:
-      if (used) *used |= 1u << loop_of(n, x);
+      if (used) *used |= 1u << syno_expr_var(n, x);
       if (d->letters)
-        syno_strbuf_printf(sb, "%c", codegen_letter(loop_of(n, x)));
+        syno_strbuf_printf(sb, "%c", codegen_letter(syno_expr_var(n, x)));
       else
         syno_strbuf_printf(sb, "%c%d", x->kind == SYNO_EXPR_OUTER ? 'i' : 'r', x->var);
       return 0;
@@ -198,4 +195,22 @@ void codegen_py_header(syno_strbuf_t *sb, const syno_operator_t *op, int binding
   for (int i = 0; i < v->n[SYNO_COEFF]; i++)
     syno_strbuf_printf(sb, "%s%s=%" PRId64, i ? ", " : "", v->var[SYNO_COEFF][i].name, v->bind[binding].c[i]);
   syno_strbuf_printf(sb, "%s\n", v->n[SYNO_COEFF] ? "" : "none");
+}
+
+int codegen_lone_primary(syno_size_t s) {
+  unsigned m = syno_size_primaries(s);
+  if (!m || (m & (m - 1))) return -1;
+  int i = __builtin_ctz(m);
+  return s.p[i] == 1 ? i : -1;
+}
+
+unsigned codegen_used_primaries(const syno_operator_t *op, const syno_nest_t *fwd) {
+  unsigned used = 0;
+  for (int t = 0; t < op->n_tensors; t++) {
+    syno_shape_t s;
+    syno_operator_tensor_shape(op, t, &s);
+    for (int a = 0; a < s.rank; a++) used |= syno_size_primaries(s.dim[a]);
+  }
+  for (int v = 0; v < fwd->n_outer + fwd->n_inner; v++) used |= syno_size_primaries(syno_nest_extent(fwd, v));
+  return used;
 }

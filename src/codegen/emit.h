@@ -72,6 +72,12 @@ void codegen_primary_name(const syno_vars_t *v, int i, char *out, size_t n);
 /* The spelling of size a, stored in the table; "?" after an error (z->failed, z->err set). */
 const char *codegen_size(codegen_sizes_t *z, syno_size_t a);
 
+/* The primary size s is linear in alone (power 1, no other primary; coefficients allowed), or
+ * -1; the primaries (syno_size_primaries) the tensors' shapes and the loop extents of forward
+ * nest fwd of op read. */
+int codegen_lone_primary(syno_size_t s);
+unsigned codegen_used_primaries(const syno_operator_t *op, const syno_nest_t *fwd);
+
 /* The comment lines a Python export (PyTorch, TVM) starts with: the operator, the binding it
  * was exported at, `intro` (further "# " lines, may be ""), its input, output (out_rank sizes
  * out) and weight shapes as sizes, `flops` (a formula, or NULL) and the coefficients fixed. */

@@ -50,11 +50,7 @@ static void fail(emit_t *e, const char *msg) {
   e->failed = true;
 }
 
-static syno_size_t extent(const syno_nest_t *n, int v) {
-  return v < n->n_outer ? n->outer[v] : n->inner[v - n->n_outer];
-}
-
-static const char *ext(emit_t *e, int v) { return codegen_size(&e->z, extent(e->n, v)); }
+static const char *ext(emit_t *e, int v) { return codegen_size(&e->z, syno_nest_extent(e->n, v)); }
 
 /* The value of node i when it reads no loop variable and no primary size. */
 static bool numeric(emit_t *e, int i, int64_t *val) {
@@ -123,7 +119,7 @@ static bool numeric_bound(emit_t *e, int i, bool hi, int64_t *val) {
     case SYNO_EXPR_OUTER:
     case SYNO_EXPR_INNER: {
       if (!hi) return *val = 0, true;
-      syno_expr_t sz = {.kind = SYNO_EXPR_SIZE, .size = extent(n, x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var)};
+      syno_expr_t sz = {.kind = SYNO_EXPR_SIZE, .size = syno_nest_extent(n, syno_expr_var(n, x))};
       syno_error_t err;
       for (int k = 0; k < SYNO_MAX_VARS; k++)
         if (sz.size.p[k]) return false;
@@ -164,7 +160,7 @@ static void py_bound(emit_t *e, syno_strbuf_t *sb, int i, bool hi) {
     case SYNO_EXPR_OUTER:
     case SYNO_EXPR_INNER:
       if (hi)
-        syno_strbuf_printf(sb, "(%s - 1)", ext(e, x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var));
+        syno_strbuf_printf(sb, "(%s - 1)", ext(e, syno_expr_var(n, x)));
       else
         syno_strbuf_printf(sb, "0");
       return;
@@ -1011,26 +1007,18 @@ static void flops_formula(const syno_vars_t *v, const syno_nest_t *n, const lowe
     if (!k) continue;
     syno_size_t m = syno_size_one();
     for (int i = 0; i < n->n_outer + n->n_inner; i++)
-      if (part >> i & 1) m = syno_size_mul(m, extent(n, i));
+      if (part >> i & 1) m = syno_size_mul(m, syno_nest_extent(n, i));
     syno_size_print(v, m, text, sizeof text);
     syno_strbuf_printf(sb, "%s%d*%s", terms++ ? " + " : "", k, text);
   }
   if (!syno_size_is_one(n->divisor)) {
     syno_size_t m = syno_size_one();
     for (int i = 0; i < n->n_outer; i++)
-      if (outer >> i & 1) m = syno_size_mul(m, extent(n, i));
+      if (outer >> i & 1) m = syno_size_mul(m, syno_nest_extent(n, i));
     syno_size_print(v, m, text, sizeof text);
     syno_strbuf_printf(sb, "%s%s", terms++ ? " + " : "", text);
   }
   if (!terms) syno_strbuf_printf(sb, "0");
-}
-
-/* Which primary variables the sizes of op read (bit i: primary i). */
-static unsigned primaries_of(syno_size_t s) {
-  unsigned m = 0;
-  for (int i = 0; i < SYNO_MAX_VARS; i++)
-    if (s.p[i]) m |= 1u << i;
-  return m;
 }
 
 int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t bufsize, syno_error_t *err) {
@@ -1071,20 +1059,12 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   int read_at[SYNO_MAX_VARS];
   for (int i = 0; i < SYNO_MAX_VARS; i++) read_at[i] = -1;
   for (int a = 0; a < shape[0].rank; a++) {
-    unsigned m = primaries_of(shape[0].dim[a]);
-    if (m && !(m & (m - 1))) {
-      int i = __builtin_ctz(m);
-      if (shape[0].dim[a].p[i] == 1 && read_at[i] < 0) read_at[i] = a;
-    }
+    int i = codegen_lone_primary(shape[0].dim[a]);
+    if (i >= 0 && read_at[i] < 0) read_at[i] = a;
   }
-  unsigned used = 0, ctor = 0;
-  for (int t = 0; t < op->n_tensors; t++)
-    for (int a = 0; a < shape[t].rank; a++) {
-      used |= primaries_of(shape[t].dim[a]);
-      if (t > 0) ctor |= primaries_of(shape[t].dim[a]);
-    }
-  for (int i = 0; i < fwd->n_outer; i++) used |= primaries_of(fwd->outer[i]);
-  for (int i = 0; i < fwd->n_inner; i++) used |= primaries_of(fwd->inner[i]);
+  unsigned used = codegen_used_primaries(op, fwd), ctor = 0;
+  for (int t = 1; t < op->n_tensors; t++)
+    for (int a = 0; a < shape[t].rank; a++) ctor |= syno_size_primaries(shape[t].dim[a]);
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++)
     if ((used >> i & 1) && read_at[i] < 0) ctor |= 1u << i;
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lower/expr_eval.h"
 #include "../lower/stages.h"
 #include "emit.h"
 #include "syno/alloc.h"
@@ -34,10 +35,6 @@ typedef struct {
   codegen_sizes_t z;
   syno_error_t *err;
 } tvm_t;
-
-static syno_size_t extent(const syno_nest_t *n, int v) {
-  return v < n->n_outer ? n->outer[v] : n->inner[v - n->n_outer];
-}
 
 /* Node i of the nest in TE: loop variable j is v<j>, a size its symbolic spelling. */
 static int te_expr(tvm_t *t, syno_strbuf_t *sb, int i) {
@@ -92,7 +89,7 @@ static int te_stage(tvm_t *t, syno_strbuf_t *sb, int s, syno_varset_t keep, syno
   syno_strbuf_printf(sb, "    # stage %d: %s\n", s, what);
   for (int v = 0; v < SYNO_NEST_MAX_VARS; v++)
     if (sum >> v & 1)
-      syno_strbuf_printf(sb, "    v%d = te.reduce_axis((0, %s), name=\"v%d\")\n", v, codegen_size(&t->z, extent(t->n, v)),
+      syno_strbuf_printf(sb, "    v%d = te.reduce_axis((0, %s), name=\"v%d\")\n", v, codegen_size(&t->z, syno_nest_extent(t->n, v)),
                          v);
   syno_strbuf_printf(sb, "\n    def stage%d(", s);
   var_list(sb, keep);
@@ -110,7 +107,7 @@ static int te_stage(tvm_t *t, syno_strbuf_t *sb, int s, syno_varset_t keep, syno
   }
   syno_strbuf_printf(sb, "    y%d = te.compute((", s);
   for (int v = 0; v < SYNO_NEST_MAX_VARS; v++)
-    if (keep >> v & 1) syno_strbuf_printf(sb, "%s, ", codegen_size(&t->z, extent(t->n, v)));
+    if (keep >> v & 1) syno_strbuf_printf(sb, "%s, ", codegen_size(&t->z, syno_nest_extent(t->n, v)));
   syno_strbuf_printf(sb, "), stage%d, name=\"stage%d\")\n", s, s);
   return t->z.failed ? -1 : 0;
 }
@@ -119,14 +116,6 @@ static void shape_tuple(syno_strbuf_t *sb, const int64_t *dims, int rank) {
   syno_strbuf_printf(sb, "(");
   for (int i = 0; i < rank; i++) syno_strbuf_printf(sb, "%" PRId64 ", ", dims[i]);
   syno_strbuf_printf(sb, ")");
-}
-
-/* Which primary variables a size reads (bit i: primary i). */
-static unsigned primaries_of(syno_size_t s) {
-  unsigned m = 0;
-  for (int i = 0; i < SYNO_MAX_VARS; i++)
-    if (s.p[i]) m |= 1u << i;
-  return m;
 }
 
 int syno_codegen_tvm(const syno_operator_t *op, int binding, char *buf, size_t n, syno_error_t *err) {
@@ -155,21 +144,15 @@ int syno_codegen_tvm(const syno_operator_t *op, int binding, char *buf, size_t n
   /* The primaries: each from the first tensor axis it sizes alone. */
   syno_shape_t shape[SYNO_MAX_TENSORS];
   int from_t[SYNO_MAX_VARS], from_a[SYNO_MAX_VARS];
-  unsigned used = 0;
+  unsigned used = codegen_used_primaries(op, nest);
   for (int i = 0; i < SYNO_MAX_VARS; i++) from_t[i] = -1;
   for (int k = 0; k < op->n_tensors; k++) {
     syno_operator_tensor_shape(op, k, &shape[k]);
     for (int a = 0; a < shape[k].rank; a++) {
-      unsigned m = primaries_of(shape[k].dim[a]);
-      used |= m;
-      if (m && !(m & (m - 1))) {
-        int i = __builtin_ctz(m);
-        if (shape[k].dim[a].p[i] == 1 && from_t[i] < 0) from_t[i] = k, from_a[i] = a;
-      }
+      int i = codegen_lone_primary(shape[k].dim[a]);
+      if (i >= 0 && from_t[i] < 0) from_t[i] = k, from_a[i] = a;
     }
   }
-  for (int i = 0; i < nest->n_outer; i++) used |= primaries_of(nest->outer[i]);
-  for (int i = 0; i < nest->n_inner; i++) used |= primaries_of(nest->inner[i]);
   char name[CODEGEN_NAME_LEN];
   for (int i = 0; i < v->n[SYNO_PRIMARY]; i++) {
     if (!(used >> i & 1)) continue;

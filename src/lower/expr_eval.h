@@ -37,6 +37,16 @@ static inline int64_t syno_expr_eval(const syno_nest_t *n, int i, const int64_t 
   }
 }
 
+/* The loop variable of an OUTER or INNER node (outer variables first, then the inner ones). */
+static inline int syno_expr_var(const syno_nest_t *n, const syno_expr_t *x) {
+  return x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var;
+}
+
+/* The symbolic extent of loop variable v (outer variables first, then the inner ones). */
+static inline syno_size_t syno_nest_extent(const syno_nest_t *n, int v) {
+  return v < n->n_outer ? n->outer[v] : n->inner[v - n->n_outer];
+}
+
 /* The offset of access acc (row-major strides `stride`) at the loop variable values val
  * (outer variables, then inner), or -1 when a restrict is out of range (zero padding). */
 static inline int64_t syno_access_offset(const syno_nest_t *n, const syno_access_t *acc, const int64_t *stride,
@@ -55,7 +65,7 @@ static inline int syno_nest_sizes(const syno_nest_t *n, const syno_vars_t *v, in
   for (int i = 0; i < n->n_nodes; i++)
     if (n->node[i].kind == SYNO_EXPR_SIZE && syno_size_eval(v, n->node[i].size, b, &size_val[i], err)) return -1;
   for (int i = 0; i < n->n_outer + n->n_inner; i++)
-    if (syno_size_eval(v, i < n->n_outer ? n->outer[i] : n->inner[i - n->n_outer], b, &ext[i], err)) return -1;
+    if (syno_size_eval(v, syno_nest_extent(n, i), b, &ext[i], err)) return -1;
   return 0;
 }
 

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "expr_eval.h"
+
 bool lower_node_is_const(const syno_nest_t *n, int i) {
   const syno_expr_t *x = &n->node[i];
   switch (x->kind) {
@@ -26,10 +28,6 @@ int lower_const_sign(const syno_nest_t *n, int i) {
     }
     default: return 0;
   }
-}
-
-static int var_of(const syno_nest_t *n, const syno_expr_t *x) {
-  return x->kind == SYNO_EXPR_OUTER ? x->var : n->n_outer + x->var;
 }
 
 /* A constant product of integers and sizes into *c; false for any other constant. */
@@ -63,7 +61,7 @@ static bool affine(const syno_nest_t *n, int i, lower_coef_t mult, lower_axis_vi
   switch (x->kind) {
     case SYNO_EXPR_OUTER:
     case SYNO_EXPR_INNER: {
-      lower_coef_t *c = &av->coef[var_of(n, x)];
+      lower_coef_t *c = &av->coef[syno_expr_var(n, x)];
       if (c->imm == 0) {
         *c = mult;
       } else if (syno_size_eq(c->size, mult.size)) {
@@ -99,8 +97,8 @@ static bool within(const syno_nest_t *n, int e, int s) {
     case SYNO_EXPR_RESTRICT:
     case SYNO_EXPR_MOD:
       return n->node[x->b].kind == SYNO_EXPR_SIZE && syno_size_eq(n->node[x->b].size, sz->size);
-    case SYNO_EXPR_OUTER: return syno_size_eq(n->outer[x->var], sz->size);
-    case SYNO_EXPR_INNER: return syno_size_eq(n->inner[x->var], sz->size);
+    case SYNO_EXPR_OUTER:
+    case SYNO_EXPR_INNER: return syno_size_eq(syno_nest_extent(n, syno_expr_var(n, x)), sz->size);
     default: return false;
   }
 }
@@ -238,12 +236,6 @@ int lower_sum_split(syno_nest_t *n, int i, int *q, lower_coef_t *c) {
   return without(n, i, *q);
 }
 
-static bool has_primary(syno_size_t s) {
-  for (int i = 0; i < SYNO_MAX_VARS; i++)
-    if (s.p[i]) return true;
-  return false;
-}
-
 static int popcount(syno_varset_t s) {
   int c = 0;
   for (; s; s &= s - 1) c++;
@@ -279,7 +271,7 @@ bool lower_view_conv(const lower_stages_t *p, const lower_axis_view_t *av, int r
     int m = lowest(s & c->batch), k = lowest(s & c->chan);
     /* A window's stride and dilation are coefficients (k, s, ...): a primary size
      * there is a merged channel axis, not a spatial one. */
-    if (av[a].coef[m].imm <= 0 || has_primary(av[a].coef[m].size) || has_primary(av[a].coef[k].size) ||
+    if (av[a].coef[m].imm <= 0 || syno_size_primaries(av[a].coef[m].size) || syno_size_primaries(av[a].coef[k].size) ||
         c->n_win >= LOWER_MAX_WINDOWS)
       continue;
     int w = c->n_win++;

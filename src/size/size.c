@@ -92,6 +92,13 @@ int syno_size_total_power(syno_size_t a) {
   return t;
 }
 
+unsigned syno_size_primaries(syno_size_t a) {
+  unsigned m = 0;
+  for (int i = 0; i < SYNO_MAX_VARS; i++)
+    if (a.p[i]) m |= 1u << i;
+  return m;
+}
+
 int syno_size_num_vars(syno_size_t a) {
   int t = 0;
   for (int i = 0; i < SYNO_MAX_VARS; i++) t += (a.p[i] != 0) + (a.c[i] != 0);

@@ -260,15 +260,11 @@ static bool read_from_input(const syno_operator_t *op, int i) {
   syno_shape_t s;
   bool alone = false;
   syno_operator_tensor_shape(op, 0, &s);
-  for (int a = 0; a < s.rank; a++) {
-    int others = 0;
-    for (int k = 0; k < SYNO_MAX_VARS; k++) others += k != i && s.dim[a].p[k] != 0;
-    alone |= s.dim[a].p[i] == 1 && others == 0;
-  }
+  for (int a = 0; a < s.rank; a++) alone |= s.dim[a].p[i] == 1 && syno_size_primaries(s.dim[a]) == 1u << i;
   for (int t = 1; t < op->n_tensors; t++) {
     syno_operator_tensor_shape(op, t, &s);
     for (int a = 0; a < s.rank; a++)
-      if (s.dim[a].p[i]) return false;
+      if (syno_size_primaries(s.dim[a]) >> i & 1) return false;
   }
   return alone;
 }
