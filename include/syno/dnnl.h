@@ -24,6 +24,7 @@
 typedef struct {
   int nsp; /* spatial dimensions, 1..3 */
   int bias;
+  int relu; /* ReLU fused after the forward (an inference-only geometry: no backward) */
   int64_t n, ic, oc, groups;
   int64_t in[SYNO_DNNL_MAX_SP], out[SYNO_DNNL_MAX_SP], k[SYNO_DNNL_MAX_SP];
   int64_t stride[SYNO_DNNL_MAX_SP], dil[SYNO_DNNL_MAX_SP]; /* dil 1: dense */

@@ -112,6 +112,9 @@ typedef struct syno_layer_ops {
   int (*out_shape)(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out);
   /* Frees what the concrete layer added beyond the common fields; may be NULL. */
   void (*destroy)(syno_layer_t *self);
+  /* Optional (NULL: the generic way, see syno_nn_forward_affine): a frozen inference forward
+   * whose result goes through a per-channel map and ReLU, folded into the layer's own work. */
+  int (*forward_affine)(syno_layer_t *self, const syno_tensor_t *x, const float *scale, const float *shift, int relu);
 } syno_layer_ops_t;
 
 /* For layer authors (a layer outside src/nn, such as an operator slot, uses the same three
@@ -169,6 +172,19 @@ void syno_nn_zero_grad(syno_layer_t *l);
  * earlier freeze is never reused; training forwards ignore it. The latency measurements
  * freeze the networks they time. */
 void syno_nn_freeze(syno_layer_t *l, int on);
+
+/* Deployed inference (src/nn/deploy.c). A frozen sequential's inference forward runs each
+ * layer followed by a batch norm and/or a ReLU through this: l's inference forward, then
+ * y = max(scale[c] * y + shift[c], 0) per channel c of dim 1 (scale NULL: no map; relu 0: no
+ * clamp), as one piece of work where l can (a conv2d folds the map into its weight and bias
+ * and fuses the ReLU; a layer owning its output applies both in place in one pass). Returns
+ * SYNO_NN_OK when the map was applied, 1 when only the forward ran (l's output is a view of
+ * another layer's tensor, which must not change: the caller applies the map itself), or a
+ * status < 0. scale and shift have dims[1] entries of the output. */
+int syno_nn_forward_affine(syno_layer_t *l, const syno_tensor_t *x, const float *scale, const float *shift, int relu);
+/* y = max(scale[c] * y + shift[c], 0) in place, c over dim 1 of y (ndim >= 2); the same
+ * conventions (for a forward_affine hook that applies the map itself). */
+void syno_nn_channel_affine(syno_tensor_t *y, const float *scale, const float *shift, int relu);
 
 /* ---------------------------------------------------------------- layers */
 

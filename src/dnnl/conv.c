@@ -197,10 +197,10 @@ typedef struct bind {
   int out;
 } bind_t;
 
-/* Creates o's primitive from an op descriptor (hint: the training forward, or NULL) and its
- * ports; 0 on success. */
-static int op_init(op_t *o, const void *opdesc, const_dnnl_primitive_desc_t hint, const bind_t *b, int nb) {
-  if (dnnl_primitive_desc_create(&o->pd, opdesc, NULL, engine, hint)) {
+/* Creates o's primitive from an op descriptor (attr: its post-ops, or NULL; hint: the
+ * training forward, or NULL) and its ports; 0 on success. */
+static int op_init(op_t *o, const void *opdesc, const_dnnl_primitive_attr_t attr, const_dnnl_primitive_desc_t hint, const bind_t *b, int nb) {
+  if (dnnl_primitive_desc_create(&o->pd, opdesc, attr, engine, hint)) {
     o->pd = NULL;
     return -1;
   }
@@ -294,7 +294,18 @@ static int fwd_init(entry_t *e, op_t *o, dnnl_prop_kind_t kind) {
                  {DNNL_ARG_WEIGHTS, &e->wei_md, 0},
                  {DNNL_ARG_DST, &e->dst_md, 1},
                  {DNNL_ARG_BIAS, &e->bias_md, 0}};
-  return op_init(o, &cd, NULL, b, bias ? 4 : 3);
+  if (!e->geo.relu) return op_init(o, &cd, NULL, NULL, b, bias ? 4 : 3);
+  /* ReLU fused as an eltwise post-op: applied to the result before it leaves the primitive. */
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t po = NULL;
+  int rc = -1;
+  if (!dnnl_primitive_attr_create(&attr) && !dnnl_post_ops_create(&po) &&
+      !dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) &&
+      !dnnl_primitive_attr_set_post_ops(attr, po))
+    rc = op_init(o, &cd, attr, NULL, b, bias ? 4 : 3);
+  if (po) dnnl_post_ops_destroy(po);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  return rc;
 }
 
 /* The plain descriptor of a tensor of dims d (rank r) with tag t, and the one left to oneDNN. */
@@ -388,7 +399,7 @@ static int scratch(float **buf, int64_t *len, int64_t n) {
 int syno_dnnl_conv_backward(syno_dnnl_conv_t *d, const syno_dnnl_geo_t *c, const float *src, const float *ddst,
                             const float *wei, float *dwei, float *dbias, float *dsrc, int accumulate) {
   entry_t *e = lookup(d, c);
-  if (!e->ok) return SYNO_DNNL_EINVAL;
+  if (!e->ok || c->relu) return SYNO_DNNL_EINVAL;
   geo_t g;
   make_geo(c, &g);
   if (!e->bwd_w.prim) {
@@ -401,7 +412,7 @@ int syno_dnnl_conv_backward(syno_dnnl_conv_t *d, const syno_dnnl_geo_t *c, const
     if (dnnl_dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &e->src_any, &e->wei_any,
                                                             c->bias ? &e->bias_md : NULL, &e->dst_any, g.strides, g.dil,
                                                             g.pl, g.pr) ||
-        op_init(&e->bwd_w, &cd, e->fwd_train.pd, b, c->bias ? 4 : 3))
+        op_init(&e->bwd_w, &cd, NULL, e->fwd_train.pd, b, c->bias ? 4 : 3))
       return SYNO_DNNL_EINVAL;
   }
   if (dsrc && !e->bwd_data.prim) {
@@ -411,7 +422,7 @@ int syno_dnnl_conv_backward(syno_dnnl_conv_t *d, const syno_dnnl_geo_t *c, const
     op_clear(&e->bwd_data);
     if (dnnl_dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &e->src_any, &e->wei_any,
                                                          &e->dst_any, g.strides, g.dil, g.pl, g.pr) ||
-        op_init(&e->bwd_data, &cd, e->fwd_train.pd, b, 3))
+        op_init(&e->bwd_data, &cd, NULL, e->fwd_train.pd, b, 3))
       return SYNO_DNNL_EINVAL;
   }
   int64_t nw = c->oc * (c->ic / c->groups);

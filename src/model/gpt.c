@@ -70,7 +70,7 @@ static int tp_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t tp_ops = {
-    "token_pos_embedding", tp_forward, tp_backward, tp_out_shape, NULL,
+    "token_pos_embedding", tp_forward, tp_backward, tp_out_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_token_pos_embedding_create(int64_t vocab, int64_t context, int64_t dim, syno_rng_t *rng) {
@@ -138,7 +138,7 @@ static void ga_destroy(syno_layer_t *self) {
 }
 
 static const syno_layer_ops_t ga_ops = {
-    "gpt_attention", ga_forward, ga_backward, ga_out_shape, ga_destroy,
+    "gpt_attention", ga_forward, ga_backward, ga_out_shape, ga_destroy, NULL,
 };
 
 /* The operator of a slot that is not the QKV projection: op, unless op's

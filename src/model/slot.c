@@ -322,8 +322,27 @@ static void slot_destroy(syno_layer_t *self) {
   syno_slotop_free(s->op);
 }
 
+/* Deployed inference (syno_nn_forward_affine): the standard layer folds the map itself; an
+ * operator's output is the slot's own, mapped in place. */
+static int slot_forward_affine(syno_layer_t *self, const syno_tensor_t *x, const float *scale, const float *shift,
+                               int relu) {
+  slot_t *s = (slot_t *)self;
+  int rc;
+  if (!s->op && s->info.kind == SYNO_SLOT_CONV) {
+    syno_layer_t *c = self->children[0];
+    if ((rc = syno_nn_forward_affine(c, x, scale, shift, relu)) < 0) return rc;
+    syno_nn_begin_forward(self, x, 0);
+    self->out = syno_nn_tensor_view(c->out.data, c->out.ndim, c->out.dims);
+    return rc;
+  }
+  if ((rc = slot_forward(self, x, 0))) return rc;
+  if (!s->op) return 1; /* a view of the standard linear layer's output */
+  syno_nn_channel_affine(&self->out, scale, shift, relu);
+  return SYNO_NN_OK;
+}
+
 static const syno_layer_ops_t slot_ops = {
-    "slot", slot_forward, slot_backward, slot_out_shape, slot_destroy,
+    "slot", slot_forward, slot_backward, slot_out_shape, slot_destroy, slot_forward_affine,
 };
 
 int syno_slot_info(const syno_layer_t *l, syno_slot_info_t *info) {

@@ -62,6 +62,15 @@ static void relu_bwd(const float *restrict y, const float *restrict g, float *re
   for (int64_t i = 0; i < n; i++) q[i] = y[i] > 0.0f ? g[i] : 0.0f;
 }
 
+static void relu_self(float *q, int64_t n) {
+  for (int64_t i = 0; i < n; i++) q[i] = q[i] > 0.0f ? q[i] : 0.0f;
+}
+
+void nn_relu_inplace(float *q, int64_t n) {
+#pragma omp parallel for schedule(static) if (n >= ACT_PARALLEL_MIN)
+  for (int64_t s = 0; s < n; s += ACT_SPAN) relu_self(q + s, n - s < ACT_SPAN ? n - s : ACT_SPAN);
+}
+
 static int relu_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   return act_forward(self, x, train, relu_fwd);
 }
@@ -71,7 +80,7 @@ static int relu_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t relu_ops = {
-    "relu", relu_forward, relu_backward, same_shape, NULL,
+    "relu", relu_forward, relu_backward, same_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_relu_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &relu_ops, 0); }
@@ -109,7 +118,7 @@ static int gelu_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t gelu_ops = {
-    "gelu", gelu_forward, gelu_backward, same_shape, NULL,
+    "gelu", gelu_forward, gelu_backward, same_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_gelu_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &gelu_ops, 0); }
@@ -137,7 +146,7 @@ static int silu_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t silu_ops = {
-    "silu", silu_forward, silu_backward, same_shape, NULL,
+    "silu", silu_forward, silu_backward, same_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_silu_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &silu_ops, 0); }
@@ -161,7 +170,7 @@ static int sigmoid_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t sigmoid_ops = {
-    "sigmoid", sigmoid_forward, sigmoid_backward, same_shape, NULL,
+    "sigmoid", sigmoid_forward, sigmoid_backward, same_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_sigmoid_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &sigmoid_ops, 0); }

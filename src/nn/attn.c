@@ -119,7 +119,7 @@ static void attn_destroy(syno_layer_t *self) {
 }
 
 static const syno_layer_ops_t attn_ops = {
-    "causal_attention", attn_forward, attn_backward, attn_out_shape, attn_destroy,
+    "causal_attention", attn_forward, attn_backward, attn_out_shape, attn_destroy, NULL,
 };
 
 syno_layer_t *syno_nn_causal_attention_create(int64_t heads) {

@@ -35,6 +35,8 @@ typedef struct conv {
   int64_t col_cap, tmp_cap;
   syno_dnnl_conv_t *dnnl; /* oneDNN primitives (NULL for the im2col backend) */
   int used;             /* backend of the last forward; -1 before the first */
+  float *fold;          /* [K*CKK + K]: weight and bias with a batch norm folded in (deploy.c) */
+  uint64_t fold_id;     /* the freeze id fold was computed under */
 } conv_t;
 
 /* Geometry of one call. */
@@ -188,21 +190,24 @@ static int plan_chunk(conv_t *cv, const geom_t *g, int64_t *nb_out) {
   return SYNO_NN_OK;
 }
 
-static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
-  conv_t *cv = (conv_t *)self;
+/* The forward with weight w and bias (NULL: none), ReLU applied when relu (inference only);
+ * hold as syno_dnnl_conv_forward's. */
+static int conv_run(conv_t *cv, const syno_tensor_t *x, int train, const float *w, const float *bias, int relu,
+                    uint64_t hold) {
+  syno_layer_t *self = &cv->base;
   geom_t g;
   int64_t nb, od[4];
   int rc = make_geom(cv, x, &g);
   if (rc) return rc;
   conv_out_shape(self, 4, x->dims, od);
   if ((rc = syno_nn_tensor_resize(&self->out, 4, od))) return rc;
-  const float *w = self->params[0].value.data;
-  const float *bias = cv->cfg.bias ? self->params[1].value.data : NULL;
   float *y = self->out.data;
   syno_dnnl_geo_t dg;
   dnnl_geo(&cv->cfg, &g, &dg);
+  dg.bias = bias != NULL;
+  dg.relu = relu;
   if (cv->dnnl && syno_dnnl_conv_supported(cv->dnnl, &dg)) {
-    rc = dnnl_rc(syno_dnnl_conv_forward(cv->dnnl, &dg, x->data, w, bias, y, train, self->frozen));
+    rc = dnnl_rc(syno_dnnl_conv_forward(cv->dnnl, &dg, x->data, w, bias, y, train, hold));
     if (rc) return rc;
     syno_nn_begin_forward(self, x, train);
     cv->used = SYNO_CONV_ONEDNN;
@@ -225,13 +230,46 @@ static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
         float *dst = y + ((n0 + b) * g.k + k) * g.ohw;
         const float *src = res + k * ld + b * g.ohw;
         float bk = bias ? bias[k] : 0.0f;
-        if (dst != src)
+        if (relu)
+          for (int64_t s = 0; s < g.ohw; s++) dst[s] = src[s] + bk > 0.0f ? src[s] + bk : 0.0f;
+        else if (dst != src)
           for (int64_t s = 0; s < g.ohw; s++) dst[s] = src[s] + bk;
         else if (bias)
           for (int64_t s = 0; s < g.ohw; s++) dst[s] += bk;
       }
   }
   return SYNO_NN_OK;
+}
+
+static int conv_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+  conv_t *cv = (conv_t *)self;
+  return conv_run(cv, x, train, self->params[0].value.data, cv->cfg.bias ? self->params[1].value.data : NULL, 0,
+                  self->frozen);
+}
+
+/* forward_affine (deploy.c): the map folded into the weight and bias once per freeze, the ReLU
+ * fused. */
+static int conv_forward_affine(syno_layer_t *self, const syno_tensor_t *x, const float *scale, const float *shift,
+                               int relu) {
+  conv_t *cv = (conv_t *)self;
+  const float *w = self->params[0].value.data, *b = cv->cfg.bias ? self->params[1].value.data : NULL;
+  if (scale) {
+    const int64_t k = cv->cfg.out_channels, per = syno_nn_tensor_numel(&self->params[0].value) / k;
+    if (!cv->fold) {
+      cv->fold = malloc((size_t)(k * per + k) * sizeof *cv->fold);
+      if (!cv->fold) return SYNO_NN_ENOMEM;
+    }
+    if (cv->fold_id != self->frozen) {
+      for (int64_t o = 0; o < k; o++) {
+        for (int64_t i = 0; i < per; i++) cv->fold[o * per + i] = w[o * per + i] * scale[o];
+        cv->fold[k * per + o] = (b ? b[o] * scale[o] : 0.0f) + shift[o];
+      }
+      cv->fold_id = self->frozen;
+    }
+    w = cv->fold;
+    b = cv->fold + k * per;
+  }
+  return conv_run(cv, x, 0, w, b, relu, self->frozen);
 }
 
 static int conv_backward(syno_layer_t *self, const syno_tensor_t *dy) {
@@ -292,11 +330,12 @@ static void conv_destroy(syno_layer_t *self) {
   conv_t *cv = (conv_t *)self;
   free(cv->col);
   free(cv->tmp);
+  free(cv->fold);
   syno_dnnl_conv_free(cv->dnnl);
 }
 
 static const syno_layer_ops_t conv_ops = {
-    "conv2d", conv_forward, conv_backward, conv_out_shape, conv_destroy,
+    "conv2d", conv_forward, conv_backward, conv_out_shape, conv_destroy, conv_forward_affine,
 };
 
 syno_layer_t *syno_nn_conv2d_create(const syno_conv2d_cfg_t *cfg, syno_rng_t *rng) {

@@ -50,7 +50,7 @@ static int emb_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t emb_ops = {
-    "embedding", emb_forward, emb_backward, emb_out_shape, NULL,
+    "embedding", emb_forward, emb_backward, emb_out_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_embedding_create(int64_t vocab, int64_t dim, syno_rng_t *rng) {

@@ -125,6 +125,7 @@ void syno_nn_zero_grad(syno_layer_t *l) {
 
 static int seq_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   syno_nn_begin_forward(self, x, train);
+  if (self->frozen && !train) return nn_seq_forward_deployed(self, x);
   const syno_tensor_t *cur = x;
   for (int i = 0; i < self->nchildren; i++) {
     int rc = syno_nn_forward(self->children[i], cur, train);
@@ -169,7 +170,7 @@ static void view_destroy(syno_layer_t *self) {
 }
 
 static const syno_layer_ops_t seq_ops = {
-    "sequential", seq_forward, seq_backward, seq_out_shape, view_destroy,
+    "sequential", seq_forward, seq_backward, seq_out_shape, view_destroy, NULL,
 };
 
 syno_layer_t *syno_nn_sequential_create(int n, syno_layer_t **layers) {
@@ -192,11 +193,17 @@ syno_layer_t *syno_nn_sequential_create(int n, syno_layer_t **layers) {
 
 /* ---------------------------------------------------------------- residual */
 
-static void add_into(float *y, const float *a, const float *b, int64_t n) {
-  for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+static void add_into(float *y, const float *a, const float *b, int64_t n, int relu) {
+  if (relu)
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i] > 0.0f ? a[i] + b[i] : 0.0f;
+  else
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-static int res_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+/* body(x) + shortcut(x), clamped at 0 when relu (deployed inference fuses the ReLU after the
+ * sum), then the channel map when scale (see res_forward_affine). */
+static int res_run(syno_layer_t *self, const syno_tensor_t *x, int train, const float *scale, const float *shift,
+                   int relu) {
   syno_nn_begin_forward(self, x, train);
   syno_layer_t *body = self->children[0];
   syno_layer_t *sc = self->nchildren > 1 ? self->children[1] : NULL;
@@ -207,8 +214,18 @@ static int res_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   if (!syno_nn_tensor_same_shape(&body->out, other)) return SYNO_NN_ESHAPE;
   rc = syno_nn_tensor_resize_like(&self->out, other);
   if (rc) return rc;
-  add_into(self->out.data, body->out.data, other->data, syno_nn_tensor_numel(other));
+  add_into(self->out.data, body->out.data, other->data, syno_nn_tensor_numel(other), relu && !scale);
+  if (scale) syno_nn_channel_affine(&self->out, scale, shift, relu);
   return SYNO_NN_OK;
+}
+
+static int res_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+  return res_run(self, x, train, NULL, NULL, 0);
+}
+
+static int res_forward_affine(syno_layer_t *self, const syno_tensor_t *x, const float *scale, const float *shift,
+                              int relu) {
+  return res_run(self, x, 0, scale, shift, relu);
 }
 
 static int res_backward(syno_layer_t *self, const syno_tensor_t *dy) {
@@ -225,7 +242,7 @@ static int res_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   if (!syno_nn_tensor_same_shape(&body->grad_in, other)) return SYNO_NN_ESHAPE;
   rc = syno_nn_tensor_resize_like(&self->grad_in, &self->in);
   if (rc) return rc;
-  add_into(self->grad_in.data, body->grad_in.data, other->data, syno_nn_tensor_numel(other));
+  add_into(self->grad_in.data, body->grad_in.data, other->data, syno_nn_tensor_numel(other), 0);
   syno_nn_release_grad_in(body, self);
   if (sc) syno_nn_release_grad_in(sc, self);
   return SYNO_NN_OK;
@@ -247,7 +264,7 @@ static int res_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims
 }
 
 static const syno_layer_ops_t res_ops = {
-    "residual", res_forward, res_backward, res_out_shape, NULL,
+    "residual", res_forward, res_backward, res_out_shape, NULL, res_forward_affine,
 };
 
 syno_layer_t *syno_nn_residual_create(syno_layer_t *body, syno_layer_t *shortcut) {
@@ -291,7 +308,7 @@ static int flat_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t flat_ops = {
-    "flatten", flat_forward, flat_backward, flat_out_shape, view_destroy,
+    "flatten", flat_forward, flat_backward, flat_out_shape, view_destroy, NULL,
 };
 
 syno_layer_t *syno_nn_flatten_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &flat_ops, 0); }
@@ -303,7 +320,7 @@ int syno_nn_add(const syno_tensor_t *a, const syno_tensor_t *b, syno_tensor_t *y
   if (y == a || y == b) return SYNO_NN_EINVAL;
   int rc = syno_nn_tensor_resize_like(y, a);
   if (rc) return rc;
-  add_into(y->data, a->data, b->data, syno_nn_tensor_numel(a));
+  add_into(y->data, a->data, b->data, syno_nn_tensor_numel(a), 0);
   return SYNO_NN_OK;
 }
 
@@ -362,7 +379,7 @@ static int dense_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   if ((rc = syno_nn_prepare_grad_in(self, &skip)) || skip) return rc;
   for (int64_t n = 0; n < self->in.dims[0]; n++)
     add_into(self->grad_in.data + n * cx * inner, dy->data + n * (cx + cb) * inner, body->grad_in.data + n * cx * inner,
-             cx * inner);
+             cx * inner, 0);
   syno_nn_release_grad_in(body, self);
   return SYNO_NN_OK;
 }
@@ -380,7 +397,7 @@ static int dense_out_shape(const syno_layer_t *self, int ndim, const int64_t *di
 static void dense_destroy(syno_layer_t *self) { syno_nn_tensor_free(&((dense_t *)self)->dbody); }
 
 static const syno_layer_ops_t dense_ops = {
-    "dense", dense_forward, dense_backward, dense_out_shape, dense_destroy,
+    "dense", dense_forward, dense_backward, dense_out_shape, dense_destroy, NULL,
 };
 
 /* A layer of `size` bytes around one child, body (owned from here on, freed on failure). */
@@ -467,7 +484,7 @@ static int gate_out_shape(const syno_layer_t *self, int ndim, const int64_t *dim
 static void gate_destroy(syno_layer_t *self) { syno_nn_tensor_free(&((gate_t *)self)->dgate); }
 
 static const syno_layer_ops_t gate_ops = {
-    "gate", gate_forward, gate_backward, gate_out_shape, gate_destroy,
+    "gate", gate_forward, gate_backward, gate_out_shape, gate_destroy, NULL,
 };
 
 syno_layer_t *syno_nn_gate_create(syno_layer_t *body) { return wrap_create(sizeof(gate_t), &gate_ops, body); }

@@ -68,7 +68,7 @@ static int lin_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t lin_ops = {
-    "linear", lin_forward, lin_backward, lin_out_shape, NULL,
+    "linear", lin_forward, lin_backward, lin_out_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_linear_create(int64_t in_features, int64_t out_features, int bias, syno_rng_t *rng) {

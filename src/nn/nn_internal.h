@@ -48,6 +48,15 @@ static inline float nn_expf(float x) {
   return p * scale;
 }
 
+/* Deployed inference (deploy.c): a frozen sequential's inference forward, with batch norms
+ * folded and ReLUs fused into the layers before them. */
+int nn_seq_forward_deployed(syno_layer_t *seq, const syno_tensor_t *x);
+/* A batch norm's eval-mode map y = scale[c] * x + shift[c] (kept per freeze id): its channel
+ * count, or -1 when l is not a batch norm. */
+int64_t nn_bn_affine(syno_layer_t *l, const float **scale, const float **shift);
+/* q = max(q, 0) over n floats. */
+void nn_relu_inplace(float *q, int64_t n);
+
 /* The gpt backbone (gpt.c), called by syno_backbone_build. */
 /* A data file for zlib's gz* reading (gzip or plain), opened only when it is a regular file:
  * a FIFO, a device or a directory is refused at once (syno/file.h). NULL with err set

@@ -18,6 +18,8 @@ typedef struct bn {
   double momentum, eps;
   syno_tensor_t running_mean, running_var;
   double *mean, *invstd; /* [c]: what the last forward normalised with */
+  float *fold;           /* [2c]: eval-mode scale, then shift, under freeze id fold_id */
+  uint64_t fold_id;
 } bn_t;
 
 static int bn_out_shape(const syno_layer_t *self, int ndim, const int64_t *dims, int64_t *out) {
@@ -155,10 +157,11 @@ static void bn_destroy(syno_layer_t *self) {
   syno_nn_tensor_free(&b->running_var);
   free(b->mean);
   free(b->invstd);
+  free(b->fold);
 }
 
 static const syno_layer_ops_t bn_ops = {
-    "batchnorm", bn_forward, bn_backward, bn_out_shape, bn_destroy,
+    "batchnorm", bn_forward, bn_backward, bn_out_shape, bn_destroy, NULL,
 };
 
 syno_layer_t *syno_nn_batchnorm_create(int64_t channels, double momentum, double eps) {
@@ -171,7 +174,8 @@ syno_layer_t *syno_nn_batchnorm_create(int64_t channels, double momentum, double
   b->eps = eps;
   b->mean = calloc((size_t)channels, sizeof *b->mean);
   b->invstd = calloc((size_t)channels, sizeof *b->invstd);
-  if (!b->mean || !b->invstd || syno_nn_param_init(&l->params[0], "gamma", 1, &channels) ||
+  b->fold = malloc(2 * (size_t)channels * sizeof *b->fold);
+  if (!b->mean || !b->invstd || !b->fold || syno_nn_param_init(&l->params[0], "gamma", 1, &channels) ||
       syno_nn_param_init(&l->params[1], "beta", 1, &channels) || syno_nn_tensor_alloc(&b->running_mean, 1, &channels) ||
       syno_nn_tensor_alloc(&b->running_var, 1, &channels)) {
     syno_nn_layer_free(l);
@@ -181,6 +185,24 @@ syno_layer_t *syno_nn_batchnorm_create(int64_t channels, double momentum, double
   syno_nn_tensor_fill(&b->running_var, 1.0f);
   l->params[0].no_decay = l->params[1].no_decay = 1;
   return l;
+}
+
+int64_t nn_bn_affine(syno_layer_t *l, const float **scale, const float **shift) {
+  if (!l || l->ops != &bn_ops) return -1;
+  bn_t *b = (bn_t *)l;
+  if (!l->frozen || b->fold_id != l->frozen) {
+    const float *gamma = l->params[0].value.data, *beta = l->params[1].value.data;
+    for (int64_t ch = 0; ch < b->c; ch++) {
+      /* As bn_forward computes them in eval mode. */
+      double inv = 1.0 / sqrt((double)b->running_var.data[ch] + b->eps);
+      b->fold[ch] = (float)(gamma[ch] * inv);
+      b->fold[b->c + ch] = (float)(beta[ch] - b->running_mean.data[ch] * gamma[ch] * inv);
+    }
+    b->fold_id = l->frozen;
+  }
+  *scale = b->fold;
+  *shift = b->fold + b->c;
+  return b->c;
 }
 
 syno_tensor_t *syno_nn_batchnorm_running_mean(syno_layer_t *l) {
@@ -282,7 +304,7 @@ static void ln_destroy(syno_layer_t *self) {
 }
 
 static const syno_layer_ops_t ln_ops = {
-    "layernorm", ln_forward, ln_backward, ln_out_shape, ln_destroy,
+    "layernorm", ln_forward, ln_backward, ln_out_shape, ln_destroy, NULL,
 };
 
 syno_layer_t *syno_nn_layernorm_create(int64_t features, double eps) {

@@ -165,10 +165,10 @@ static int avg_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 static void pool_destroy(syno_layer_t *self) { free(((pool_t *)self)->argmax); }
 
 static const syno_layer_ops_t max_ops = {
-    "maxpool2d", max_forward, max_backward, pool_out_shape, pool_destroy,
+    "maxpool2d", max_forward, max_backward, pool_out_shape, pool_destroy, NULL,
 };
 static const syno_layer_ops_t avg_ops = {
-    "avgpool2d", avg_forward, avg_backward, pool_out_shape, pool_destroy,
+    "avgpool2d", avg_forward, avg_backward, pool_out_shape, pool_destroy, NULL,
 };
 
 static syno_layer_t *pool_create(const syno_layer_ops_t *ops, int64_t k, int64_t s, int64_t p) {
@@ -230,7 +230,7 @@ static int gap_backward(syno_layer_t *self, const syno_tensor_t *dy) {
 }
 
 static const syno_layer_ops_t gap_ops = {
-    "global_avgpool", gap_forward, gap_backward, gap_out_shape, NULL,
+    "global_avgpool", gap_forward, gap_backward, gap_out_shape, NULL, NULL,
 };
 
 syno_layer_t *syno_nn_global_avgpool_create(void) { return syno_nn_layer_new(sizeof(syno_layer_t), &gap_ops, 0); }
