@@ -151,7 +151,7 @@ static int sampled(long sample, int slowest, syno_sched_t sched) {
   }
   syno_sample_t *smp = calloc((size_t)sample, sizeof *smp);
   cand_t *c = calloc((size_t)sample, sizeof *c);
-  if (!smp || !c || syno_space_sample(&spec, sample, 1, 1, 1000000, true, smp, &err)) {
+  if (!smp || !c || syno_space_sample(&spec, sample, 1, 1, 1000000, true, smp, NULL, &err)) {
     fprintf(stderr, "kernels: sampling: %s\n", smp && c ? err.msg : "out of memory");
     return 1;
   }

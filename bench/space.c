@@ -234,7 +234,7 @@ static int sample(const syno_space_spec_t *spec, long n, int threads, double *se
   syno_sample_t *smp = calloc((size_t)n, sizeof *smp);
   syno_error_t err;
   double t0 = syno_clock_seconds();
-  if (!smp || syno_space_sample(spec, n, threads, 1, 1000000, true, smp, &err)) {
+  if (!smp || syno_space_sample(spec, n, threads, 1, 1000000, true, smp, NULL, &err)) {
     fprintf(stderr, "space: %s\n", smp ? err.msg : "out of memory");
     free(smp);
     return -1;

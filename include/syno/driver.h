@@ -60,6 +60,7 @@
 
 #include "syno/error.h"
 #include "syno/pool.h"
+#include "syno/space.h"
 
 /* Proposals in a row that may come back empty (each after a few seconds of
  * rollouts) before the search stops. */
@@ -114,7 +115,7 @@ typedef struct syno_driver_cfg {
   const char *worker_exe;      /* the syno binary the workers run */
   const char *log_path;        /* one line per evaluation started, or NULL */
   /* Reporting and stopping; the driver itself prints nothing. */
-  int quiet;                                                     /* no progress events */
+  int quiet;                                                     /* no progress events but DONE */
   void (*progress)(const syno_driver_progress_t *p, void *user); /* NULL: none */
   void *user;                                                    /* passed to progress */
   /* Polled between steps (e.g. set by a signal handler): when non-zero the
@@ -153,6 +154,7 @@ struct syno_driver_progress {
   int stopped;    /* DONE: the stop flag ended the run */
   int exhausted;  /* DONE: 1 the space has nothing left, 2 SYNO_DRIVER_FRUITLESS
                    * proposals in a row found nothing new */
+  const syno_space_t *space; /* DONE: the searched space (its spec and what it pruned) */
   /* The confirmation phase. */
   int confirm_total, confirm_done, confirm_failed; /* to confirm in this run, recorded, of
                                                     * which failed */

@@ -227,9 +227,10 @@ typedef struct {
  * partitioned by structural hash (syno_space_set_partition) so that threads
  * never return the same operator. Walk i is seeded with stream i of `seed`,
  * so the result depends on the seed and the thread count, not on timing.
- * `out` has n entries; free their texts with syno_space_samples_free. */
+ * `out` has n entries; free their texts with syno_space_samples_free. stats (may be NULL)
+ * receives the threads' space statistics summed: what the walks pruned, and why. */
 int syno_space_sample(const syno_space_spec_t *spec, long n, int threads, uint64_t seed, int max_walks, bool distinct,
-                      syno_sample_t *out, syno_error_t *err);
+                      syno_sample_t *out, syno_space_stats_t *stats, syno_error_t *err);
 void syno_space_samples_free(syno_sample_t *s, long n);
 /* How many distinct operator texts the samples hold (-1: out of memory). */
 long syno_space_samples_distinct(const syno_sample_t *s, long n);

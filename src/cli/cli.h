@@ -105,6 +105,10 @@ typedef struct {
  * applies --depth and --max-count; prints the error and returns 2 on bad
  * input. */
 int cli_spec_resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
+/* A sample or search that found no operator: says so on stderr, naming the binding and the
+ * limit that removed the most (from the space's statistics st after `walks` walks; < 0: not
+ * said), and returns SYNO_EXIT_FAIL. */
+int cli_empty_space(const char *cmd, const syno_space_spec_t *spec, const syno_space_stats_t *st, long walks);
 
 /* --to of export (and --emit of show): pytorch, tvm, c, dot; NULL-terminated. */
 extern const char *const cli_export_langs[];

@@ -49,8 +49,9 @@ int cli_cmd_sample(int argc, char **argv) {
     return SYNO_EXIT_FAIL;
   }
   syno_error_t err;
+  syno_space_stats_t stats;
   double t0 = syno_clock_seconds();
-  rc = syno_space_sample(&spec, n, (int)threads, seed, 1000000, !repeat, smp, &err);
+  rc = syno_space_sample(&spec, n, (int)threads, seed, 1000000, !repeat, smp, &stats, &err);
   double elapsed = syno_clock_seconds() - t0;
   if (rc) {
     fprintf(stderr, "syno: %s\n", err.msg);
@@ -102,5 +103,5 @@ int cli_cmd_sample(int argc, char **argv) {
   }
   syno_space_samples_free(smp, n);
   free(smp);
-  return rc;
+  return found ? rc : cli_empty_space("sample", &spec, &stats, total_walks);
 }

@@ -46,6 +46,7 @@ typedef struct {
   int tty;
   int midline; /* a progress line is open on the terminal */
   int last_count, last_running;
+  int empty; /* the search ended without a single candidate */
 } printer_t;
 
 static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
@@ -148,7 +149,14 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
       show_confirm_start(p);
       break;
     case SYNO_DRIVER_CONFIRMED: show_confirmed(p); break;
-    case SYNO_DRIVER_DONE: show_done(p, pr); break;
+    case SYNO_DRIVER_DONE:
+      if (!c->quiet) show_done(p, pr);
+      if (!p->count && p->exhausted && p->space) {
+        const syno_space_t *sp = p->space;
+        pr->empty = 1;
+        cli_empty_space("search", syno_space_spec(sp), syno_space_stats(sp), -1);
+      }
+      break;
   }
 }
 
@@ -278,7 +286,7 @@ static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
   rc = syno_driver_run(c, &err);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  if (rc == 0) return 0;
+  if (rc == 0) return pr.empty ? SYNO_EXIT_FAIL : 0;
   fprintf(stderr, "syno search: %s\n", err.msg);
   return SYNO_EXIT_FAIL;
 }

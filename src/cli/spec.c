@@ -30,3 +30,50 @@ static int resolve(const cli_spec_t *cs, syno_space_spec_t *spec) {
   if (syno_space_spec_load(cs->file, spec, &err)) return cli_cmd_error(NULL, "--spec: %s", err.msg);
   return 0;
 }
+
+/* What each of the space's prune counters means, with the limit behind it. */
+static void prune_line(const syno_space_spec_t *spec, int r, char *buf, size_t n) {
+  const syno_space_opts_t *o = &spec->opts;
+  switch (r) {
+  case SYNO_PRUNE_DISTANCE:
+    snprintf(buf, n, "shape distance beyond the depth (--depth %d)", o->depth);
+    break;
+  case SYNO_PRUNE_CHAIN:
+    snprintf(buf, n, "chain of primitives on one dim too long (max_chain %d)", o->max_chain);
+    break;
+  case SYNO_PRUNE_LIMIT:
+    snprintf(buf, n, "a size, FLOPs, parameter or pooling limit (min_flops %.3g, max_flops %.3g, max_params %.3g)",
+             o->min_flops, o->max_flops, o->max_params);
+    break;
+  case SYNO_PRUNE_ILLEGAL:
+    snprintf(buf, n, "a primitive that does not fit the sizes");
+    break;
+  default:
+    snprintf(buf, n, "every completion above max_flops (%.3g)", o->max_flops);
+    break;
+  }
+}
+
+int cli_empty_space(const char *cmd, const syno_space_spec_t *spec, const syno_space_stats_t *st, long walks) {
+  char bind[512];
+  syno_vars_print_binding(&spec->vars, 0, bind, sizeof bind);
+  char in[48] = "";
+  if (walks >= 0) snprintf(in, sizeof in, " in %ld walks", walks);
+  fprintf(stderr, "syno %s: no operator found%s at depth %d, binding %s%s\n", cmd, in, spec->opts.depth, bind,
+          spec->vars.nbind > 1 ? " (and the others)" : "");
+  int best = -1;
+  for (int r = 0; r < SYNO_PRUNE_COUNT; r++)
+    if (st->prune[r] && (best < 0 || st->prune[r] > st->prune[best])) best = r;
+  if (best < 0) {
+    fprintf(stderr, "  no limit removed anything: the space at this depth holds no operator (try a larger --depth)\n");
+    return SYNO_EXIT_FAIL;
+  }
+  char line[256];
+  prune_line(spec, best, line, sizeof line);
+  fprintf(stderr, "  the limit that removed the most: %s\n  children removed by each limit:", line);
+  for (int r = 0; r < SYNO_PRUNE_COUNT; r++) {
+    static const char *const name[SYNO_PRUNE_COUNT] = {"distance", "chain", "limits", "illegal", "flops bound"};
+    fprintf(stderr, " %s %llu%s", name[r], (unsigned long long)st->prune[r], r + 1 < SYNO_PRUNE_COUNT ? "," : "\n");
+  }
+  return SYNO_EXIT_FAIL;
+}

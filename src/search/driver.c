@@ -196,7 +196,7 @@ static int stopping(const run_t *r) { return r->c.stop && *r->c.stop; }
 static int time_up(const run_t *r) { return r->c.time_limit > 0 && syno_clock_seconds() - r->t0 >= r->c.time_limit; }
 
 static void emit(run_t *r, syno_driver_event_t ev) {
-  if (r->c.quiet || !r->c.progress) return;
+  if (!r->c.progress || (r->c.quiet && ev != SYNO_DRIVER_DONE)) return;
   r->prog.event = ev;
   r->prog.cfg = &r->c;
   r->prog.elapsed = syno_clock_seconds() - r->t0;
@@ -782,6 +782,7 @@ int syno_driver_run(const syno_driver_cfg_t *cfg, syno_error_t *err) {
                : 0;
   if (rc == 0) {
     r.prog.stopped = stopping(&r);
+    r.prog.space = r.space;
     emit(&r, SYNO_DRIVER_DONE);
   }
   run_close(&r);

@@ -19,6 +19,7 @@ typedef struct {
   int max_walks;
   bool distinct;
   syno_sample_t *out;
+  syno_space_stats_t stats; /* of the thread's space, at its end */
   syno_error_t err;
   int rc;
   bool running; /* on a thread of its own, to be joined */
@@ -58,12 +59,13 @@ static void *run_job(void *arg) {
       o->depth = syno_node_depth(s, node);
     }
   }
+  j->stats = *syno_space_stats(s);
   syno_space_free(s);
   return NULL;
 }
 
 int syno_space_sample(const syno_space_spec_t *spec, long n, int threads, uint64_t seed, int max_walks, bool distinct,
-                      syno_sample_t *out, syno_error_t *err) {
+                      syno_sample_t *out, syno_space_stats_t *stats, syno_error_t *err) {
   if (threads < 1 || threads > 64) return syno_error_set(err, "sampling threads %d out of 1..64", threads);
   memset(out, 0, (size_t)n * sizeof *out);
   job_t *jobs = syno_calloc((size_t)threads, sizeof *jobs);
@@ -92,6 +94,16 @@ int syno_space_sample(const syno_space_spec_t *spec, long n, int threads, uint64
   for (int t = 0; t < threads; t++)
     if (jobs[t].running) pthread_join(tid[t], NULL);
   int rc = 0;
+  if (stats) {
+    memset(stats, 0, sizeof *stats);
+    for (int t = 0; t < threads; t++) {
+      const syno_space_stats_t *x = &jobs[t].stats;
+      stats->nodes += x->nodes;
+      stats->finals += x->finals;
+      for (int r = 0; r < SYNO_RULE_COUNT; r++) stats->rule[r] += x->rule[r];
+      for (int r = 0; r < SYNO_PRUNE_COUNT; r++) stats->prune[r] += x->prune[r];
+    }
+  }
   for (int t = 0; t < threads && !rc; t++)
     if (jobs[t].rc) {
       *err = jobs[t].err;

@@ -135,6 +135,12 @@ expect_usage_error "max_count of share is 1" "$SYNO" sample --preset conv2d-wide
 grep -q "^3 operators from" "$tmp/out" && ok || bad "sample on a channel-reducing conv2d binding: $(tail -1 "$tmp/out")"
 "$SYNO" sample --preset linear-wide --bind N=8,S=64,C_in=256,C_out=128 --depth 6 -n 3 --seed 1 >"$tmp/out" 2>&1
 grep -q "^3 operators from" "$tmp/out" && ok || bad "sample on a channel-reducing linear-wide binding: $(tail -1 "$tmp/out")"
+# A sample that finds nothing says so, names the binding and the limit, and fails.
+expect_status 1 "$SYNO" sample --preset conv2d --bind N=8,C_in=32,C_out=16,H=28 --depth 2 -n 3 --seed 1
+grep -q "no operator found in .* walks at depth 2, binding C_in=32, C_out=16, H=28, N=8" "$tmp/err" && ok ||
+  bad "empty sample: no message naming the binding: $(cat "$tmp/err")"
+grep -q "the limit that removed the most: shape distance beyond the depth (--depth 2)" "$tmp/err" && ok ||
+  bad "empty sample: the limit is not named"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -67,12 +67,18 @@ echo "search kill/resume: $n_before rows before the kill, 6 after, none evaluate
   fail "search --max-params failed"
 "$bin" report --db "$tmp/p.db" | grep -q '"max_params":1152' || fail "--max-params 0.5 is not max_params 1152 in the spec"
 
-# A FLOPs window with no operator in it: the search ends cleanly and says why.
+# A FLOPs window with no operator in it: the search says why, names the binding and the
+# limit, and exits 1 (with --quiet too).
 loud=(); for a in "${common[@]}"; do [ "$a" = --quiet ] || loud+=("$a"); done
-"$bin" search --db "$tmp/e.db" --budget 0 --min-flops 0.97 --max-flops 0.98 "${loud[@]}" 2>"$tmp/e.err" ||
-  fail "a search over an empty window failed: $(cat "$tmp/e.err")"
+"$bin" search --db "$tmp/e.db" --budget 0 --min-flops 0.97 --max-flops 0.98 "${loud[@]}" 2>"$tmp/e.err"; st=$?
+[ "$st" -eq 1 ] || fail "a search over an empty window exited $st: $(cat "$tmp/e.err")"
 grep -q "the space has no further operators" "$tmp/e.err" || fail "the empty window was not reported: $(tail -2 "$tmp/e.err")"
 grep -q "no candidate yet" "$tmp/e.err" || fail "the progress line without candidates: $(tail -2 "$tmp/e.err")"
+grep -q "syno search: no operator found at depth 6, binding C_in=16, C_out=16, H=8" "$tmp/e.err" &&
+  grep -q "the limit that removed the most: a size, FLOPs, parameter or pooling limit" "$tmp/e.err" ||
+  fail "an empty search did not name its binding and limit: $(cat "$tmp/e.err")"
+"$bin" search --db "$tmp/e2.db" --budget 0 --min-flops 0.97 --max-flops 0.98 "${common[@]}" 2>"$tmp/e.err"; st=$?
+[ "$st" -eq 1 ] && grep -q "no operator found" "$tmp/e.err" || fail "an empty --quiet search: status $st, $(cat "$tmp/e.err")"
 
 # --min-speedup: every candidate is timed before it trains, and one not 1000x
 # faster than the standard network is recorded as a failure with reward 0,

@@ -406,7 +406,7 @@ static int run_sample(void **state, text_t *out, syno_error_t *err) {
   tx_reset(out);
   enum { N = 6 };
   syno_sample_t smp[N];
-  if (syno_space_sample(&space_spec, N, 1, 11, 256, true, smp, err)) return -1;
+  if (syno_space_sample(&space_spec, N, 1, 11, 256, true, smp, NULL, err)) return -1;
   for (int i = 0; i < N; i++)
     tx_printf(out, "%d %d %g %g %s\n", smp[i].depth, smp[i].walks, smp[i].flops, smp[i].params,
               smp[i].text ? smp[i].text : "-");
