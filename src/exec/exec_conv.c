@@ -15,6 +15,7 @@
 #include "syno/alloc.h"
 #include "../lower/expr_eval.h"
 #include "exec_conv.h"
+#include "exec_runs.h"
 #include "syno/dnnl.h"
 
 #define MAX_TABLE (INT64_C(1) << 26) /* entries of one offset table, as exec_gemm.c */
@@ -57,6 +58,7 @@ struct exec_conv_plan {
   int64_t src_base;
   int32_t *twei; /* [nwei] weight offsets, -1: zero */
   int32_t *tdst; /* [ndst] result offsets; NULL: the result is the destination */
+  exec_runs_t *rsrc, *rdst; /* tsrc and tdst as strided runs, when they are made of long ones */
   float alpha;
   float *src, *wei, *dst, *dsrc, *dwei;
   uint64_t held;
@@ -70,6 +72,8 @@ void exec_conv_plan_free(exec_conv_plan_t *p) {
   free(p->tsrc);
   free(p->twei);
   free(p->tdst);
+  exec_runs_free(p->rsrc);
+  exec_runs_free(p->rdst);
   free(p->src);
   free(p->wei);
   free(p->dst);
@@ -402,6 +406,9 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
     free(p->src);
     p->src = NULL;
   }
+  /* A gather or scatter of a few entries per run is as fast through the table. */
+  if (p->tsrc) p->rsrc = exec_runs_new(p->tsrc, p->nsrc, 8);
+  if (p->tdst) p->rdst = exec_runs_new(p->tdst, p->ndst, 8);
   p->dnnl = syno_dnnl_conv_new();
   if (!p->dnnl || !syno_dnnl_conv_supported(p->dnnl, g)) {
     *why = "not a convolution here: oneDNN declined the geometry";
@@ -438,7 +445,10 @@ static void gather_weight(exec_conv_plan_t *p, const float *w) {
 
 static const float *source(exec_conv_plan_t *p, const float *a) {
   if (!p->tsrc) return a + p->src_base;
-  gather(p->tsrc, p->nsrc, a, p->src);
+  if (p->rsrc)
+    exec_runs_gather(p->rsrc, a, p->src);
+  else
+    gather(p->tsrc, p->nsrc, a, p->src);
   return p->src;
 }
 
@@ -454,7 +464,9 @@ int exec_conv_forward(exec_conv_plan_t *p, const float *a, const float *w, float
   float *dst = p->tdst ? p->dst : c;
   int rc = syno_dnnl_conv_forward(p->dnnl, &p->geo, src, p->wei, NULL, dst, !hold, hold);
   if (rc) return dnnl_fail(rc, err);
-  if (p->tdst)
+  if (p->rdst)
+    exec_runs_scatter(p->rdst, p->dst, c, 0);
+  else if (p->tdst)
     for (int64_t i = 0; i < p->ndst; i++) c[p->tdst[i]] = p->dst[i];
   return 0;
 }
@@ -465,10 +477,11 @@ int exec_conv_backward(exec_conv_plan_t *p, const float *a, const float *w, cons
   p->held = 0;
   const float *src = source(p, a);
   const float *ddst = dc;
-  if (p->tdst) {
+  if (p->rdst)
+    exec_runs_gather(p->rdst, dc, p->dst);
+  else if (p->tdst)
     gather(p->tdst, p->ndst, dc, p->dst);
-    ddst = p->dst;
-  }
+  if (p->tdst) ddst = p->dst;
   /* The input's gradient lands in da directly when the input is the source. */
   float *dsrc = !da ? NULL : p->tsrc || p->src_base || p->nsrc != p->numel_a ? p->dsrc : da;
   int rc = syno_dnnl_conv_backward(p->dnnl, &p->geo, src, ddst, p->wei, p->dwei, NULL, dsrc, 0);
@@ -480,6 +493,10 @@ int exec_conv_backward(exec_conv_plan_t *p, const float *a, const float *w, cons
   }
   if (da && dsrc != da) {
     memset(da, 0, sizeof(float) * (size_t)p->numel_a);
+    if (p->rsrc) {
+      exec_runs_scatter(p->rsrc, p->dsrc, da, 1);
+      return 0;
+    }
     for (int64_t i = 0; i < p->nsrc; i++) {
       int64_t o = p->tsrc ? p->tsrc[i] : p->src_base + i;
       if (o >= 0) da[o] += p->dsrc[i];
