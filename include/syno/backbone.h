@@ -224,7 +224,7 @@ typedef struct syno_latency_cmp {
    * the network, the same when every slot agrees, else "mixed" */
   char net_kernel[16];
   char slot_kernel[SYNO_BACKBONE_MAX_SLOTS][16];
-  char slot_path[SYNO_BACKBONE_MAX_SLOTS][96]; /* syno_slot_path of the candidate's slot */
+  char slot_path[SYNO_BACKBONE_MAX_SLOTS][160]; /* syno_slot_path of the candidate's slot */
   int64_t std_slot_flops[SYNO_BACKBONE_MAX_SLOTS]; /* the standard slot's FLOPs per sample */
   /* The same for the standard network of SYNO_LAT_HALIDE (its 3x3 convs in primitives under
    * the kernels choice: "halide", or with best "exec" where that was faster); when it could

@@ -42,9 +42,9 @@ void syno_dnnl_conv_free(syno_dnnl_conv_t *d);
 /* Whether oneDNN accepts geometry g (creating its forward primitive if it is new). */
 int syno_dnnl_conv_supported(syno_dnnl_conv_t *d, const syno_dnnl_geo_t *g);
 
-/* dst = conv(src, wei) + bias (bias may be NULL when !g->bias). train selects the training
- * primitive; with !train and hold != 0 the weights are the same as in the previous call
- * under the same hold id, so their reordered copy is reused. SYNO_DNNL_EINVAL when oneDNN
+/* dst = conv(src, wei) + bias (bias may be NULL when !g->bias), clamped at 0 when g->relu.
+ * train selects the training primitive; with !train and hold != 0 the weights are the same
+ * as in the previous call under the same hold id, so their reordered copy is reused. SYNO_DNNL_EINVAL when oneDNN
  * rejects g (nothing written). */
 int syno_dnnl_conv_forward(syno_dnnl_conv_t *d, const syno_dnnl_geo_t *g, const float *src, const float *wei,
                            const float *bias, float *dst, int train, uint64_t hold);

@@ -73,6 +73,17 @@ void syno_exec_hold_weights(syno_exec_t *e, uint64_t id);
 /* out = op(tensors[0], ..., tensors[n_tensors-1]); out is overwritten. */
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err);
 
+/* Deployed inference, with the weights held (syno_exec_hold_weights, id != 0): the forward
+ * followed by y = max(scale[ch] * y + shift[ch], 0) (no clamp without relu; scale NULL: no
+ * map), ch = (offset / inner) % C being the channel of an output element (C = dims[1] and
+ * inner = the product of the later dims for an [N, C, ...] output): a batch norm and a ReLU
+ * after the operator. When the last stage is a oneDNN convolution whose output channels are
+ * channels of the output (a weight shared across channel groups is replicated for it), the
+ * map is folded into its weight and a bias and the ReLU fused, and 0 is returned. Otherwise
+ * only the forward runs and 1 is returned: the caller applies the map. -1 on error. */
+int syno_exec_forward_affine(syno_exec_t *e, const float *const *tensors, float *out, int64_t C, int64_t inner,
+                             const float *scale, const float *shift, int relu, syno_error_t *err);
+
 /* grads[t] = d(sum(out * grad_out)) / d tensors[t], overwritten, for every t
  * whose grads[t] is not NULL. The tensors must be the forward's. */
 int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,

@@ -28,6 +28,13 @@ struct syno_exec {
   char path[256]; /* syno_exec_path */
 };
 
+/* What ran each stage of the last forward (syno_exec_path). */
+static void set_path(syno_exec_t *e) {
+  size_t len = 0;
+  for (int k = 0; k < exec_chain_stages(e->chain) && len < sizeof e->path; k++)
+    len += (size_t)snprintf(e->path + len, sizeof e->path - len, "%s%s", k ? "; " : "", exec_chain_path(e->chain, k));
+}
+
 int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_exec_t **out, syno_error_t *err) {
   *out = NULL;
   if (b < 0 || b >= v->nbind) return syno_error_set(err, "executor: no binding %d (the table has %d)", b, v->nbind);
@@ -48,9 +55,7 @@ int syno_exec_new(const syno_operator_t *op, const syno_vars_t *v, int b, syno_e
   if (e->chain) {
     e->strategy = exec_chain_stages(e->chain) == 1 ? "gemm" : "chain";
     e->fallback_reason = exec_chain_generic(e->chain); /* a stage that runs as a loop, or NULL */
-    size_t len = 0;
-    for (int k = 0; k < exec_chain_stages(e->chain) && len < sizeof e->path; k++)
-      len += (size_t)snprintf(e->path + len, sizeof e->path - len, "%s%s", k ? "; " : "", exec_chain_path(e->chain, k));
+    set_path(e);
   } else {
     snprintf(e->path, sizeof e->path, "interpreter");
     e->strategy = "interp";
@@ -83,8 +88,21 @@ const char *syno_exec_fallback_reason(const syno_exec_t *e) { return e->fallback
 void syno_exec_hold_weights(syno_exec_t *e, uint64_t id) { e->hold = id; }
 
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
-  if (e->chain) return exec_chain_forward(e->chain, tensors, out, e->hold, err);
+  if (e->chain) {
+    int rc = exec_chain_forward(e->chain, tensors, out, e->hold, err);
+    set_path(e);
+    return rc;
+  }
   return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);
+}
+
+int syno_exec_forward_affine(syno_exec_t *e, const float *const *tensors, float *out, int64_t C, int64_t inner,
+                             const float *scale, const float *shift, int relu, syno_error_t *err) {
+  if (!e->chain || !e->hold || C < 1 || inner < 1) return syno_exec_forward(e, tensors, out, err) ? -1 : 1;
+  exec_conv_channels_t ch = {C, inner};
+  int rc = exec_chain_forward_affine(e->chain, tensors, out, e->hold, &ch, scale, shift, relu, err);
+  set_path(e);
+  return rc;
 }
 
 int syno_exec_backward(syno_exec_t *e, const float *const *tensors, const float *grad_out, float *const *grads,

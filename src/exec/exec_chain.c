@@ -17,6 +17,14 @@ struct syno_chain {
   const char *path[SYNO_MAX_STAGES];          /* what runs it */
   float *t[SYNO_MAX_STAGES], *dt[SYNO_MAX_STAGES]; /* result of stage s < n_stages-1, its gradient */
   const char *generic;
+  /* Deployed inference (exec_chain_forward_affine): the last stage planned again with its
+   * channels laid out for the fold, for the channel layout dep; tried once per layout. */
+  exec_gemm_stage_t last;
+  const syno_vars_t *v;
+  int b;
+  exec_conv_channels_t dep;
+  exec_conv_plan_t *deploy;
+  int deploy_tried, deploy_used; /* deploy_used: the last forward ran it */
 };
 
 int exec_chain_stages(const exec_chain_t *c) { return c->n_stages; }
@@ -30,6 +38,7 @@ void exec_chain_free(exec_chain_t *c) {
     free(c->t[k]);
     free(c->dt[k]);
   }
+  exec_conv_plan_free(c->deploy);
   free(c);
 }
 
@@ -79,8 +88,9 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
       st->choose_layout = true;
     }
     c->n_stages = k + 1;
+    if (last) c->last = *st;
     const char *why = NULL;
-    if (!(flags & EXEC_NO_LIBRARY) && !loops && exec_conv_plan_new(st, v, b, &c->conv[k], &why, err)) goto fail;
+    if (!(flags & EXEC_NO_LIBRARY) && !loops && exec_conv_plan_new(st, v, b, NULL, &c->conv[k], &why, err)) goto fail;
     if (c->conv[k]) {
       c->path[k] = exec_conv_plan_desc(c->conv[k]);
     } else {
@@ -100,6 +110,8 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
     }
   }
   free(st);
+  c->v = v;
+  c->b = b;
   *out = c;
   return 0;
 fail:
@@ -108,7 +120,10 @@ fail:
   return -1;
 }
 
-const char *exec_chain_path(const exec_chain_t *c, int k) { return k >= 0 && k < c->n_stages ? c->path[k] : NULL; }
+const char *exec_chain_path(const exec_chain_t *c, int k) {
+  if (k == c->n_stages - 1 && c->deploy && c->deploy_used) return exec_conv_plan_desc(c->deploy);
+  return k >= 0 && k < c->n_stages ? c->path[k] : NULL;
+}
 
 static int run_forward(exec_chain_t *c, const float *const *tensors, int n, float *out, uint64_t hold,
                        syno_error_t *err) {
@@ -125,7 +140,31 @@ static int run_forward(exec_chain_t *c, const float *const *tensors, int n, floa
 }
 
 int exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold, syno_error_t *err) {
+  c->deploy_used = 0;
   return run_forward(c, tensors, c->n_stages, out, hold, err);
+}
+
+int exec_chain_forward_affine(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold,
+                              const exec_conv_channels_t *ch, const float *scale, const float *shift, int relu,
+                              syno_error_t *err) {
+  const int k = c->n_stages - 1;
+  c->deploy_used = 0;
+  if (!hold || !c->conv[k]) return run_forward(c, tensors, c->n_stages, out, hold, err) ? -1 : 1;
+  if (!c->deploy_tried || c->dep.C != ch->C || c->dep.inner != ch->inner) {
+    exec_conv_plan_free(c->deploy);
+    c->deploy = NULL;
+    c->dep = *ch;
+    c->deploy_tried = 1;
+    const char *why;
+    exec_gemm_stage_t st = c->last;
+    if (exec_conv_plan_new(&st, c->v, c->b, ch, &c->deploy, &why, err)) return -1;
+  }
+  if (!c->deploy) return run_forward(c, tensors, c->n_stages, out, hold, err) ? -1 : 1;
+  if (run_forward(c, tensors, k, NULL, hold, err)) return -1;
+  const float *a = k ? c->t[k - 1] : tensors[0], *w = c->weight[k] ? tensors[c->weight[k]] : NULL;
+  if (exec_conv_forward_affine(c->deploy, a, w, out, hold, scale, shift, relu, err)) return -1;
+  c->deploy_used = 1;
+  return 0;
 }
 
 int exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads,

@@ -23,6 +23,7 @@
 
 #include "syno/graph.h"
 #include "syno/lower.h"
+#include "exec_conv.h"
 
 typedef struct syno_chain exec_chain_t;
 
@@ -48,6 +49,13 @@ const char *exec_chain_path(const exec_chain_t *c, int k);
 
 /* hold: as syno_exec_hold_weights (0: gather every weight). -1 when a library call fails. */
 int exec_chain_forward(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold, syno_error_t *err);
+/* Deployed inference (hold != 0): the forward with y = max(scale[ch] * y + shift[ch], 0) (no
+ * clamp without relu; scale NULL: no map) folded into the last stage when it is a
+ * convolution whose output channels are channels of the result (exec_conv.h); returns 0
+ * then, 1 when only the plain forward ran (the caller applies the map), -1 on error. */
+int exec_chain_forward_affine(exec_chain_t *c, const float *const *tensors, float *out, uint64_t hold,
+                              const exec_conv_channels_t *ch, const float *scale, const float *shift, int relu,
+                              syno_error_t *err);
 /* grads[t] may be NULL (not wanted); the others are overwritten. */
 int exec_chain_backward(exec_chain_t *c, const float *const *tensors, const float *grad_out, float *const *grads,
                         syno_error_t *err);

@@ -59,6 +59,9 @@ struct exec_conv_plan {
   int32_t *twei; /* [nwei] weight offsets, -1: zero */
   int32_t *tdst; /* [ndst] result offsets; NULL: the result is the destination */
   exec_runs_t *rsrc, *rdst; /* tsrc and tdst as strided runs, when they are made of long ones */
+  int32_t *chan;            /* deploy plans: [G*O] the result channel of each output channel */
+  float *bias;              /* deploy plans: [G*O] the folded shift */
+  const float *fold_scale;  /* the map folded into wei under hold id held (NULL: none) */
   float alpha;
   float *src, *wei, *dst, *dsrc, *dwei;
   uint64_t held;
@@ -74,6 +77,8 @@ void exec_conv_plan_free(exec_conv_plan_t *p) {
   free(p->tdst);
   exec_runs_free(p->rsrc);
   exec_runs_free(p->rdst);
+  free(p->chan);
+  free(p->bias);
   free(p->src);
   free(p->wei);
   free(p->dst);
@@ -164,8 +169,8 @@ static int fill_table(const syno_nest_t *n, const syno_access_t *acc, const int6
 
 enum { R_NONE, R_BATCH, R_GROUP, R_OUT, R_IN, R_SPATIAL, R_TAP };
 
-int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_conv_plan_t **out, const char **why,
-                       syno_error_t *err) {
+int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, const exec_conv_channels_t *deploy,
+                       exec_conv_plan_t **out, const char **why, syno_error_t *err) {
   *out = NULL;
   *why = NULL;
   const syno_nest_t *n = st->n;
@@ -270,6 +275,13 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
   }
   for (int i = 0; i < nv; i++) {
     if (role[i] != R_BATCH) continue;
+    /* Deployed: a batch variable inside the result's channel becomes a group (the weight,
+     * which does not read it, replicated across its values). */
+    if (deploy && st->res_stride[i] >= deploy->inner && st->res_stride[i] < deploy->inner * deploy->C) {
+      role[i] = R_GROUP;
+      grp[ngrp++] = i;
+      continue;
+    }
     if (!st->choose_layout && st->res_stride[i] < inner_ch && nsp < SYNO_DNNL_MAX_SP) {
       role[i] = R_SPATIAL;
       sp[nsp++] = i;
@@ -406,6 +418,26 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
     free(p->src);
     p->src = NULL;
   }
+  /* Deployed: the result channel of each of the convolution's output channels, which must
+   * be one whatever the batch and spatial position. */
+  if (deploy) {
+    const int64_t noc_all = G * O, sp_total = p->ndst / (Nb * noc_all);
+    p->chan = malloc(sizeof(int32_t) * (size_t)noc_all);
+    p->bias = syno_malloc_array(noc_all, sizeof(float));
+    if (!p->chan || !p->bias) {
+      syno_error_set(err, "conv plan: out of memory");
+      goto fail;
+    }
+    for (int64_t q = 0; q < noc_all; q++) p->chan[q] = -1;
+    for (int64_t i = 0; i < p->ndst; i++) {
+      int64_t o = p->tdst ? p->tdst[i] : i, q = i / sp_total % noc_all, ch = o / deploy->inner % deploy->C;
+      if (p->chan[q] < 0) p->chan[q] = (int32_t)ch;
+      if (p->chan[q] != ch) {
+        *why = "not foldable: an output channel of the convolution spans channels of the result";
+        goto decline;
+      }
+    }
+  }
   /* A gather or scatter of a few entries per run is as fast through the table. */
   if (p->tsrc) p->rsrc = exec_runs_new(p->tsrc, p->nsrc, 8);
   if (p->tdst) p->rdst = exec_runs_new(p->tdst, p->ndst, 8);
@@ -419,8 +451,9 @@ int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_
     int len = 0;
     for (int j = 0; j < nsp; j++)
       len += snprintf(ks + len, sizeof ks - (size_t)len, "%s%lld", j ? "x" : "", (long long)g->k[j]);
-    snprintf(p->desc, sizeof p->desc, "oneDNN conv%dd %s%s%s%s", nsp, ks,
-             G > 1 ? " grouped" : "", ident ? "" : ", input gathered", direct ? "" : ", output scattered");
+    snprintf(p->desc, sizeof p->desc, "oneDNN conv%dd %s%s%s%s%s", nsp, ks, G > 1 ? " grouped" : "",
+             ident ? "" : ", input gathered", direct ? "" : ", output scattered",
+             deploy ? ", norm and ReLU folded" : "");
   }
   free(sub);
   *out = p;
@@ -457,7 +490,8 @@ static int dnnl_fail(int rc, syno_error_t *err) {
 }
 
 int exec_conv_forward(exec_conv_plan_t *p, const float *a, const float *w, float *c, uint64_t hold, syno_error_t *err) {
-  if (!(hold && p->held == hold && p->held_w == w)) gather_weight(p, w);
+  if (!(hold && p->held == hold && p->held_w == w && !p->fold_scale)) gather_weight(p, w);
+  p->fold_scale = NULL;
   p->held = hold;
   p->held_w = w;
   const float *src = source(p, a);
@@ -471,10 +505,39 @@ int exec_conv_forward(exec_conv_plan_t *p, const float *a, const float *w, float
   return 0;
 }
 
+int exec_conv_forward_affine(exec_conv_plan_t *p, const float *a, const float *w, float *c, uint64_t hold,
+                             const float *scale, const float *shift, int relu, syno_error_t *err) {
+  const int64_t noc = p->geo.oc, per = p->nwei / noc;
+  if (!(hold && p->held == hold && p->held_w == w && p->fold_scale == scale)) {
+    gather_weight(p, w);
+    for (int64_t q = 0; q < noc; q++) {
+      const float k = scale ? scale[p->chan[q]] : 1.0f;
+      for (int64_t j = 0; j < per; j++) p->wei[q * per + j] *= k;
+      p->bias[q] = scale ? shift[p->chan[q]] : 0.0f;
+    }
+  }
+  p->held = hold;
+  p->held_w = w;
+  p->fold_scale = scale;
+  syno_dnnl_geo_t g = p->geo;
+  g.bias = 1;
+  g.relu = relu;
+  const float *src = source(p, a);
+  float *dst = p->tdst ? p->dst : c;
+  int rc = syno_dnnl_conv_forward(p->dnnl, &g, src, p->wei, p->bias, dst, 0, hold);
+  if (rc) return dnnl_fail(rc, err);
+  if (p->rdst)
+    exec_runs_scatter(p->rdst, p->dst, c, 0);
+  else if (p->tdst)
+    for (int64_t i = 0; i < p->ndst; i++) c[p->tdst[i]] = p->dst[i];
+  return 0;
+}
+
 int exec_conv_backward(exec_conv_plan_t *p, const float *a, const float *w, const float *dc, float *da, float *dw,
                        syno_error_t *err) {
   gather_weight(p, w);
   p->held = 0;
+  p->fold_scale = NULL;
   const float *src = source(p, a);
   const float *ddst = dc;
   if (p->rdst)

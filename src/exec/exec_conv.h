@@ -35,12 +35,21 @@
 
 typedef struct exec_conv_plan exec_conv_plan_t;
 
+/* Deployed inference folds a per-channel map into the last stage (exec_conv_forward_affine):
+ * the result's channel of the element at offset o is (o / inner) % C. */
+typedef struct {
+  int64_t C, inner;
+} exec_conv_channels_t;
+
 /* Plans stage st as a convolution. Returns 0 and *out = the plan (filling
  * st->res_stride and st->res_numel when st->choose_layout), or 0, *out = NULL
  * and *why = why the stage is not one or oneDNN declined it (static storage);
- * -1 on error. */
-int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, exec_conv_plan_t **out, const char **why,
-                       syno_error_t *err);
+ * -1 on error. With deploy (the last stage, for frozen inference only), batch variables
+ * that make up the result's channel become groups with the weight replicated (a weight
+ * shared across channel groups), so that every output channel of the convolution is one
+ * channel of the result; a stage where that does not hold is declined. */
+int exec_conv_plan_new(exec_gemm_stage_t *st, const syno_vars_t *v, int b, const exec_conv_channels_t *deploy,
+                       exec_conv_plan_t **out, const char **why, syno_error_t *err);
 void exec_conv_plan_free(exec_conv_plan_t *p);
 
 /* What runs the stage, e.g. "oneDNN conv 1x3 groups 1 (src gathered)". */
@@ -48,6 +57,11 @@ const char *exec_conv_plan_desc(const exec_conv_plan_t *p);
 
 /* As exec_gemm_forward/backward; -1 (err set) when oneDNN fails. */
 int exec_conv_forward(exec_conv_plan_t *p, const float *a, const float *w, float *c, uint64_t hold, syno_error_t *err);
+/* A deploy plan's inference forward with y = max(scale[ch] * y + shift[ch], 0) (no clamp
+ * without relu) folded in: the scale into the weight and the shift into a bias, once per
+ * hold id (hold != 0), the ReLU fused by oneDNN. */
+int exec_conv_forward_affine(exec_conv_plan_t *p, const float *a, const float *w, float *c, uint64_t hold,
+                             const float *scale, const float *shift, int relu, syno_error_t *err);
 int exec_conv_backward(exec_conv_plan_t *p, const float *a, const float *w, const float *dc, float *da, float *dw,
                        syno_error_t *err);
 

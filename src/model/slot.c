@@ -229,7 +229,15 @@ static int slot_out_shape(const syno_layer_t *self, int ndim, const int64_t *dim
   return slot_out_dims(s, dims[0], out);
 }
 
-static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
+/* What deployed inference applies after the slot (syno_nn_forward_affine); NULL: nothing. */
+typedef struct {
+  const float *scale, *shift;
+  int relu;
+} slot_affine_t;
+
+/* The forward, and with aff the map after it: 0, or 1 when the map was not applied (the
+ * standard layer's output, a view, is left as it is), or a status < 0. */
+static int slot_run(syno_layer_t *self, const syno_tensor_t *x, int train, const slot_affine_t *aff) {
   slot_t *s = (slot_t *)self;
   if (!s->op) {
     /* a linear slot holds its binding for the standard layer too (the linear layer alone
@@ -238,12 +246,14 @@ static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
       syno_error_set(&s->err, "slot input shape does not match its binding");
       return SYNO_NN_ESHAPE;
     }
-    int rc = syno_nn_forward(self->children[0], x, train);
-    if (rc) return rc;
-    syno_nn_begin_forward(self, x, train);
     syno_layer_t *c = self->children[0];
+    int rc = !aff                                ? syno_nn_forward(c, x, train)
+             : s->info.kind == SYNO_SLOT_CONV ? syno_nn_forward_affine(c, x, aff->scale, aff->shift, aff->relu)
+                                               : (syno_nn_forward(c, x, 0) ? SYNO_NN_EINVAL : 1);
+    if (rc < 0) return rc;
+    syno_nn_begin_forward(self, x, train);
     self->out = syno_nn_tensor_view(c->out.data, c->out.ndim, c->out.dims);
-    return SYNO_NN_OK;
+    return rc;
   }
   int rc = slot_check_input(self, x->ndim, x->dims);
   if (rc) {
@@ -260,15 +270,27 @@ static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train) {
   t[0] = x->data;
   for (int i = 0; i < s->nweights; i++) t[i + 1] = self->params[i].value.data;
   syno_exec_hold_weights(e, train ? 0 : self->frozen);
+  int mapped = 0;
   if (!train && s->kernels != SYNO_KERNELS_EXEC) {
     if (slot_infer(s, slot_entry(s, x->dims[0]), t, self->out.data)) return SYNO_NN_EINVAL;
-    return SYNO_NN_OK;
+  } else {
+    s->used = "exec";
+    if (aff) {
+      int64_t inner = 1;
+      for (int i = 2; i < nd; i++) inner *= od[i];
+      rc = syno_exec_forward_affine(e, t, self->out.data, od[1], inner, aff->scale, aff->shift, aff->relu, &s->err);
+      if (rc < 0) return SYNO_NN_EINVAL;
+      mapped = rc == 0;
+    } else if (syno_exec_forward(e, t, self->out.data, &s->err)) {
+      return SYNO_NN_EINVAL;
+    }
+    snprintf(s->path, sizeof s->path, "%s", syno_exec_path(e));
   }
-  s->used = "exec";
-  snprintf(s->path, sizeof s->path, "%s", syno_exec_path(e));
-  if (syno_exec_forward(e, t, self->out.data, &s->err)) return SYNO_NN_EINVAL;
+  if (aff && !mapped) syno_nn_channel_affine(&self->out, aff->scale, aff->shift, aff->relu);
   return SYNO_NN_OK;
 }
+
+static int slot_forward(syno_layer_t *self, const syno_tensor_t *x, int train) { return slot_run(self, x, train, NULL); }
 
 static int slot_backward(syno_layer_t *self, const syno_tensor_t *dy) {
   slot_t *s = (slot_t *)self;
@@ -326,19 +348,8 @@ static void slot_destroy(syno_layer_t *self) {
  * operator's output is the slot's own, mapped in place. */
 static int slot_forward_affine(syno_layer_t *self, const syno_tensor_t *x, const float *scale, const float *shift,
                                int relu) {
-  slot_t *s = (slot_t *)self;
-  int rc;
-  if (!s->op && s->info.kind == SYNO_SLOT_CONV) {
-    syno_layer_t *c = self->children[0];
-    if ((rc = syno_nn_forward_affine(c, x, scale, shift, relu)) < 0) return rc;
-    syno_nn_begin_forward(self, x, 0);
-    self->out = syno_nn_tensor_view(c->out.data, c->out.ndim, c->out.dims);
-    return rc;
-  }
-  if ((rc = slot_forward(self, x, 0))) return rc;
-  if (!s->op) return 1; /* a view of the standard linear layer's output */
-  syno_nn_channel_affine(&self->out, scale, shift, relu);
-  return SYNO_NN_OK;
+  const slot_affine_t aff = {scale, shift, relu};
+  return slot_run(self, x, 0, &aff);
 }
 
 static const syno_layer_ops_t slot_ops = {

@@ -104,6 +104,18 @@ static void test_backbones(void **state) {
       double e = frozen_vs_plain(bb.net, &x);
       fprintf(stderr, "  %-16s %s: frozen vs plain %.2e\n", names[i], cand ? "operator" : "standard", e);
       assert_true(e < 1e-4);
+      /* The winner's convolution writes ResNet's channels: the norm and ReLU after every slot
+       * fold into it (its shared weight replicated across the channel groups). */
+      if (cand && !strcmp(names[i], "resnet18")) {
+        syno_nn_freeze(bb.net, 1);
+        assert_int_equal(syno_nn_forward(bb.net, &x, 0), SYNO_NN_OK);
+        syno_nn_freeze(bb.net, 0);
+        for (int k = 0; k < bb.nslots; k++) {
+          const char *path = syno_slot_path(bb.slots[k]);
+          if (k == 0) fprintf(stderr, "    slot 0 ran on: %s\n", path);
+          assert_non_null(strstr(path, "norm and ReLU folded"));
+        }
+      }
       syno_nn_tensor_free(&x);
       syno_backbone_free(&bb);
       syno_slotop_free(op);
