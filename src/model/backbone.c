@@ -479,8 +479,18 @@ static double (*latency_clock(int kernels))(void) {
   return kernels == SYNO_KERNELS_EXEC && syno_nn_threads_get() == 1 ? syno_clock_thread_seconds : syno_clock_seconds;
 }
 
-/* Times n nets on input x, round-robin, on latency_clock(kernels); medians[k] is net k's median. */
-static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x, int repeats, int kernels,
+/* One inference forward of a frozen net, or of a slot as deployed: as the layer before a batch
+ * norm (syno_nn_forward_affine with the identity map), which is how a network runs it once
+ * the norm after it is folded (src/nn/deploy.c). */
+static int infer(syno_layer_t *net, const syno_tensor_t *x, int slot) {
+  if (!slot) return syno_nn_forward(net, x, 0);
+  int rc = syno_nn_forward_affine(net, x, NULL, NULL, 0);
+  return rc > 0 ? 0 : rc;
+}
+
+/* Times n nets (slot: n slots, as deployed) on input x, round-robin, on latency_clock(kernels);
+ * medians[k] is net k's median. */
+static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x, int repeats, int kernels, int slot,
                         double *medians, syno_error_t *err) {
   double (*clk)(void) = latency_clock(kernels);
   double *t = syno_malloc_array((long long)repeats * n, sizeof(double));
@@ -488,12 +498,12 @@ static int latencies_on(syno_layer_t *const *nets, int n, const syno_tensor_t *x
   /* Frozen, as a deployed network is: weights converted to a kernel's layout once, in the
    * warm-up (syno_nn_freeze). */
   for (int k = 0; k < n; k++) syno_nn_freeze(nets[k], 1);
-  for (int k = 0; !rc && k < n; k++) rc = syno_nn_forward(nets[k], x, 0); /* warm-up: primitives, scratch buffers */
+  for (int k = 0; !rc && k < n; k++) rc = infer(nets[k], x, slot); /* warm-up: primitives, scratch buffers */
   /* Round-robin, so that a change of load on a shared machine hits every net alike. */
   for (int i = 0; !rc && i < repeats; i++)
     for (int k = 0; !rc && k < n; k++) {
       double t0 = clk();
-      rc = syno_nn_forward(nets[k], x, 0);
+      rc = infer(nets[k], x, slot);
       t[(size_t)k * (size_t)repeats + (size_t)i] = clk() - t0;
     }
   for (int k = 0; k < n; k++) syno_nn_freeze(nets[k], 0);
@@ -534,7 +544,7 @@ int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t 
   syno_tensor_t x = SYNO_TENSOR_EMPTY;
   int64_t d[4] = {batch, c, h, w};
   if (random_input(4, d, &x, err)) return -1;
-  int rc = latencies_on(nets, n, &x, repeats, SYNO_KERNELS_EXEC, medians, err);
+  int rc = latencies_on(nets, n, &x, repeats, SYNO_KERNELS_EXEC, 0, medians, err);
   syno_nn_tensor_free(&x);
   return rc;
 }
@@ -650,7 +660,7 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
       syno_backbone_free(&std[2]);
       built = nstd = 2;
     }
-    if (!rc) rc = latencies_on(nets, 1 + nstd, &x, repeats, cfg->kernels, out->net, err);
+    if (!rc) rc = latencies_on(nets, 1 + nstd, &x, repeats, cfg->kernels, 0, out->net, err);
     syno_nn_tensor_free(&x);
     if (rc) {
       const syno_backbone_t *bbs[4] = {cand, &std[0], &std[1], nstd > 2 ? &std[2] : NULL};
@@ -685,7 +695,7 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
     syno_tensor_t x = SYNO_TENSOR_EMPTY;
     int64_t conv4[4] = {batch, si.c_in, si.h, si.w}, lin[3] = {batch, si.s, si.c_in};
     rc = si.kind == SYNO_SLOT_LINEAR ? random_input(3, lin, &x, err) : random_input(4, conv4, &x, err);
-    if (!rc) rc = latencies_on(sl, 1 + nstd, &x, repeats, cfg->kernels, out->slot_t[out->nslots], err);
+    if (!rc) rc = latencies_on(sl, 1 + nstd, &x, repeats, cfg->kernels, 1, out->slot_t[out->nslots], err);
     syno_nn_tensor_free(&x);
     if (rc) {
       const syno_backbone_t *bbs[4] = {cand, &std[0], &std[1], nstd > 2 ? &std[2] : NULL};
