@@ -209,6 +209,11 @@ int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int
  * change of load hits all alike); medians[k] is net k's median. */
 int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
                        double *medians, syno_error_t *err);
+/* The same for n conv slots of one binding, each timed as deployed: as the layer before a
+ * batch norm, in the form it runs once the norm is folded into it (syno_nn_forward_affine
+ * with the identity map), as syno_backbone_latency_cmp times its slots. */
+int syno_slot_latencies(syno_layer_t *const *slots, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                        double *medians, syno_error_t *err);
 
 /* A candidate network timed against the standard one on both conv implementations, and, when
  * the slots' inference runs on Halide kernels, on Halide too. */

@@ -537,16 +537,26 @@ static int net_input(const syno_backbone_cfg_t *cfg, int64_t batch, syno_tensor_
   return random_input(4, d, x, err);
 }
 
-int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
-                       double *medians, syno_error_t *err) {
+static int latencies_of(syno_layer_t *const *nets, int n, int slot, int64_t batch, int64_t c, int64_t h, int64_t w,
+                        int repeats, double *medians, syno_error_t *err) {
   if (n < 1 || batch < 1 || repeats < 1 || repeats > 1000)
     return syno_error_set(err, "latency: nets, batch and repeats must be positive (repeats <= 1000)");
   syno_tensor_t x = SYNO_TENSOR_EMPTY;
   int64_t d[4] = {batch, c, h, w};
   if (random_input(4, d, &x, err)) return -1;
-  int rc = latencies_on(nets, n, &x, repeats, SYNO_KERNELS_EXEC, 0, medians, err);
+  int rc = latencies_on(nets, n, &x, repeats, SYNO_KERNELS_EXEC, slot, medians, err);
   syno_nn_tensor_free(&x);
   return rc;
+}
+
+int syno_net_latencies(syno_layer_t *const *nets, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                       double *medians, syno_error_t *err) {
+  return latencies_of(nets, n, 0, batch, c, h, w, repeats, medians, err);
+}
+
+int syno_slot_latencies(syno_layer_t *const *slots, int n, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
+                        double *medians, syno_error_t *err) {
+  return latencies_of(slots, n, 1, batch, c, h, w, repeats, medians, err);
 }
 
 int syno_net_latency(syno_layer_t *net, int64_t batch, int64_t c, int64_t h, int64_t w, int repeats,
