@@ -2,12 +2,14 @@
  * against the reference interpreter on operators with two weights.
  *
  * The builtin conv2d operator (k x k, stride 1, same padding) compiled by
- * syno_exec_new ("gemm" strategy: offset-table gather + sgemm + scatter) is
- * timed against syno_nn_conv2d (hand-written im2col + sgemm, no bias) on
- * the same input and weight, forward and forward+backward (input and weight
- * gradients), at the training shapes. Medians of --reps repeats after one
- * warm-up; the ratio is executor / native (below 1 = executor faster). The
- * outputs of the two are compared first (relative error printed).
+ * syno_exec_new (its stage runs on oneDNN's convolution, exec_conv.c) is
+ * timed against syno_nn_conv2d on oneDNN and on its own im2col + sgemm (no
+ * bias), on the same input and weight, forward and forward+backward (input
+ * and weight gradients), at the training shapes. Medians of --reps repeats
+ * after one warm-up, round-robin; the ratios are oneDNN's time / the
+ * executor's (above 1 = executor faster; the generic path's goal is 1) and
+ * im2col's / the executor's. The outputs are compared first (relative error
+ * printed).
  *
  * Then a few two-weight operators drawn from the conv2d search space (the
  * same enumeration as tests/lower/test_exec_sampled.c) are compiled at a
@@ -198,9 +200,10 @@ static int bench_sample(int reps) {
 }
 
 int main(int argc, char **argv) {
-  int reps = 5, sample_reps = 3;
+  int reps = 5, sample_reps = 3, threads = 2;
   static const char usage[] =
-      "usage: exec [--reps R] [--sample-reps S]   (defaults 5 and 3; S = 0 skips the second part)\n"
+      "usage: exec [--reps R] [--sample-reps S] [--threads T]   (defaults 5, 3, 2; S = 0 skips the\n"
+      "       second part)\n"
       "Times the builtin conv2d through syno_exec (gemm strategy) against syno_nn_conv2d, then\n"
       "two-weight operators of the conv2d space through syno_exec (chain strategy) against the\n"
       "reference interpreter.\n";
@@ -209,13 +212,16 @@ int main(int argc, char **argv) {
       SYNO_OPT_INT("sample-reps", "S", &sample_reps, 0, 1000,
                    "repeats of the second part, two-weight operators (default 3;\n"
                    "0 skips it)"),
+      SYNO_OPT_INT("threads", "T", &threads, 1, 256, "threads (default 2)"),
       SYNO_OPT_END,
   };
   bench_options("exec", usage, opts, argc, argv);
   bench_signals(0);
+  syno_nn_threads_set(threads);
   bench_print_setup(reps);
-  printf("times in ms\n%-22s %9s %9s %6s | %9s %9s %6s | %s\n", "shape (N, C, HxW, k)", "exec fwd", "native", "ratio",
-         "exec f+b", "native", "ratio", "rel err");
+  printf("times in ms; speed = the layer's time / the executor's\n%-22s %8s %8s %8s %6s %6s | %8s %8s %8s %6s %6s | %s\n",
+         "shape (N, C, HxW, k)", "exec fwd", "oneDNN", "im2col", "speed", "im2col", "exec f+b", "oneDNN", "im2col",
+         "speed", "im2col", "rel err");
   static const int64_t shapes[][3] = {{16, 28, 28}, {32, 14, 14}, {64, 7, 7}, {128, 4, 4}};
   const int64_t N = 128, k = 3;
   int rc = 0;
@@ -246,7 +252,11 @@ int main(int argc, char **argv) {
                              .pad_w = k / 2,
                              .bias = 0};
     syno_layer_t *conv = syno_nn_conv2d_create(&cfg, &rng);
-    if (!conv) return 1;
+    cfg.backend = SYNO_CONV_ONEDNN;
+    syno_layer_t *dconv = syno_nn_conv2d_create(&cfg, &rng);
+    if (!conv || !dconv) return 1;
+    memcpy(dconv->params[0].value.data, conv->params[0].value.data,
+           sizeof(float) * (size_t)syno_nn_tensor_numel(&conv->params[0].value));
     int64_t nx = syno_exec_numel(e, 0), nw = syno_exec_numel(e, 1), ny = syno_exec_numel(e, -1);
     if (conv->nparams != 1 || syno_nn_tensor_numel(&conv->params[0].value) != nw) {
       fprintf(stderr, "exec: the native conv's weight is not [C_out, C_in, k, k]\n");
@@ -276,34 +286,31 @@ int main(int argc, char **argv) {
     if (rw > re) re = rw;
     if (re > 1e-4) rc = 1;
 
-    double *tf = malloc(sizeof(double) * (size_t)reps * 4);
-    double *tef = tf, *tnf = tf + reps, *teb = tf + 2 * reps, *tnb = tf + 3 * reps;
-    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-      double t0 = syno_clock_seconds();
-      syno_exec_forward(e, ts, y, &err);
-      double t1 = syno_clock_seconds();
-      syno_nn_forward(conv, &xt, 1);
-      double t2 = syno_clock_seconds();
-      syno_exec_forward(e, ts, y, &err);
-      syno_exec_backward(e, ts, dy, gs, &err);
-      double t3 = syno_clock_seconds();
-      syno_nn_zero_grad(conv);
-      syno_nn_forward(conv, &xt, 1);
-      syno_nn_backward(conv, &dyt);
-      double t4 = syno_clock_seconds();
-      if (r < 0) continue;
-      tef[r] = t1 - t0;
-      tnf[r] = t2 - t1;
-      teb[r] = t3 - t2;
-      tnb[r] = t4 - t3;
-    }
-    double ef = syno_median(tef, reps), nf = syno_median(tnf, reps), eb = syno_median(teb, reps),
-           nb = syno_median(tnb, reps);
+    /* [0] exec, [1] oneDNN, [2] im2col; forward, then forward + backward */
+    double *tf = malloc(sizeof(double) * (size_t)reps * 6);
+    syno_layer_t *layer[3] = {NULL, dconv, conv};
+    for (int r = -1; r < reps; r++) /* r = -1: warm-up */
+      for (int b = 0; b < 2; b++)
+        for (int m = 0; m < 3; m++) {
+          double t0 = syno_clock_seconds();
+          if (!m) {
+            syno_exec_forward(e, ts, y, &err);
+            if (b) syno_exec_backward(e, ts, dy, gs, &err);
+          } else {
+            syno_nn_zero_grad(layer[m]);
+            syno_nn_forward(layer[m], &xt, b);
+            if (b) syno_nn_backward(layer[m], &dyt);
+          }
+          if (r >= 0) tf[(b * 3 + m) * reps + r] = syno_clock_seconds() - t0;
+        }
+    double med[6];
+    for (int i = 0; i < 6; i++) med[i] = syno_median(tf + i * reps, reps);
     char label[64];
     snprintf(label, sizeof label, "%lld, %lld, %lldx%lld, %lld", (long long)N, (long long)C, (long long)H, (long long)W,
              (long long)k);
-    printf("%-22s %9.2f %9.2f %6.2f | %9.2f %9.2f %6.2f | %.1e\n", label, 1e3 * ef, 1e3 * nf, ef / nf, 1e3 * eb,
-           1e3 * nb, eb / nb, re);
+    printf("%-22s %8.2f %8.2f %8.2f %5.2fx %5.2fx | %8.2f %8.2f %8.2f %5.2fx %5.2fx | %.1e\n", label, 1e3 * med[0],
+           1e3 * med[1], 1e3 * med[2], med[1] / med[0], med[2] / med[0], 1e3 * med[3], 1e3 * med[4], 1e3 * med[5],
+           med[4] / med[3], med[5] / med[3], re);
     free(tf);
     free(x);
     free(y);
@@ -311,6 +318,7 @@ int main(int argc, char **argv) {
     free(dx);
     free(dw);
     syno_nn_layer_free(conv);
+    syno_nn_layer_free(dconv);
     syno_exec_free(e);
     syno_graph_free(o.g);
   }
