@@ -227,16 +227,10 @@ static int builtin_conv(int batch) {
   printf("    %-20s %9s %9s %8s %9s\n", "slot", "oneDNN ms", "halide ms", "ratio", "compile s");
   double ratio[SYNO_BACKBONE_MAX_SLOTS];
   int nr = 0, rc = 0;
-  syno_slot_info_t seen[SYNO_BACKBONE_MAX_SLOTS];
-  int nseen = 0;
-  for (int i = 0; i < bb.nslots; i++) {
-    syno_slot_info_t si;
-    syno_slot_info(bb.slots[i], &si);
-    int dup = 0;
-    for (int j = 0; j < nseen; j++)
-      dup |= seen[j].c_in == si.c_in && seen[j].c_out == si.c_out && seen[j].h == si.h && seen[j].w == si.w;
-    if (dup) continue;
-    seen[nseen++] = si;
+  syno_slot_info_t distinct[SYNO_BACKBONE_MAX_SLOTS];
+  int nd = syno_backbone_distinct_slots(&bb, distinct, NULL);
+  for (int d = 0; d < nd; d++) {
+    const syno_slot_info_t si = distinct[d];
     syno_vars_t v;
     syno_vars_init(&v);
     char bind[256];

@@ -149,20 +149,15 @@ static int time_set(const opset_t *set, const char *preset, syno_backbone_cfg_t 
     return 1;
   }
   slotb_t sb[SYNO_BACKBONE_MAX_SLOTS];
-  int nsb = 0;
-  for (int i = 0; i < std.nslots; i++) {
-    syno_slot_info_t si;
-    syno_slot_info(std.slots[i], &si);
-    int dup = 0;
-    for (int j = 0; j < nsb; j++)
-      dup |= si.c_in == sb[j].si.c_in && si.c_out == sb[j].si.c_out && si.h == sb[j].si.h && si.w == sb[j].si.w;
-    if (dup) continue;
-    sb[nsb].si = si;
-    if (syno_slot_create(NULL, si.c_in, si.c_out, si.h, si.w, 0, &rng, &sb[nsb].std, &err)) {
+  syno_slot_info_t distinct[SYNO_BACKBONE_MAX_SLOTS];
+  int nsb = syno_backbone_distinct_slots(&std, distinct, NULL);
+  for (int j = 0; j < nsb; j++) {
+    const syno_slot_info_t *si = &distinct[j];
+    sb[j].si = *si;
+    if (syno_slot_create(NULL, si->c_in, si->c_out, si->h, si->w, 0, &rng, &sb[j].std, &err)) {
       fprintf(stderr, "op: %s\n", err.msg);
       return 1;
     }
-    nsb++;
   }
   syno_backbone_free(&std);
   if (sample > 0 && set_from_sample(sampled, preset, sb, nsb, sample, seed)) return 1;

@@ -197,6 +197,10 @@ int syno_gpt_attention_create(const syno_slotop_t *op, int64_t dim, int64_t head
  * "slot 3: linear S=64 C_in=64 C_out=256 flops=... params=..." for linear slots)
  * into buf (truncated to n); returns the number of slots. */
 int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n);
+/* The distinct slot bindings of bb (kind, channels, sides, sequence length and groups), in
+ * the order of their first slot: their infos into info[] and, when first is not NULL, the
+ * index of that first slot into first[] (both with room for bb->nslots). Returns the count. */
+int syno_backbone_distinct_slots(const syno_backbone_t *bb, syno_slot_info_t *info, int *first);
 
 /* Median inference-forward seconds of net on a batch of `batch` random images of shape
  * [c, h, w] over `repeats` runs (after one warm-up run). Every latency here (these and

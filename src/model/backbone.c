@@ -447,6 +447,23 @@ void syno_backbone_free(syno_backbone_t *bb) {
   memset(bb, 0, sizeof *bb);
 }
 
+int syno_backbone_distinct_slots(const syno_backbone_t *bb, syno_slot_info_t *info, int *first) {
+  int n = 0;
+  for (int i = 0; i < bb->nslots; i++) {
+    syno_slot_info_t si;
+    syno_slot_info(bb->slots[i], &si);
+    int dup = 0;
+    for (int j = 0; j < n && !dup; j++)
+      dup = si.c_in == info[j].c_in && si.c_out == info[j].c_out && si.h == info[j].h && si.w == info[j].w &&
+            si.s == info[j].s && si.kind == info[j].kind && si.groups == info[j].groups;
+    if (dup) continue;
+    info[n] = si;
+    if (first) first[n] = i;
+    n++;
+  }
+  return n;
+}
+
 int syno_backbone_list_slots(const syno_backbone_t *bb, char *buf, size_t n) {
   size_t used = 0;
   if (n) buf[0] = 0;
@@ -691,15 +708,11 @@ int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *
         snprintf(out->std_kernel, sizeof out->std_kernel, "mixed");
     }
   }
-  for (int i = 0; !rc && i < cand->nslots; i++) {
-    syno_slot_info_t si;
-    syno_slot_info(cand->slots[i], &si);
-    int dup = 0;
-    for (int j = 0; j < out->nslots; j++)
-      dup |= si.c_in == out->slot[j].c_in && si.c_out == out->slot[j].c_out && si.h == out->slot[j].h &&
-             si.w == out->slot[j].w && si.s == out->slot[j].s && si.kind == out->slot[j].kind &&
-             si.groups == out->slot[j].groups;
-    if (dup) continue;
+  syno_slot_info_t distinct[SYNO_BACKBONE_MAX_SLOTS];
+  int first[SYNO_BACKBONE_MAX_SLOTS], nd = syno_backbone_distinct_slots(cand, distinct, first);
+  for (int d = 0; !rc && d < nd; d++) {
+    const int i = first[d];
+    const syno_slot_info_t si = distinct[d];
     syno_layer_t *sl[4] = {cand->slots[i], std[0].slots[i], std[1].slots[i], nstd > 2 ? std[2].slots[i] : NULL};
     out->slot[out->nslots] = si;
     syno_tensor_t x = SYNO_TENSOR_EMPTY;
