@@ -164,6 +164,12 @@ static int time_set(const opset_t *set, const char *preset, syno_backbone_cfg_t 
   const opset_t *sets[2] = {set, sampled};
   int total = set->n + sampled->n, done = 0;
   double *eff = calloc((size_t)total + 1, sizeof *eff), *spd = calloc((size_t)total + 1, sizeof *spd);
+  if (!eff || !spd) {
+    fprintf(stderr, "op: out of memory\n");
+    free(eff);
+    free(spd);
+    return 1;
+  }
   printf("%d operators in %d distinct slots, batch %ld, as deployed; times are sums over the slots\n", total, nsb,
          batch);
   printf("  %4s %9s %9s %8s %7s %8s  %s\n", "#", "this op", "oneDNN", "speed-up", "FLOPs", "per FLOP",

@@ -65,8 +65,8 @@ int nn_seq_forward_deployed(syno_layer_t *self, const syno_tensor_t *x) {
     const int relu = r < n && is_kind(self->children[r], "relu");
     const float *scale = NULL, *shift = NULL;
     int64_t od[SYNO_TENSOR_MAX_DIMS];
-    int nd = syno_nn_out_shape(c, cur->ndim, cur->dims, od), rc;
-    if ((bn || relu) && nd >= 2 && (!bn || nn_bn_affine(bn, &scale, &shift) == od[1]))
+    int rc, nd = bn || relu ? syno_nn_out_shape(c, cur->ndim, cur->dims, od) : 0;
+    if (nd >= 2 && (!bn || nn_bn_affine(bn, &scale, &shift) == od[1]))
       rc = syno_nn_forward_affine(c, cur, scale, shift, relu);
     else if (!(rc = syno_nn_forward(c, cur, 0)))
       rc = 1;
