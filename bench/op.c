@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "syno/task.h"
 #include "syno/alloc.h"
 #include "syno/backbone.h"
 #include "syno/kernels.h"
@@ -249,8 +250,8 @@ static const char usage[] =
     "the Fashion-MNIST search found (a 1x3 convolution, see README).\n";
 
 int main(int argc, char **argv) {
-  static const char *const datasets[] = {"digits", "fashion-mnist", NULL}, *const presets[] = {"conv2d", "conv2d-wide",
-                                                                                               NULL};
+  static const char *const presets[] = {"conv2d", "conv2d-wide", NULL};
+  const char *const *datasets = syno_task_dataset_names(SYNO_TASK_IMAGES);
   const char *ops[MAX_OPS];
   int nops = 0, reps = 101, threads = 1, pad = 2;
   long batch = 1;
@@ -279,7 +280,7 @@ int main(int argc, char **argv) {
   syno_kernels_t kernels = SYNO_KERNELS_EXEC;
   syno_kernels_parse(kernels_name, &kernels);
   bench_signals(0);
-  int side = !strcmp(dataset, "digits") ? 8 : 28;
+  int side = syno_task_dataset(dataset)->side;
   if (ops_file || db || sample) {
     char *text[MAX_SET], *stext[MAX_SET];
     opset_t set = {text, 0}, sampled = {stext, 0};

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "syno/task.h"
 #include "syno/driver.h"
 #include "syno/store.h"
 
@@ -66,7 +67,7 @@ static int run(const char *exe, const char *db, int random, int budget, const ch
 }
 
 int main(int argc, char **argv) {
-  static const char *const datasets[] = {"digits", "fashion-mnist", NULL};
+  const char *const *datasets = syno_task_dataset_names(SYNO_TASK_IMAGES);
   int budget = 30, epochs = 3;
   const char *dataset = "digits";
   int budget_pos = 0, epochs_pos = 0;

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 
 #include "bench.h"
+#include "syno/task.h"
 #include "syno/backbone.h"
 
 /* One SGD step of net on x; seconds, or < 0 on failure. */
@@ -33,8 +34,7 @@ int main(int argc, char **argv) {
   double width = 1.0;
   int64_t batch = 128, side = 28, threads = 2;
   const char *name = "resnet";
-  static const char *const backbones[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
-                                          "densenet121", "efficientnetv2s", NULL};
+  const char *const *backbones = syno_task_backbone_names(SYNO_TASK_IMAGES);
   static const char usage[] =
       "usage: train [--backbone NAME] [--reps R] [--width W] [--depth D] [--batch B] [--side S] [--threads T]\n"
       "             [--op TEXT [--preset NAME]]\n"

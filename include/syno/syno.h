@@ -46,6 +46,7 @@
 #include "syno/signature.h"
 #include "syno/size.h"
 #include "syno/space.h"
+#include "syno/task.h"
 
 #include "syno/dnnl.h"
 #include "syno/exec.h"

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "syno/task.h"
 #include "syno/backbone.h"
 #include "syno/clock.h"
 #include "syno/graph.h"
@@ -138,12 +139,15 @@ int cli_outfile_close(const char *cmd, cli_outfile_t *o, int rc);
 
 /* A candidate's speed-up over the standard network: its re-timed one when it has one. */
 double cli_speedup_of(const syno_db_cand_t *c);
-/* Within the report's tolerance of the baseline: 1 point of accuracy, or of perplexity for a
- * language model (lm). */
-bool cli_near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base, bool lm);
+/* The task of a search's backbone (syno/task.h); an unknown or missing name (an old
+ * database) gives the first image task. */
+const syno_task_backbone_t *cli_task_of(const char *backbone);
+/* Within the task's tolerance of the baseline (1 point of accuracy, or of perplexity for a
+ * language model). */
+bool cli_near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base, const syno_task_backbone_t *t);
 /* The fastest finished candidate within the tolerance (the one `syno report` names); NULL
  * when there is none or no baseline row. */
-const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, bool lm);
+const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, const syno_task_backbone_t *t);
 
 /* Whether every candidate's operator of a search's database parses against its stored spec:
  * 0, or 2 (a damaged file is bad input) after a message naming the first damaged row. */

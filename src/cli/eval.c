@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "syno/task.h"
 #include "cli.h"
 #include "syno/backbone.h"
 #include "syno/evalproto.h"
@@ -50,7 +51,7 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
   if (syno_backbone_latency_cmp(cand, &kc, rng, lat_batch, repeats, &lc, err)) return -1;
   int fast = syno_latency_fastest(lc.net);
   /* gpt has no convolution: its two standard networks are one, every linear layer an sgemm. */
-  int gpt = !strcmp(bc->name, "gpt");
+  int gpt = syno_task_is_lm(bc->name);
   rec->latency_s = lc.net[SYNO_LAT_CAND];
   rec->base_latency_s = lc.net[fast];
   rec->base_impl = strdup(std_impl(gpt, fast, lc.std_kernel));
@@ -107,18 +108,20 @@ static int measure_latency(syno_backbone_t *cand, const syno_backbone_cfg_t *bc,
 }
 
 static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, int *classes) {
-  *c = 1, *classes = 10;
-  if (!strcmp(name, "digits")) return *h = *w = 8, 0;
-  if (!strcmp(name, "fashion-mnist")) return *h = *w = 28, 0;
-  return -1;
+  const syno_task_dataset_t *d = syno_task_dataset(name);
+  if (!d || d->kind != SYNO_TASK_IMAGES) return -1;
+  *c = d->channels, *h = *w = d->side, *classes = d->classes;
+  return 0;
 }
 
 /* The candidate network: images from the data set's known shape (no data loaded); gpt through
  * the training driver, which reads the text for its vocabulary. 0, or the exit status. */
 static int build_candidate(const syno_train_cfg_t *tc, syno_backbone_t *cand) {
   syno_error_t err;
-  if (!strcmp(tc->backbone, "gpt")) {
-    if (strcmp(tc->dataset, "kjv")) return cli_cmd_error(NULL, "the gpt backbone trains on kjv (got '%s')", tc->dataset);
+  const syno_task_backbone_t *task = syno_task_backbone(tc->backbone);
+  if (task && task->kind == SYNO_TASK_TEXT) {
+    if (strcmp(tc->dataset, task->dataset))
+      return cli_cmd_error(NULL, "the %s backbone trains on %s (got '%s')", task->name, task->dataset, tc->dataset);
     if (strncmp(tc->preset, "linear", 6))
       return cli_cmd_error(NULL, "--preset %s: the gpt backbone's slots are linear (linear, linear-wide)", tc->preset);
     return syno_train_build(tc, cand, &err) ? cli_cmd_error(NULL, "%s", err.msg) : 0;
@@ -222,7 +225,7 @@ static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, c
       fprintf(stderr, "syno eval: %s\n", err.msg);
     else {
       rc = 0;
-      int gpt = !strcmp(tc.backbone, "gpt");
+      int gpt = syno_task_is_lm(tc.backbone);
       fprintf(stderr, "candidate %ld: %.2fx faster than the standard network on %s (%.4f vs %.4f ms", id, rec.speedup,
               rec.base_impl, 1e3 * rec.latency_s, 1e3 * rec.base_latency_s);
       if (!gpt) fprintf(stderr, "; %.2fx vs im2col", rec.speedup_nnconv);
@@ -281,7 +284,7 @@ int cli_cmd_eval(int argc, char **argv) {
   syno_backbone_t cand;
   if ((rc = build_candidate(&tc, &cand))) return rc;
   const syno_backbone_cfg_t *bc = &cand.cfg;
-  int gpt = !strcmp(tc.backbone, "gpt");
+  int gpt = syno_task_is_lm(tc.backbone);
   syno_rng_t rng;
   syno_rng_seed(&rng, tc.seed, 99);
   if (plan) {

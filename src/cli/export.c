@@ -124,7 +124,7 @@ static int from_db(const char *db, long id, int best, syno_opsel_t *sel, char st
       syno_db_close(h);
       return SYNO_EXIT_USAGE;
     }
-    const syno_db_cand_t *c = cli_best_candidate(rows, k, bb && !strcmp(bb, "gpt"));
+    const syno_db_cand_t *c = cli_best_candidate(rows, k, cli_task_of(bb));
     id = c ? c->id : 0;
     free(bb);
     syno_db_list_free(rows, k);

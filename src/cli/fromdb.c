@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/task.h"
 #include "cli.h"
 #include "syno/driver.h"
 #include "syno/store.h"
@@ -83,17 +84,23 @@ double cli_speedup_of(const syno_db_cand_t *c) {
   return c->is_baseline ? 1.0 : c->retimed == 1 ? c->retime_speedup : c->speedup;
 }
 
-bool cli_near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base, bool lm) {
-  return lm ? c->perplexity <= base->perplexity + 1 : c->accuracy >= base->accuracy - 0.01;
+const syno_task_backbone_t *cli_task_of(const char *backbone) {
+  const syno_task_backbone_t *t = syno_task_backbone(backbone);
+  return t ? t : syno_task_backbone(syno_task_backbone_names(SYNO_TASK_IMAGES)[0]);
 }
 
-const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, bool lm) {
+bool cli_near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base, const syno_task_backbone_t *t) {
+  return t->kind == SYNO_TASK_TEXT ? syno_task_within(t, c->perplexity, base->perplexity)
+                                   : syno_task_within(t, c->accuracy, base->accuracy);
+}
+
+const syno_db_cand_t *cli_best_candidate(const syno_db_cand_t *rows, int n, const syno_task_backbone_t *t) {
   const syno_db_cand_t *base = NULL, *best = NULL;
   for (int i = 0; i < n; i++)
     if (rows[i].is_baseline) base = &rows[i];
   for (int i = 0; base && i < n; i++) {
     const syno_db_cand_t *c = &rows[i];
-    if (c->is_baseline || c->status != 0 || !cli_near_baseline(c, base, lm)) continue;
+    if (c->is_baseline || c->status != 0 || !cli_near_baseline(c, base, t)) continue;
     if (!best || cli_speedup_of(c) > cli_speedup_of(best)) best = c;
   }
   return best;

@@ -57,7 +57,10 @@ static void show_delta(char *buf, size_t n, const syno_db_cand_t *c, const syno_
     snprintf(buf, n, "%+.2fpp", 100 * (c->accuracy - base->accuracy));
 }
 /* Within the paper's tolerance of the baseline: 1 point of accuracy, or of perplexity. */
-static int near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base) { return cli_near_baseline(c, base, lm); }
+static const syno_task_backbone_t *task; /* the report's search's */
+static int near_baseline(const syno_db_cand_t *c, const syno_db_cand_t *base) {
+  return cli_near_baseline(c, base, task);
+}
 
 static int by_reward(const void *a, const void *b) {
   const syno_db_cand_t *x = *(syno_db_cand_t *const *)a, *y = *(syno_db_cand_t *const *)b;
@@ -271,14 +274,15 @@ static int table_row(const char *path, table_row_t *t) {
   snprintf(t->backbone, sizeof t->backbone, "?");
   if (syno_db_meta_get(db, "backbone", &bb, &err) == 1) snprintf(t->backbone, sizeof t->backbone, "%s", bb);
   free(bb);
-  t->lm = lm = !strcmp(t->backbone, "gpt");
+  task = cli_task_of(t->backbone);
+  t->lm = lm = task->kind == SYNO_TASK_TEXT;
   syno_db_cand_t *rows;
   int n;
   if (syno_db_list(db, &rows, &n, &err)) {
     syno_db_close(db);
     return cli_cmd_error("report", "%s", err.msg);
   }
-  const syno_db_cand_t *base = NULL, *best = cli_best_candidate(rows, n, lm);
+  const syno_db_cand_t *base = NULL, *best = cli_best_candidate(rows, n, task);
   for (int i = 0; i < n; i++) {
     if (rows[i].is_baseline)
       base = &rows[i];
@@ -424,7 +428,8 @@ int cli_cmd_report(int argc, char **argv) {
   syno_db_t *db;
   if (syno_db_open(db_path, SYNO_DB_READONLY, &db, &err)) return cli_cmd_error("report", "%s", err.msg);
   char *bb = NULL;
-  lm = syno_db_meta_get(db, "backbone", &bb, &err) == 1 && !strcmp(bb, "gpt");
+  task = cli_task_of(syno_db_meta_get(db, "backbone", &bb, &err) == 1 ? bb : NULL);
+  lm = task->kind == SYNO_TASK_TEXT;
   free(bb);
   syno_db_cand_t *rows;
   int n;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "syno/task.h"
 #include "cli.h"
 #include "syno/backbone.h"
 #include "syno/dist.h"
@@ -64,7 +65,7 @@ static void show_progress(const syno_driver_progress_t *p, printer_t *pr) {
   }
   char of[24] = "";
   if (c->budget > 0) snprintf(of, sizeof of, "/%d", c->budget);
-  int lm = !strcmp(c->backbone, "gpt");
+  int lm = syno_task_is_lm(c->backbone);
   char best[128] = "no candidate yet", fast[48] = "";
   if (p->best_reward >= 0 && lm)
     snprintf(best, sizeof best, "best reward %.4f (ppl %.3f, %.2fx)", p->best_reward, p->best_ppl, p->best_acc_speedup);
@@ -129,7 +130,7 @@ static void on_progress(const syno_driver_progress_t *p, void *user) {
       fprintf(stderr, "[search] training the baseline (standard operator in every slot)\n");
       break;
     case SYNO_DRIVER_BASELINE_DONE:
-      if (!strcmp(c->backbone, "gpt"))
+      if (syno_task_is_lm(c->backbone))
         fprintf(stderr,
                 "[search] baseline perplexity %.3f (next-token accuracy %.2f%%), reward 1 at perplexity %.3f and 0 "
                 "at %.3f, %s search, seed %llu\n",
@@ -190,7 +191,10 @@ static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
   if (access(c->db_path, F_OK) == 0)
     return cli_cmd_error("search", "--db %s: already exists; continue it with --resume, or choose another --db",
                          c->db_path);
-  if (!strcmp(c->backbone, "gpt")) {
+  const syno_task_backbone_t *task = syno_task_backbone(c->backbone);
+  const syno_task_dataset_t *data = syno_task_dataset(c->dataset);
+  if (!task || !data) return cli_cmd_error("search", "unknown --backbone %s or --dataset %s", c->backbone, c->dataset);
+  if (task->kind == SYNO_TASK_TEXT) {
     /* The language model: its data, preset and training defaults, and what does not apply. */
     if (syno_opt_given(opts, "reward-lb") || syno_opt_given(opts, "reward-ub"))
       return cli_cmd_error("search",
@@ -201,17 +205,20 @@ static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
                            "--confirm ranks by accuracy; it is not available for gpt (rewarded by perplexity)");
     if (syno_opt_given(opts, "pad")) return cli_cmd_error("search", "--pad pads images; gpt trains on text");
     c->confirm = 0;
-    if (!syno_opt_given(opts, "dataset")) c->dataset = "kjv";
-    if (!syno_opt_given(opts, "preset")) c->preset = "linear";
-    if (!syno_opt_given(opts, "lr")) c->lr = 3e-3;
-    if (!syno_opt_given(opts, "batch")) c->batch = 32;
+    if (!syno_opt_given(opts, "dataset")) c->dataset = task->dataset, data = syno_task_dataset(c->dataset);
+    if (!syno_opt_given(opts, "preset")) c->preset = task->preset;
+    if (!syno_opt_given(opts, "lr")) c->lr = task->lr;
+    if (!syno_opt_given(opts, "batch")) c->batch = (int)task->batch;
     if (!syno_opt_given(opts, "max-flops")) c->max_flops_ratio = -1;
     if (!syno_opt_given(opts, "min-flops")) c->min_flops_ratio = -1;
-    if (strcmp(c->dataset, "kjv")) return cli_cmd_error("search", "--dataset %s: gpt trains on kjv", c->dataset);
+    if (data->kind != SYNO_TASK_TEXT)
+      return cli_cmd_error("search", "--dataset %s: %s trains on text (%s)", c->dataset, task->name, task->dataset);
     if (strncmp(c->preset, "linear", 6))
       return cli_cmd_error("search", "--preset %s: gpt's slots are linear layers (linear, linear-wide)", c->preset);
   } else {
-    if (!strcmp(c->dataset, "kjv")) return cli_cmd_error("search", "--dataset kjv is text: it is for --backbone gpt");
+    if (data->kind == SYNO_TASK_TEXT)
+      return cli_cmd_error("search", "--dataset %s is text: it is for a language model (--backbone %s)", c->dataset,
+                           syno_task_backbone_names(SYNO_TASK_TEXT)[0]);
     if (c->width > 16)
       return cli_cmd_error("search", "--width %g: the %s backbone's channel multiplier is at most 16", c->width,
                            c->backbone);
@@ -314,8 +321,7 @@ static int search_mpi(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
 static const char *const kernel_choices[] = {"exec", "halide", "best", NULL};
 
 int cli_cmd_search(int argc, char **argv) {
-  static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
-  const char *const *backbones = syno_backbone_names(0);
+  const char *const *datasets = syno_task_dataset_names(-1), *const *backbones = syno_task_backbone_names(-1);
   syno_driver_cfg_t c;
   syno_driver_cfg_default(&c);
   const char *resume = NULL;

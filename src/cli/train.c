@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "syno/task.h"
 #include "cli.h"
 #include "syno/file.h"
 #include "syno/backbone.h"
@@ -44,7 +45,7 @@ static char *read_op_file(const char *path, syno_error_t *err) {
 
 int cli_cmd_train(int argc, char **argv) {
   static const char *const optimizers[] = {"sgd", "adamw", NULL};
-  const char *const *backbones = syno_backbone_names(0);
+  const char *const *backbones = syno_task_backbone_names(-1);
   syno_train_cfg_t cfg = {0};
   cfg.backbone = "resnet";
   cfg.dataset = NULL; /* digits, or kjv for gpt */
@@ -120,12 +121,13 @@ int cli_cmd_train(int argc, char **argv) {
     if (rc) return rc;
     cfg.op_text = db_op;
   }
-  const int gpt = !strcmp(cfg.backbone, "gpt");
   if (syno_backbone_known(cfg.backbone, &err)) return cli_cmd_error(NULL, "%s", err.msg);
+  const syno_task_backbone_t *task = syno_task_backbone(cfg.backbone);
+  const int gpt = task->kind == SYNO_TASK_TEXT;
   if (!gpt && (cfg.heads || cfg.context)) return cli_cmd_error(NULL, "--heads and --context are gpt options");
   if (!gpt && cfg.width > 16)
     return cli_cmd_error(NULL, "bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);
-  if (!cfg.dataset) cfg.dataset = gpt ? "kjv" : "digits";
+  if (!cfg.dataset) cfg.dataset = task->dataset;
   char *file_text = db_op;
   if (op_file) {
     file_text = read_op_file(op_file, &err);

@@ -8,6 +8,7 @@
 #include "syno/alloc.h"
 #include "model_internal.h"
 #include "syno/backbone.h"
+#include "syno/task.h"
 #include "syno/clock.h"
 #include "syno/kernels.h"
 
@@ -35,35 +36,28 @@ static const struct {
   const char *name;
   enum family f;
   int blocks[6]; /* blocks per stage, as published; 0: no such stage */
+  int own_depth; /* a ResNet whose stages keep their published blocks (capped by --depth) */
 } nets[] = {
-    {"resnet18", F_RESNET, {2, 2, 2, 2}},
-    {"resnet", F_RESNET, {2, 2, 2, 2}},
-    {"resnet34", F_RESNET, {3, 4, 6, 3}},
-    {"resnext29", F_RESNEXT, {3, 3, 3, 0}},
-    {"densenet121", F_DENSENET, {6, 12, 24, 16}},
-    {"efficientnetv2s", F_EFFNET, {2, 4, 4, 6, 9, 15}},
-    {"vgg", F_VGG, {0}},
-    {"gpt", F_GPT, {0}},
+    {"resnet18", F_RESNET, {2, 2, 2, 2}, 0},
+    {"resnet", F_RESNET, {2, 2, 2, 2}, 0},
+    {"resnet34", F_RESNET, {3, 4, 6, 3}, 1},
+    {"resnext29", F_RESNEXT, {3, 3, 3, 0}, 0},
+    {"densenet121", F_DENSENET, {6, 12, 24, 16}, 0},
+    {"efficientnetv2s", F_EFFNET, {2, 4, 4, 6, 9, 15}, 0},
+    {"vgg", F_VGG, {0}, 0},
+    {"gpt", F_GPT, {0}, 0},
 };
 #define NNETS ((int)(sizeof nets / sizeof nets[0]))
 
-static const char *const all_names[] = {"resnet18",        "resnet", "resnet34", "resnext29", "densenet121",
-                                        "efficientnetv2s", "vgg",    "gpt",      NULL};
-
-const char *const *syno_backbone_names(int images_only) {
-  /* gpt is last, so the image backbones are the list cut before it */
-  static const char *const images[] = {"resnet18",    "resnet",          "resnet34", "resnext29",
-                                       "densenet121", "efficientnetv2s", "vgg",      NULL};
-  return images_only ? images : all_names;
-}
+/* The task table (syno/task.h) lists the backbones; nets[] adds how each is built, and
+ * tests/model/test_backbones.c builds every name of the table. */
+const char *const *syno_backbone_names(int images_only) { return syno_task_backbone_names(images_only ? SYNO_TASK_IMAGES : -1); }
 
 int syno_backbone_known(const char *name, syno_error_t *err) {
-  for (int i = 0; name && i < NNETS; i++)
+  if (!syno_task_backbone_find(name, err)) return -1;
+  for (int i = 0; i < NNETS; i++)
     if (!strcmp(name, nets[i].name)) return 0;
-  char known[256] = "";
-  for (int i = 0; all_names[i]; i++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", all_names[i]);
-  return syno_error_set(err, "unknown backbone '%s' (known: %s)", name ? name : "(null)", known);
+  return syno_error_set(err, "backbone '%s' has no builder", name);
 }
 
 static syno_layer_t *mk_slot(builder_t *b, int64_t ci, int64_t co, int64_t h, int64_t w, int64_t groups) {
@@ -318,7 +312,7 @@ static int build(const syno_backbone_cfg_t *cfg, syno_rng_t *rng, syno_backbone_
   if (fam == F_RESNET) {
     /* resnet18 (and its old name resnet) keeps the knob it always had: D blocks in every
      * stage, the published 2 by default; resnet34 caps its published [3, 4, 6, 3] at D */
-    const int own_depth = !strcmp(nets[net].name, "resnet34");
+    const int own_depth = nets[net].own_depth;
     c = scaled(16, width);
     push(&b, layers, &n, mk_conv(&b, cfg->in_c, c, 3, 1, h, w));
     push(&b, layers, &n, bn(&b, c));
@@ -544,7 +538,7 @@ static int random_input(int ndim, const int64_t *d, syno_tensor_t *x, syno_error
 
 /* The input of cfg's network for `batch` samples: random images, or (gpt) token ids. */
 static int net_input(const syno_backbone_cfg_t *cfg, int64_t batch, syno_tensor_t *x, syno_error_t *err) {
-  if (cfg->name && !strcmp(cfg->name, "gpt")) {
+  if (syno_task_is_lm(cfg->name)) {
     int64_t d[2] = {batch, cfg->context > 0 ? cfg->context : 64};
     if (syno_nn_tensor_alloc(x, 2, d)) return syno_error_set(err, "latency: out of memory");
     for (int64_t i = 0; i < d[0] * d[1]; i++) x->data[i] = (float)((i * 7) % (cfg->vocab > 0 ? cfg->vocab : 1));
@@ -621,7 +615,7 @@ static int forward_error(const syno_backbone_t *const *bbs, int n, syno_error_t 
 int syno_backbone_latency_cmp(syno_backbone_t *cand, const syno_backbone_cfg_t *cfg, syno_rng_t *rng, int64_t batch,
                               int repeats, syno_latency_cmp_t *out, syno_error_t *err) {
   memset(out, 0, sizeof *out);
-  int gpt = cfg->name && !strcmp(cfg->name, "gpt");
+  int gpt = syno_task_is_lm(cfg->name);
   int nstd = cfg->kernels != SYNO_KERNELS_EXEC && !gpt ? 3 : 2;
   syno_backbone_cfg_t sc = *cfg;
   sc.op = NULL;

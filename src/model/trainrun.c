@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "syno/task.h"
 #include "syno/backbone.h"
 #include "syno/clock.h"
 #include "syno/data.h"
@@ -37,25 +38,30 @@ static void data_path(const char *file, char *path, size_t n) {
   snprintf(path, n, "%s/%s", SYNO_SOURCE_DATA_DIR, file);
 }
 
+/* The loaders of the task table's data sets (syno/task.h), or of a file or directory of one
+ * of their formats. */
 static int load_text(const char *name, syno_text_t *train, syno_text_t *val, syno_error_t *err) {
   char path[1024];
-  if (!name || !strcmp(name, "kjv")) {
+  const syno_task_dataset_t *d = syno_task_dataset(name);
+  if (!name || (d && d->id == SYNO_TASK_KJV)) {
     data_path(SYNO_KJV_FILE, path, sizeof path);
     return syno_text_load(path, train, val, err);
   }
   if (file_exists(name) && !is_dir(name)) return syno_text_load(name, train, val, err);
-  return syno_error_set(err, "unknown text '%s' (known: kjv, or a path to a text file)", name);
+  return syno_error_set(err, "unknown text '%s' (known: %s, or a path to a text file)", name,
+                        syno_task_dataset_names(SYNO_TASK_TEXT)[0]);
 }
 
 /* digits: found as data_path finds committed files. */
 static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err) {
-  if (!name || !strcmp(name, "digits")) {
+  const syno_task_dataset_t *d = syno_task_dataset(name);
+  if (!name || (d && d->id == SYNO_TASK_DIGITS)) {
     char path[1024];
     data_path("digits.csv.gz", path, sizeof path);
     return syno_data_load_digits_split(path, train, test, err);
   }
-  if (!strcmp(name, "fashion-mnist") || is_dir(name)) {
-    const char *dir = strcmp(name, "fashion-mnist") ? name : NULL;
+  if ((d && d->id == SYNO_TASK_FASHION_MNIST) || is_dir(name)) {
+    const char *dir = d ? NULL : name;
     if (syno_data_load_fashion_mnist(dir, 1, train, err)) return -1;
     if (syno_data_load_fashion_mnist(dir, 0, test, err)) {
       syno_data_free(train);
@@ -64,10 +70,11 @@ static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *te
     return 0;
   }
   if (file_exists(name)) return syno_data_load_digits_split(name, train, test, err);
+  const char *const *known = syno_task_dataset_names(SYNO_TASK_IMAGES);
   return syno_error_set(err,
-                        "unknown dataset '%s' (known: digits, fashion-mnist, or a path "
+                        "unknown dataset '%s' (known: %s, %s, or a path "
                         "to a digits CSV or a Fashion-MNIST IDX directory)",
-                        name);
+                        name, known[0], known[1]);
 }
 
 /* ---------------------------------------------------------------- sample sources */
@@ -398,12 +405,13 @@ static int run_prepare(const syno_train_cfg_t *cfg, run_t *r, syno_error_t *err)
   memset(r, 0, sizeof *r);
   const char *bname = cfg->backbone ? cfg->backbone : "resnet";
   if (syno_backbone_known(bname, err)) return -1;
-  r->gpt = !strcmp(bname, "gpt");
+  const syno_task_backbone_t *task = syno_task_backbone(bname);
+  r->gpt = task->kind == SYNO_TASK_TEXT;
   const char *oname = cfg->optimizer ? cfg->optimizer : r->gpt ? "adamw" : "sgd";
   if (strcmp(oname, "sgd") && strcmp(oname, "adamw"))
     return syno_error_set(err, "unknown optimizer '%s' (known: sgd, adamw)", oname);
   r->adamw = !strcmp(oname, "adamw");
-  r->batch = cfg->batch ? cfg->batch : r->gpt ? 32 : 128;
+  r->batch = cfg->batch ? cfg->batch : r->gpt ? task->batch : 128;
   if (r->batch < 1 || r->batch > 65536)
     return syno_error_set(err, "batch must be in 1..65536 (got %lld)", (long long)cfg->batch);
   r->lr = cfg->lr ? cfg->lr : r->adamw ? 3e-3 : 0.1;

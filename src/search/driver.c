@@ -7,6 +7,7 @@
  * run_baseline, run_loop (propose, launch, collect), then the summary event
  * and run_close. The driver prints nothing: it reports through cfg.progress
  * and polls cfg.stop. */
+#include "syno/task.h"
 #include "syno/clock.h"
 #include "syno/file.h"
 #include "syno/driver.h"
@@ -210,7 +211,7 @@ static void set_str(char **dst, const char *s) {
 
 /* A language model (the gpt backbone) is judged by validation perplexity, lower being better;
  * the image backbones by test accuracy. */
-static int is_lm(const syno_driver_cfg_t *c) { return c->backbone && !strcmp(c->backbone, "gpt"); }
+static int is_lm(const syno_driver_cfg_t *c) { return syno_task_is_lm(c->backbone); }
 
 /* The measure the reward grows with: accuracy, or minus the perplexity. */
 static double score(const syno_driver_cfg_t *c, const syno_db_cand_t *r) {
@@ -225,8 +226,10 @@ static void note_best(const syno_driver_cfg_t *c, syno_driver_progress_t *p, con
     p->best_ppl = r->perplexity;
     p->best_acc_speedup = r->speedup;
   }
-  /* Within the paper's tolerance: 1 point of accuracy, or of perplexity. */
-  int near = is_lm(c) ? r->perplexity <= p->base_ppl + 1 : r->accuracy >= p->base_acc - 0.01;
+  /* Within the task's tolerance (the paper's: 1 point of accuracy, or of perplexity). */
+  const syno_task_backbone_t *t = syno_task_backbone(c->backbone ? c->backbone : "resnet");
+  int near = t && (is_lm(c) ? syno_task_within(t, r->perplexity, p->base_ppl)
+                            : syno_task_within(t, r->accuracy, p->base_acc));
   if (near && r->speedup > p->best_speedup) p->best_speedup = r->speedup;
 }
 

@@ -1,5 +1,6 @@
 /* The search <-> worker protocol: the request's command line and the
  * worker's JSON reply. See syno/evalproto.h. */
+#include "syno/task.h"
 #include "syno/evalproto.h"
 
 #include <cjson/cJSON.h>
@@ -39,17 +40,21 @@ typedef struct {
   when_t when;
   double lo, hi;              /* numbers: the values a worker accepts */
   unsigned fl;                /* syno/opt.h flags (SYNO_OPT_OPEN_MIN) */
-  const char *const *choices; /* a text from a fixed list, or NULL */
+  const char *const *(*choices)(void); /* a text from a fixed list, or NULL */
   const char *meta, *help;
 } opt_t;
 
-/* syno_backbone_names(0): the search layer cannot reach the model's list, so
- * tests/model/test_backbones.c checks that a worker takes every name on it. */
-static const char *const backbones[] = {"resnet18",        "resnet", "resnet34", "resnext29", "densenet121",
-                                        "efficientnetv2s", "vgg",    "gpt",      NULL};
-static const char *const datasets[] = {"digits", "fashion-mnist", "kjv", NULL};
-static const char *const presets[] = {"conv2d", "conv2d-wide", "linear", "linear-wide", NULL};
-static const char *const kernels[] = {"exec", "halide", "best", NULL};
+/* The task table's names (syno/task.h), and the presets and kernel choices. */
+static const char *const *backbones(void) { return syno_task_backbone_names(-1); }
+static const char *const *datasets(void) { return syno_task_dataset_names(-1); }
+static const char *const *presets(void) {
+  static const char *const p[] = {"conv2d", "conv2d-wide", "linear", "linear-wide", NULL};
+  return p;
+}
+static const char *const *kernels(void) {
+  static const char *const k[] = {"exec", "halide", "best", NULL};
+  return k;
+}
 
 #define OPT(flag, kind, field, when, lo, hi, fl, choices, meta, help) \
   { flag, kind, offsetof(syno_evalreq_t, field), when, lo, hi, fl, choices, meta, help }
@@ -185,7 +190,7 @@ int syno_evalreq_options(syno_evalreq_t *r, syno_opt_t *t, int cap) {
     switch (o->kind) {
       case K_STR:
         e.kind = o->choices ? SYNO_OPT_KIND_ENUM : SYNO_OPT_KIND_STR;
-        e.choices = o->choices;
+        e.choices = o->choices ? o->choices() : NULL;
         break;
       case K_INT:
       case K_LONG:

@@ -322,9 +322,9 @@ t "--backbone bert: must be one of resnet18, resnet, resnet34, resnext29, densen
 t "--dataset imagenet: must be one of digits, fashion-mnist, kjv" "${S[@]}" --dataset imagenet
 t "--preset linear: the resnet backbone's slots are convolutions" "${S[@]}" --preset linear
 t "--preset conv2d: gpt's slots are linear layers" "${S[@]}" --backbone gpt --preset conv2d
-t "--dataset kjv is text: it is for --backbone gpt" "${S[@]}" --dataset kjv
+t "--dataset kjv is text: it is for a language model (--backbone gpt)" "${S[@]}" --dataset kjv
 t "--width 20: the resnet backbone's channel multiplier is at most 16" "${S[@]}" --width 20
-t "--dataset digits: gpt trains on kjv" "${S[@]}" --backbone gpt --dataset digits
+t "--dataset digits: gpt trains on text (kjv)" "${S[@]}" --backbone gpt --dataset digits
 t "--confirm ranks by accuracy; it is not available for gpt" "${S[@]}" --backbone gpt --confirm 2
 t "gpt is rewarded by perplexity" "${S[@]}" --backbone gpt --reward-lb 0.5
 t "--max-tensors 1: must be an integer in 2..4" "${S[@]}" --max-tensors 1

@@ -24,7 +24,7 @@ HEADER = {
     "space": "space", "flopsgame": "space", "codegen": "codegen", "exec": "exec", "kernels": "kernels", "dnnl": "dnnl",
     "nn": "nn", "train": "nn", "data": "nn", "backbone": "model",
     "search": "search", "pool": "search", "driver": "search", "evalproto": "search",
-    "store": "store", "dist": "dist", "syno": "cli",
+    "store": "store", "dist": "dist", "task": "task", "syno": "cli",
 }
 CORE = {"base", "size", "graph", "lower"}
 # What each module may include or call (itself included).
@@ -39,9 +39,10 @@ ALLOWED = {
     "exec": CORE | {"dnnl", "exec"},
     "kernels": CORE | {"codegen", "kernels"},
     "nn": {"base", "dnnl", "nn"},
-    "model": CORE | {"dnnl", "exec", "kernels", "nn", "model"},
+    "task": {"base", "task"},
+    "model": CORE | {"dnnl", "exec", "kernels", "nn", "task", "model"},
     "store": {"base", "store"},
-    "search": CORE | {"space", "store", "search"},
+    "search": CORE | {"space", "store", "task", "search"},
     "dist": {"base", "search", "dist"},
 }
 ALLOWED["cli"] = set(HEADER.values()) | set(ALLOWED)

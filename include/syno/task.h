@@ -1,0 +1,54 @@
+/* syno/task.h - what a task is: the one table of the backbones syno trains and the data sets
+ * they train on.
+ *
+ * Each backbone has its kind (an image classifier, or a language model that predicts the
+ * next character), the preset its slots take, its default data set and training settings,
+ * the measure a candidate is rewarded and judged by (accuracy, or perplexity) and the
+ * tolerance within which a candidate keeps the baseline's quality (the paper's: 1 point of
+ * accuracy, or 1 of perplexity). Each data set has its kind and, for images, the stored
+ * image's channels, side and classes. Every command, the evaluation protocol, the search
+ * driver and the model read their names and properties here; nothing else lists them or
+ * compares a backbone's name (tests/cli/test_task_names.sh checks it). */
+#ifndef SYNO_TASK_H
+#define SYNO_TASK_H
+
+#include "syno/error.h"
+
+typedef enum { SYNO_TASK_IMAGES = 0, SYNO_TASK_TEXT = 1 } syno_task_kind_t;
+
+typedef struct {
+  const char *name;
+  syno_task_kind_t kind; /* images: an image classifier; text: a language model */
+  const char *preset;    /* the preset its slots take by default */
+  const char *dataset;   /* its default data set */
+  const char *measure;   /* "accuracy" or "perplexity" */
+  double tolerance;      /* within this of the baseline's measure a candidate keeps its quality */
+  double lr;             /* default learning rate of the proxy training */
+  long batch;            /* default batch of the proxy training */
+} syno_task_backbone_t;
+
+/* The data sets' identities, for the loaders. */
+typedef enum { SYNO_TASK_DIGITS = 0, SYNO_TASK_FASHION_MNIST = 1, SYNO_TASK_KJV = 2 } syno_task_data_id_t;
+
+typedef struct {
+  const char *name;
+  syno_task_data_id_t id;
+  syno_task_kind_t kind;
+  int channels, side, classes; /* images: as stored (before padding); text: 0 */
+} syno_task_dataset_t;
+
+/* The backbone or data set of that name, or NULL. */
+const syno_task_backbone_t *syno_task_backbone(const char *name);
+const syno_task_dataset_t *syno_task_dataset(const char *name);
+/* The backbone's entry, or NULL with err naming the known ones. */
+const syno_task_backbone_t *syno_task_backbone_find(const char *name, syno_error_t *err);
+/* Whether the backbone of that name is a language model (rewarded by perplexity). */
+int syno_task_is_lm(const char *backbone);
+/* NULL-terminated lists of the names (kind < 0: all), for option choices. */
+const char *const *syno_task_backbone_names(int kind);
+const char *const *syno_task_dataset_names(int kind);
+/* Whether measure `value` of a candidate is within the backbone's tolerance of the
+ * baseline's `base` (accuracy: at least base - tolerance; perplexity: at most base + it). */
+int syno_task_within(const syno_task_backbone_t *t, double value, double base);
+
+#endif

@@ -1,0 +1,80 @@
+/* The table of tasks (syno/task.h). */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "syno/task.h"
+
+/* resnet is resnet18's older name; gpt is the small transformer on the KJV text. */
+static const syno_task_backbone_t backbones[] = {
+    {"resnet18", SYNO_TASK_IMAGES, "conv2d", "digits", "accuracy", 0.01, 0.1, 64},
+    {"resnet", SYNO_TASK_IMAGES, "conv2d", "digits", "accuracy", 0.01, 0.1, 64},
+    {"resnet34", SYNO_TASK_IMAGES, "conv2d", "digits", "accuracy", 0.01, 0.1, 64},
+    {"resnext29", SYNO_TASK_IMAGES, "conv2d", "digits", "accuracy", 0.01, 0.1, 64},
+    {"densenet121", SYNO_TASK_IMAGES, "conv2d", "digits", "accuracy", 0.01, 0.1, 64},
+    {"efficientnetv2s", SYNO_TASK_IMAGES, "conv2d", "digits", "accuracy", 0.01, 0.1, 64},
+    {"vgg", SYNO_TASK_IMAGES, "conv2d", "digits", "accuracy", 0.01, 0.1, 64},
+    {"gpt", SYNO_TASK_TEXT, "linear", "kjv", "perplexity", 1.0, 3e-3, 32},
+};
+#define NB ((int)(sizeof backbones / sizeof backbones[0]))
+
+static const syno_task_dataset_t datasets[] = {
+    {"digits", SYNO_TASK_DIGITS, SYNO_TASK_IMAGES, 1, 8, 10},
+    {"fashion-mnist", SYNO_TASK_FASHION_MNIST, SYNO_TASK_IMAGES, 1, 28, 10},
+    {"kjv", SYNO_TASK_KJV, SYNO_TASK_TEXT, 0, 0, 0},
+};
+#define ND ((int)(sizeof datasets / sizeof datasets[0]))
+
+const syno_task_backbone_t *syno_task_backbone(const char *name) {
+  for (int i = 0; name && i < NB; i++)
+    if (!strcmp(name, backbones[i].name)) return &backbones[i];
+  return NULL;
+}
+
+const syno_task_dataset_t *syno_task_dataset(const char *name) {
+  for (int i = 0; name && i < ND; i++)
+    if (!strcmp(name, datasets[i].name)) return &datasets[i];
+  return NULL;
+}
+
+const syno_task_backbone_t *syno_task_backbone_find(const char *name, syno_error_t *err) {
+  const syno_task_backbone_t *t = syno_task_backbone(name);
+  if (t) return t;
+  char known[256] = "";
+  for (int i = 0; i < NB; i++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", backbones[i].name);
+  syno_error_set(err, "unknown backbone '%s' (known: %s)", name ? name : "(null)", known);
+  return NULL;
+}
+
+int syno_task_is_lm(const char *backbone) {
+  const syno_task_backbone_t *t = syno_task_backbone(backbone);
+  return t && t->kind == SYNO_TASK_TEXT;
+}
+
+/* The name lists: all, images, text; NULL-terminated, filled once. */
+static const char *bnames[3][NB + 1], *dnames[3][ND + 1];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void fill_names(void) {
+  for (int k = 0; k < 3; k++) {
+    for (int i = 0, n = 0; i < NB; i++)
+      if (k == 0 || (int)backbones[i].kind == k - 1) bnames[k][n++] = backbones[i].name;
+    for (int i = 0, n = 0; i < ND; i++)
+      if (k == 0 || (int)datasets[i].kind == k - 1) dnames[k][n++] = datasets[i].name;
+  }
+}
+
+const char *const *syno_task_backbone_names(int kind) {
+  pthread_once(&names_once, fill_names);
+  return bnames[kind < 0 ? 0 : 1 + kind];
+}
+
+const char *const *syno_task_dataset_names(int kind) {
+  pthread_once(&names_once, fill_names);
+  return dnames[kind < 0 ? 0 : 1 + kind];
+}
+
+int syno_task_within(const syno_task_backbone_t *t, double value, double base) {
+  return t->kind == SYNO_TASK_TEXT ? value <= base + t->tolerance : value >= base - t->tolerance;
+}
