@@ -22,8 +22,52 @@
 /* Checks the executor against the interpreter, and the same stages run as
  * generic loops; fails the test on any mismatch. Returns 1 when the executor
  * ran on a fast path, and its strategy. */
+/* Deployed inference (syno_exec_forward_affine, weights held): the forward followed by a
+ * random per-channel map and, every other call, a ReLU, against the forward the test already
+ * checked with the map applied here; then a plain forward again. Returns 1 when the map was
+ * folded into a oneDNN stage. */
+static int check_deployed(syno_exec_t *e, const syno_nest_t *fwd, const syno_vars_t *v, float *const *t,
+                          const float *want, const char *what, syno_rng_t *rng) {
+  if (fwd->n_outer < 2) return 0;
+  int64_t C = syno_size_value(v, fwd->outer[1], 0), inner = 1, n_out = syno_exec_numel(e, -1);
+  for (int i = 2; i < fwd->n_outer; i++) inner *= syno_size_value(v, fwd->outer[i], 0);
+  float *scale = st_random(rng, C), *shift = st_random(rng, C), *out = malloc(sizeof(float) * (size_t)n_out),
+        *mapped = malloc(sizeof(float) * (size_t)n_out);
+  assert_non_null(out);
+  assert_non_null(mapped);
+  const int relu = (int)(syno_rng_uniform(rng) * 2);
+  for (int64_t j = 0; j < n_out; j++) {
+    float y = want[j] * scale[j / inner % C] + shift[j / inner % C];
+    mapped[j] = relu && y < 0 ? 0.0f : y;
+  }
+  syno_error_t err = {0};
+  syno_exec_hold_weights(e, 7);
+  int folded = 0;
+  for (int rep = 0; rep < 2; rep++) { /* the second reuses the folded weight */
+    int rc = syno_exec_forward_affine(e, (const float *const *)t, out, C, inner, scale, shift, relu, &err);
+    if (rc < 0) fail_msg("%s: %s", what, err.msg);
+    if (rc == 1)
+      for (int64_t j = 0; j < n_out; j++) {
+        float y = out[j] * scale[j / inner % C] + shift[j / inner % C];
+        out[j] = relu && y < 0 ? 0.0f : y;
+      }
+    folded = rc == 0;
+    double fe = st_rel_err(out, mapped, n_out);
+    if (!(fe <= TOL)) fail_msg("%s [deployed%s]: forward differs by %g", what, folded ? ", folded" : "", fe);
+  }
+  if (syno_exec_forward(e, (const float *const *)t, out, &err)) fail_msg("%s: %s", what, err.msg);
+  double fe = st_rel_err(out, want, n_out);
+  if (!(fe <= TOL)) fail_msg("%s [plain after deployed]: forward differs by %g", what, fe);
+  syno_exec_hold_weights(e, 0);
+  free(scale);
+  free(shift);
+  free(out);
+  free(mapped);
+  return folded;
+}
+
 static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char *what, syno_rng_t *rng,
-                     const char **strategy, int *splits, int *library) {
+                     const char **strategy, int *splits, int *library, int *folded) {
   syno_error_t err = {0};
   syno_exec_t *e = NULL;
   if (syno_exec_new(op, v, 0, &e, &err)) fail_msg("%s: %s", what, err.msg);
@@ -47,6 +91,8 @@ static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char
   if (syno_exec_forward(e, (const float *const *)t, out, &err)) fail_msg("%s: %s", what, err.msg);
   double fe = st_rel_err(out, want, n_out);
   if (!(fe <= TOL)) fail_msg("%s [%s]: forward differs by %g", what, syno_exec_strategy(e), fe);
+  int fold = check_deployed(e, &low->forward, v, t, want, what, rng);
+  if (folded) *folded = fold;
   if (syno_exec_backward(e, (const float *const *)t, gout, g, &err)) fail_msg("%s: %s", what, err.msg);
   for (int i = 0; i < nt; i++) {
     if (syno_interp_nest(&low->backward[i], v, 0, (const float *const *)t, gout, ref[i], &err)) fail_msg("%s", err.msg);
@@ -133,7 +179,7 @@ static void test_builtins_fast(void **state) {
     assert_null(syno_exec_fallback_reason(e));
     printf("%s at %s: %s\n", cases[i][0], cases[i][1], syno_exec_path(e));
     syno_exec_free(e);
-    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng, NULL, NULL, NULL), 1);
+    assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), cases[i][0], &rng, NULL, NULL, NULL, NULL), 1);
     st_op_free(&o);
   }
 }
@@ -167,7 +213,9 @@ static void test_found_operators(void **state) {
       printf("found operator %zu at %s: %s\n", i + 1, binds[b], syno_exec_path(e));
       if (!strstr(syno_exec_path(e), "oneDNN")) fail_msg("operator %zu: not on oneDNN (%s)", i + 1, syno_exec_path(e));
       syno_exec_free(e);
-      assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), ops[i], &rng, NULL, NULL, NULL), 1);
+      int folded = 0;
+      assert_int_equal(check_one(&o.op, syno_graph_vars(o.g), ops[i], &rng, NULL, NULL, NULL, &folded), 1);
+      if (!folded) fail_msg("operator %zu at %s: the deployed map was not folded into its convolution", i + 1, binds[b]);
       st_op_free(&o);
     }
 }
@@ -183,6 +231,7 @@ typedef struct {
   int n_seen, fast, target;
   int split;   /* operators whose forward nest has a block split */
   int library; /* operators with a stage on oneDNN */
+  int folded;  /* of those, operators whose deployed norm and ReLU fold into the last one */
   int n_tensors_hist[SYNO_MAX_TENSORS + 1];
   int by_strategy[SYNO_MAX_TENSORS + 1][N_STRATEGIES]; /* [tensors][strategy] */
   const char *reason[MAX_REASONS];
@@ -204,8 +253,9 @@ static int visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
   c->seen[c->n_seen++] = strdup(buf);
   c->n_tensors_hist[op.n_tensors]++;
   const char *strategy = NULL;
-  int splits = 0, library = 0;
-  int fast = check_one(&op, v, buf, &c->rng, &strategy, &splits, &library);
+  int splits = 0, library = 0, folded = 0;
+  int fast = check_one(&op, v, buf, &c->rng, &strategy, &splits, &library, &folded);
+  c->folded += folded;
   c->split += splits > 0;
   c->library += library;
   int k = 0;
@@ -262,11 +312,13 @@ static void census(const char *preset, const char *binding, int max_depth, int t
   }
   for (int k = 0; k < MAX_REASONS && c->reason[k]; k++) printf("  not fast (%d): %s\n", c->reason_n[k], c->reason[k]);
   printf("  %d operators run with a loop variable split at a block (div/mod)\n", c->split);
-  printf("  %d operators run a stage as a oneDNN convolution\n", c->library);
+  printf("  %d operators run a stage as a oneDNN convolution, %d of them fold a deployed norm and ReLU into it\n",
+         c->library, c->folded);
   assert_true(c->split > 0);
   assert_true(c->n_seen >= target - 20);
   assert_true(c->n_tensors_hist[3] > 0);
   assert_true(c->library > 0);
+  if (c->library > 20) assert_true(c->folded > 0);
   /* No operator of the sample needs the interpreter or a loop stage. */
   assert_int_equal(c->fast, c->n_seen);
   for (int t = 1; t <= SYNO_MAX_TENSORS; t++) assert_int_equal(c->by_strategy[t][2], 0);
