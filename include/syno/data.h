@@ -27,12 +27,14 @@
 extern "C" {
 #endif
 
+#define SYNO_DATA_MAX_CHANNELS 4
+
 typedef struct syno_dataset {
   uint8_t *pixels; /* [n, c, h, w], owned */
   int32_t *labels; /* [n], owned, in [0, nclasses) */
-  int64_t n, c, h, w;
+  int64_t n, c, h, w; /* c <= SYNO_DATA_MAX_CHANNELS */
   int nclasses;
-  float scale, shift; /* normalisation applied by syno_data_gather */
+  float scale[SYNO_DATA_MAX_CHANNELS], shift[SYNO_DATA_MAX_CHANNELS]; /* per channel, applied by syno_data_gather */
   char name[32];
 } syno_dataset_t;
 
@@ -67,6 +69,16 @@ int syno_data_load_idx(const char *images_path, const char *labels_path, int ncl
  * (train-*-ubyte.gz, 60,000 images) when train is non-zero, else the test split (t10k-*,
  * 10,000). Images must be 28x28. */
 int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out, syno_error_t *err);
+
+/* CIFAR-10 and CIFAR-100 in their binary versions (https://www.cs.toronto.edu/~kriz/cifar.html):
+ * a record is the label byte (CIFAR-100: the coarse label byte, then the fine one) and
+ * 3072 pixel bytes, the red, green and blue 32x32 planes row-major. CIFAR-10 reads
+ * dir/data_batch_1.bin .. data_batch_5.bin (train) or dir/test_batch.bin; CIFAR-100
+ * dir/train.bin or dir/test.bin, with its 100 fine labels or (coarse) its 20 superclasses.
+ * Files may be gzip-compressed under the same names. Gives a [n, 3, 32, 32] set normalised
+ * per channel with the published training-set means and standard deviations of v/255. */
+typedef enum { SYNO_CIFAR10 = 0, SYNO_CIFAR100 = 1, SYNO_CIFAR100_COARSE = 2 } syno_cifar_t;
+int syno_data_load_cifar(const char *dir, syno_cifar_t which, int train, syno_dataset_t *out, syno_error_t *err);
 
 /* Stratified split: test receives n_test samples, each class contributing in proportion to
  * its size (largest-remainder rounding, ties to the lower class), chosen uniformly with rng;

@@ -28,13 +28,21 @@ typedef struct {
 } syno_task_backbone_t;
 
 /* The data sets' identities, for the loaders. */
-typedef enum { SYNO_TASK_DIGITS = 0, SYNO_TASK_FASHION_MNIST = 1, SYNO_TASK_KJV = 2 } syno_task_data_id_t;
+typedef enum {
+  SYNO_TASK_DIGITS = 0,
+  SYNO_TASK_FASHION_MNIST = 1,
+  SYNO_TASK_KJV = 2,
+  SYNO_TASK_CIFAR10 = 3,
+  SYNO_TASK_CIFAR100 = 4,        /* the 100 fine labels */
+  SYNO_TASK_CIFAR100_COARSE = 5, /* the 20 superclasses */
+} syno_task_data_id_t;
 
 typedef struct {
   const char *name;
   syno_task_data_id_t id;
   syno_task_kind_t kind;
   int channels, side, classes; /* images: as stored (before padding); text: 0 */
+  const char *dir_env, *dir;   /* where its files are: $dir_env, else data/<dir> (NULL: built in) */
 } syno_task_dataset_t;
 
 /* The backbone or data set of that name, or NULL. */

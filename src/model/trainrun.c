@@ -60,6 +60,23 @@ static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *te
     data_path("digits.csv.gz", path, sizeof path);
     return syno_data_load_digits_split(path, train, test, err);
   }
+  if (d && d->id >= SYNO_TASK_CIFAR10) {
+    char path[1024];
+    const char *env = getenv(d->dir_env);
+    if (env && *env)
+      snprintf(path, sizeof path, "%s", env);
+    else
+      data_path(d->dir, path, sizeof path);
+    syno_cifar_t which = d->id == SYNO_TASK_CIFAR10    ? SYNO_CIFAR10
+                         : d->id == SYNO_TASK_CIFAR100 ? SYNO_CIFAR100
+                                                       : SYNO_CIFAR100_COARSE;
+    if (syno_data_load_cifar(path, which, 1, train, err)) return -1;
+    if (syno_data_load_cifar(path, which, 0, test, err)) {
+      syno_data_free(train);
+      return -1;
+    }
+    return 0;
+  }
   if ((d && d->id == SYNO_TASK_FASHION_MNIST) || is_dir(name)) {
     const char *dir = d ? NULL : name;
     if (syno_data_load_fashion_mnist(dir, 1, train, err)) return -1;

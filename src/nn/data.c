@@ -34,7 +34,7 @@ static int ds_alloc(syno_dataset_t *ds, int64_t n, int64_t c, int64_t h, int64_t
   ds->h = h;
   ds->w = w;
   ds->nclasses = nclasses;
-  ds->scale = 1.0f;
+  for (int i = 0; i < SYNO_DATA_MAX_CHANNELS; i++) ds->scale[i] = 1.0f;
   snprintf(ds->name, sizeof ds->name, "%s", name);
   return 0;
 }
@@ -175,8 +175,8 @@ int syno_data_load_digits(const char *path, syno_dataset_t *out, syno_error_t *e
   if (!rc) {
     memcpy(out->pixels, px, (size_t)n * 64);
     memcpy(out->labels, lab, (size_t)n * sizeof *lab);
-    out->scale = (float)(1.0 / (16.0 * SYNO_DIGITS_STD));
-    out->shift = (float)(-SYNO_DIGITS_MEAN / SYNO_DIGITS_STD);
+    out->scale[0] = (float)(1.0 / (16.0 * SYNO_DIGITS_STD));
+    out->shift[0] = (float)(-SYNO_DIGITS_MEAN / SYNO_DIGITS_STD);
   }
   free(px);
   free(lab);
@@ -352,7 +352,7 @@ int syno_data_load_idx(const char *images_path, const char *labels_path, int ncl
   if (rc)
     syno_data_free(out);
   else
-    out->scale = 1.0f / 255.0f;
+    out->scale[0] = 1.0f / 255.0f;
   return rc;
 }
 
@@ -377,9 +377,103 @@ int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out
     syno_data_free(out);
     return -1;
   }
-  out->scale = (float)(1.0 / (255.0 * SYNO_FASHION_MNIST_STD));
-  out->shift = (float)(-SYNO_FASHION_MNIST_MEAN / SYNO_FASHION_MNIST_STD);
+  out->scale[0] = (float)(1.0 / (255.0 * SYNO_FASHION_MNIST_STD));
+  out->shift[0] = (float)(-SYNO_FASHION_MNIST_MEAN / SYNO_FASHION_MNIST_STD);
   snprintf(out->name, sizeof out->name, "fashion-mnist-%s", train ? "train" : "test");
+  return 0;
+}
+
+/* ---------------------------------------------------------------- CIFAR */
+
+/* Reads the records of one CIFAR file into the growing arrays px/lab (n so far): every
+ * record whole, every label below nclasses. */
+static int cifar_file(const char *path, int label_bytes, int which_label, int nclasses, uint8_t **px, int32_t **lab,
+                      int64_t *n, int64_t *cap, syno_error_t *err) {
+  gzFile f = syno_nn_gzopen(path, err);
+  if (!f) return -1;
+  enum { PIX = 3 * 32 * 32 };
+  unsigned char rec[2 + PIX];
+  const int len = label_bytes + PIX;
+  int rc = 0;
+  for (;;) {
+    int got = gzread(f, rec, (unsigned)len);
+    if (got == 0) break;
+    if (got < 0 || gz_problem(f, path)) {
+      const char *why = gz_problem(f, path);
+      rc = syno_error_set(err, "%s: %s", path, why ? why : "read error");
+      break;
+    }
+    if (got != len) {
+      rc = syno_error_set(err, "%s: truncated: record %lld has %d of its %d bytes", path, (long long)*n, got, len);
+      break;
+    }
+    if (rec[which_label] >= nclasses) {
+      rc = syno_error_set(err, "%s: record %lld has label %d; expected 0..%d", path, (long long)*n, rec[which_label],
+                          nclasses - 1);
+      break;
+    }
+    if (*n == *cap) {
+      int64_t nc = *cap ? 2 * *cap : 1024;
+      uint8_t *p = realloc(*px, (size_t)(nc * PIX));
+      if (p) *px = p;
+      int32_t *l = p ? realloc(*lab, (size_t)nc * sizeof **lab) : NULL;
+      if (l) *lab = l;
+      if (!p || !l) {
+        rc = syno_error_set(err, "%s: out of memory", path);
+        break;
+      }
+      *cap = nc;
+    }
+    memcpy(*px + *n * PIX, rec + label_bytes, PIX);
+    (*lab)[*n] = rec[which_label];
+    (*n)++;
+  }
+  gzclose(f);
+  return rc;
+}
+
+int syno_data_load_cifar(const char *dir, syno_cifar_t which, int train, syno_dataset_t *out, syno_error_t *err) {
+  /* The published per-channel statistics of v/255 over each training set. */
+  static const double mean[2][3] = {{0.4914, 0.4822, 0.4465}, {0.5071, 0.4865, 0.4409}},
+                      sd[2][3] = {{0.2470, 0.2435, 0.2616}, {0.2673, 0.2564, 0.2762}};
+  memset(out, 0, sizeof *out);
+  const int c100 = which != SYNO_CIFAR10, nclasses = which == SYNO_CIFAR10 ? 10 : which == SYNO_CIFAR100 ? 100 : 20;
+  const char *files10[] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                           "data_batch_5.bin"};
+  const char *one = c100 ? (train ? "train.bin" : "test.bin") : "test_batch.bin";
+  const int nfiles = !c100 && train ? 5 : 1;
+  uint8_t *px = NULL;
+  int32_t *lab = NULL;
+  int64_t n = 0, cap = 0;
+  int rc = 0;
+  for (int i = 0; !rc && i < nfiles; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, nfiles > 1 ? files10[i] : one);
+    if (access(path, R_OK) != 0) {
+      rc = syno_error_set(err, "%s: cannot read (%s); expected the CIFAR-%s binary version's %s", path,
+                          strerror(errno), c100 ? "100" : "10",
+                          c100 ? "train.bin and test.bin" : "data_batch_1.bin .. data_batch_5.bin and test_batch.bin");
+      break;
+    }
+    rc = cifar_file(path, c100 ? 2 : 1, which == SYNO_CIFAR100 ? 1 : 0, nclasses, &px, &lab, &n, &cap, err);
+  }
+  if (!rc && n == 0) rc = syno_error_set(err, "%s: no CIFAR records", dir);
+  if (!rc && ds_alloc(out, n, 3, 32, 32, nclasses, "cifar")) rc = syno_error_set(err, "%s: out of memory", dir);
+  if (rc) {
+    free(px);
+    free(lab);
+    return -1;
+  }
+  free(out->pixels);
+  free(out->labels);
+  out->pixels = px;
+  out->labels = lab;
+  for (int ch = 0; ch < 3; ch++) {
+    out->scale[ch] = (float)(1.0 / (255.0 * sd[c100][ch]));
+    out->shift[ch] = (float)(-mean[c100][ch] / sd[c100][ch]);
+  }
+  snprintf(out->name, sizeof out->name, "%s-%s", which == SYNO_CIFAR10 ? "cifar10" : "cifar100",
+           train ? "train" : "test");
   return 0;
 }
 
@@ -392,8 +486,8 @@ static int ds_take(const syno_dataset_t *src, const int64_t *idx, int64_t n, syn
     memcpy(dst->pixels + i * sz, src->pixels + idx[i] * sz, (size_t)sz);
     dst->labels[i] = src->labels[idx[i]];
   }
-  dst->scale = src->scale;
-  dst->shift = src->shift;
+  memcpy(dst->scale, src->scale, sizeof dst->scale);
+  memcpy(dst->shift, src->shift, sizeof dst->shift);
   return 0;
 }
 
@@ -503,7 +597,11 @@ int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, sy
     if (idx[i] < 0 || idx[i] >= ds->n) return SYNO_NN_ERANGE;
     const uint8_t *p = ds->pixels + idx[i] * sz;
     float *q = x->data + i * sz;
-    for (int64_t j = 0; j < sz; j++) q[j] = (float)p[j] * ds->scale + ds->shift;
+    const int64_t plane = ds->h * ds->w;
+    for (int64_t ch = 0; ch < ds->c; ch++) {
+      const float a = ds->scale[ch], b = ds->shift[ch];
+      for (int64_t j = ch * plane; j < (ch + 1) * plane; j++) q[j] = (float)p[j] * a + b;
+    }
     if (labels) labels[i] = ds->labels[idx[i]];
   }
   return SYNO_NN_OK;

@@ -18,10 +18,16 @@ static const syno_task_backbone_t backbones[] = {
 };
 #define NB ((int)(sizeof backbones / sizeof backbones[0]))
 
+/* CIFAR cannot be downloaded here: a user puts the binary versions where dir says (the
+ * directories their archives unpack to), or points the variable at them. */
 static const syno_task_dataset_t datasets[] = {
-    {"digits", SYNO_TASK_DIGITS, SYNO_TASK_IMAGES, 1, 8, 10},
-    {"fashion-mnist", SYNO_TASK_FASHION_MNIST, SYNO_TASK_IMAGES, 1, 28, 10},
-    {"kjv", SYNO_TASK_KJV, SYNO_TASK_TEXT, 0, 0, 0},
+    {"digits", SYNO_TASK_DIGITS, SYNO_TASK_IMAGES, 1, 8, 10, NULL, NULL},
+    {"fashion-mnist", SYNO_TASK_FASHION_MNIST, SYNO_TASK_IMAGES, 1, 28, 10, NULL, NULL},
+    {"kjv", SYNO_TASK_KJV, SYNO_TASK_TEXT, 0, 0, 0, NULL, NULL},
+    {"cifar10", SYNO_TASK_CIFAR10, SYNO_TASK_IMAGES, 3, 32, 10, "SYNO_CIFAR10_DIR", "cifar-10-batches-bin"},
+    {"cifar100", SYNO_TASK_CIFAR100, SYNO_TASK_IMAGES, 3, 32, 100, "SYNO_CIFAR100_DIR", "cifar-100-binary"},
+    {"cifar100-coarse", SYNO_TASK_CIFAR100_COARSE, SYNO_TASK_IMAGES, 3, 32, 20, "SYNO_CIFAR100_DIR",
+     "cifar-100-binary"},
 };
 #define ND ((int)(sizeof datasets / sizeof datasets[0]))
 

@@ -33,6 +33,34 @@ echo "$json" | grep -q '"test_acc":' && echo "$json" | grep -q '"flops":' && ok 
 
 "$SYNO" train --list-slots --dataset digits | grep -q "slot 0: C_in=16 C_out=16 H=8 W=8" && ok || bad "list-slots"
 
+# Colour images: CIFAR-10 in its binary format, written here (five training batches of 40
+# records and a test batch of 40; each class a different mean colour, so it can be learned),
+# found through SYNO_CIFAR10_DIR; the network takes 3 x 32 x 32 inputs and 10 classes.
+mkdir "$tmp/cifar"
+python3 - "$tmp/cifar" <<'PY'
+import random, sys
+random.seed(1)
+def batch(path, n):
+    with open(path, "wb") as f:
+        for i in range(n):
+            label = i % 10
+            f.write(bytes([label]))
+            for c in range(3):
+                base = (label * 25 + c * 80) % 256
+                f.write(bytes((base + random.randrange(32)) % 256 for _ in range(1024)))
+for b in range(1, 6):
+    batch(f"{sys.argv[1]}/data_batch_{b}.bin", 40)
+batch(f"{sys.argv[1]}/test_batch.bin", 40)
+PY
+out=$(SYNO_CIFAR10_DIR="$tmp/cifar" "$SYNO" train --dataset cifar10 --backbone resnet --epochs 2 --width 0.25 \
+  --depth 1 --pad 0 --quiet 2>"$tmp/err")
+[ $? -eq 0 ] && echo "$out" | grep -q "test accuracy" && ok || bad "a CIFAR-10 run failed: $(cat "$tmp/err") $out"
+SYNO_CIFAR10_DIR="$tmp/cifar" "$SYNO" train --dataset cifar10 --list-slots | grep -q "slot 0: C_in=16 C_out=16 H=32 W=32" &&
+  ok || bad "CIFAR-10's slots are not at 32x32"
+SYNO_CIFAR10_DIR="$tmp/nowhere" "$SYNO" train --dataset cifar10 --epochs 1 >/dev/null 2>"$tmp/err"
+[ $? -ne 0 ] && grep -q "nowhere/data_batch_1.bin: cannot read" "$tmp/err" && ok ||
+  bad "a missing CIFAR-10 directory: $(cat "$tmp/err")"
+
 # the published backbones: their slots as published, resnet the same network as resnet18
 for nb in resnet18:16 resnet34:32 resnext29:9 densenet121:58 efficientnetv2s:40; do
   n=$("$SYNO" train --backbone "${nb%%:*}" --list-slots --width 0.25 | grep -c '^slot ')

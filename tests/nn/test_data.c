@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -430,8 +431,111 @@ static void test_pad(void **state) {
   syno_data_free(&ds);
 }
 
+/* CIFAR records: label byte(s) then the R, G, B planes; pixel (c, y, x) of record r is
+ * (r * 7 + c * 31 + y * 3 + x) mod 256 so every plane and record differs. */
+static size_t cifar_records(uint8_t *buf, int nrec, int labels, int first, int nclasses) {
+  size_t k = 0;
+  for (int r = 0; r < nrec; r++) {
+    int id = first + r;
+    if (labels == 2) buf[k++] = (uint8_t)(id % 20); /* coarse */
+    buf[k++] = (uint8_t)(id % nclasses);
+    for (int c = 0; c < 3; c++)
+      for (int y = 0; y < 32; y++)
+        for (int x = 0; x < 32; x++) buf[k++] = (uint8_t)((id * 7 + c * 31 + y * 3 + x) % 256);
+  }
+  return k;
+}
+
+static void check_cifar_pixels(const syno_dataset_t *ds, int first) {
+  for (int64_t r = 0; r < ds->n; r++)
+    for (int c = 0; c < 3; c++) {
+      const uint8_t *p = ds->pixels + ((r * 3 + c) * 32) * 32;
+      int id = first + (int)r;
+      assert_int_equal(p[0], (id * 7 + c * 31) % 256);
+      assert_int_equal(p[5 * 32 + 9], (id * 7 + c * 31 + 15 + 9) % 256);
+    }
+}
+
+/* Both CIFAR binary formats on files written here: the five CIFAR-10 training batches (one
+ * gzip-compressed) and its test batch, CIFAR-100's train.bin with fine and coarse labels;
+ * per-channel normalisation; a truncated record, a label out of range and a missing file
+ * named in the error. */
+static void test_cifar(void **state) {
+  (void)state;
+  static uint8_t buf[8 * (2 + 3072)];
+  char dir10[512], dir100[512], path[600];
+  snprintf(dir10, sizeof dir10, "%s", tmp("cifar10"));
+  snprintf(dir100, sizeof dir100, "%s", tmp("cifar100"));
+  assert_int_equal(mkdir(dir10, 0700), 0);
+  assert_int_equal(mkdir(dir100, 0700), 0);
+  for (int b = 1; b <= 5; b++) {
+    size_t len = cifar_records(buf, 3, 1, 3 * (b - 1), 10);
+    snprintf(path, sizeof path, "%s/data_batch_%d.bin", dir10, b);
+    if (b == 3)
+      write_gz(path, buf, len);
+    else
+      write_raw(path, buf, len);
+  }
+  snprintf(path, sizeof path, "%s/test_batch.bin", dir10);
+  write_raw(path, buf, cifar_records(buf, 4, 1, 100, 10));
+  syno_dataset_t ds;
+  syno_error_t err = {{0}};
+  assert_int_equal(syno_data_load_cifar(dir10, SYNO_CIFAR10, 1, &ds, &err), 0);
+  assert_int_equal(ds.n, 15);
+  assert_int_equal(ds.c, 3);
+  assert_int_equal(ds.h, 32);
+  assert_int_equal(ds.nclasses, 10);
+  for (int i = 0; i < 15; i++) assert_int_equal(ds.labels[i], i % 10);
+  check_cifar_pixels(&ds, 0);
+  /* per channel: pixel 0 of record 0 is 0, 31, 62 in R, G, B; normalised with the means and
+   * standard deviations of CIFAR-10 */
+  syno_tensor_t x = SYNO_TENSOR_EMPTY;
+  int64_t idx[1] = {0};
+  int32_t lab[1];
+  assert_int_equal(syno_data_gather(&ds, idx, 1, &x, lab), SYNO_NN_OK);
+  assert_true(fabs(x.data[0] - (0.0 - 0.4914) / 0.2470) < 1e-4);
+  assert_true(fabs(x.data[1024] - (31 / 255.0 - 0.4822) / 0.2435) < 1e-4);
+  assert_true(fabs(x.data[2048] - (62 / 255.0 - 0.4465) / 0.2616) < 1e-4);
+  syno_nn_tensor_free(&x);
+  syno_data_free(&ds);
+  assert_int_equal(syno_data_load_cifar(dir10, SYNO_CIFAR10, 0, &ds, &err), 0);
+  assert_int_equal(ds.n, 4);
+  assert_int_equal(ds.labels[3], 103 % 10);
+  check_cifar_pixels(&ds, 100);
+  syno_data_free(&ds);
+  /* CIFAR-100: fine and coarse labels of the same file */
+  snprintf(path, sizeof path, "%s/train.bin", dir100);
+  write_raw(path, buf, cifar_records(buf, 8, 2, 90, 100));
+  assert_int_equal(syno_data_load_cifar(dir100, SYNO_CIFAR100, 1, &ds, &err), 0);
+  assert_int_equal(ds.n, 8);
+  assert_int_equal(ds.nclasses, 100);
+  assert_int_equal(ds.labels[7], 97);
+  check_cifar_pixels(&ds, 90);
+  syno_data_free(&ds);
+  assert_int_equal(syno_data_load_cifar(dir100, SYNO_CIFAR100_COARSE, 1, &ds, &err), 0);
+  assert_int_equal(ds.nclasses, 20);
+  assert_int_equal(ds.labels[7], 97 % 20);
+  syno_data_free(&ds);
+  /* bad files: the error names the file and the problem, and nothing is returned */
+  size_t len = cifar_records(buf, 2, 2, 0, 100);
+  write_raw(path, buf, len - 100);
+  assert_int_equal(syno_data_load_cifar(dir100, SYNO_CIFAR100, 1, &ds, &err), -1);
+  fprintf(stderr, "  error: %s\n", err.msg);
+  assert_non_null(strstr(err.msg, "train.bin: truncated: record 1"));
+  assert_null(ds.pixels);
+  buf[0] = 20; /* a coarse label out of range */
+  write_raw(path, buf, len);
+  assert_int_equal(syno_data_load_cifar(dir100, SYNO_CIFAR100_COARSE, 1, &ds, &err), -1);
+  fprintf(stderr, "  error: %s\n", err.msg);
+  assert_non_null(strstr(err.msg, "record 0 has label 20; expected 0..19"));
+  assert_int_equal(syno_data_load_cifar(dir100, SYNO_CIFAR100, 0, &ds, &err), -1);
+  fprintf(stderr, "  error: %s\n", err.msg);
+  assert_non_null(strstr(err.msg, "test.bin"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cifar),
       cmocka_unit_test(test_digits_loads),
       cmocka_unit_test(test_digits_split),
       cmocka_unit_test(test_digits_bad_files),
