@@ -61,6 +61,31 @@ SYNO_CIFAR10_DIR="$tmp/nowhere" "$SYNO" train --dataset cifar10 --epochs 1 >/dev
 [ $? -ne 0 ] && grep -q "nowhere/data_batch_1.bin: cannot read" "$tmp/err" && ok ||
   bad "a missing CIFAR-10 directory: $(cat "$tmp/err")"
 
+# Your own images: examples/to_cifar_binary.py turns an image folder (3 classes, odd sizes)
+# into the CIFAR-10 layout; the first record holds the first training image, resized, as
+# its red, green and blue planes; syno trains on it.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+/usr/bin/python3 - "$tmp/imf" <<'PY'
+import os, sys
+from PIL import Image
+for split, n in (("train", 10), ("test", 3)):
+    for k, cls in enumerate(["cat", "dog", "ship"]):
+        os.makedirs(f"{sys.argv[1]}/{split}/{cls}")
+        for i in range(n):
+            Image.new("RGB", (40 + i, 30), ((k * 90 + i) % 256, 40 * k, 200 - 50 * k)).save(
+                f"{sys.argv[1]}/{split}/{cls}/{i:02d}.png")
+PY
+/usr/bin/python3 "$src/examples/to_cifar_binary.py" "$tmp/imf" "$tmp/imo" >"$tmp/conv.out" 2>&1 &&
+  grep -q "30 training and 9 test images of 3 classes" "$tmp/conv.out" && ok || bad "to_cifar_binary.py: $(cat "$tmp/conv.out")"
+/usr/bin/python3 - "$tmp/imo/data_batch_1.bin" <<'PY' && ok || bad "to_cifar_binary.py wrote the wrong first record"
+import sys
+r = open(sys.argv[1], "rb").read(1 + 3072)
+assert r[0] == 0 and r[1:1025] == bytes([0]) * 1024 and r[1025:2049] == bytes([0]) * 1024, r[:4]
+assert r[2049:3073] == bytes([200]) * 1024, r[2049:2053]
+PY
+SYNO_CIFAR10_DIR="$tmp/imo" "$SYNO" train --dataset cifar10 --backbone resnet --epochs 1 --width 0.25 --depth 1 --pad 0 \
+  --quiet >"$tmp/out" 2>&1 && grep -q "test accuracy" "$tmp/out" && ok || bad "training on converted images: $(cat "$tmp/out")"
+
 # the published backbones: their slots as published, resnet the same network as resnet18
 for nb in resnet18:16 resnet34:32 resnext29:9 densenet121:58 efficientnetv2s:40; do
   n=$("$SYNO" train --backbone "${nb%%:*}" --list-slots --width 0.25 | grep -c '^slot ')
