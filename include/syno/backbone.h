@@ -287,6 +287,8 @@ typedef struct syno_train_cfg {
   int64_t subset;      /* 0: all training samples; images: a stratified seeded subset;
                         * gpt: the first `subset` training windows */
   int pad;             /* images: zero-pad every image by this many pixels per side (0: none) */
+  int augment;         /* images: random crops (padding 4) and horizontal flips of every
+                        * training batch (syno_data_augment) */
   uint64_t seed;
   double width; /* see syno_backbone_cfg_t (gpt: the model dim) */
   int depth;

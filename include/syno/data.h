@@ -97,6 +97,11 @@ int syno_data_subset(const syno_dataset_t *src, int64_t n, syno_rng_t *rng, syno
  * into labels (which may be NULL). Returns a syno_nn_status. */
 int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, syno_tensor_t *x, int32_t *labels);
 
+/* The usual augmentation of a batch of normalised images x [n, c, h, w], in place: each
+ * image shifted by a random offset in [-pad, pad] along both sides (a random crop of the
+ * image zero-padded by pad; the vacated pixels 0, the data set's mean after normalisation)
+ * and, when flip, mirrored left to right with probability 1/2. Returns a syno_nn_status. */
+int syno_data_augment(syno_tensor_t *x, int pad, int flip, syno_rng_t *rng);
 /* Number of samples per class into counts[0..nclasses). */
 void syno_data_class_counts(const syno_dataset_t *ds, int64_t *counts);
 

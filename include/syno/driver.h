@@ -82,6 +82,7 @@ typedef struct syno_driver_cfg {
   int epochs, batch, depth;
   double width; /* channel multiplier; 0 = the backbone's default */
   int pad;      /* zero-padding of the images per side */
+  int augment;  /* random crops and flips of the training images (syno_data_augment) */
   long subset;
   double lr;
   uint64_t seed;

@@ -89,6 +89,7 @@ typedef struct {
   int depth;           /* 0 = the backbone's default */
   long subset;         /* training images; 0 = all */
   int pad;             /* zero-padding of the images per side */
+  int augment;         /* random crops and flips of the training images */
   double time_limit;   /* seconds of training before it counts as a failure; 0 = none */
   int threads;         /* training threads; 0 = one per CPU */
   long latency_batch;  /* batch of the latency measurements */

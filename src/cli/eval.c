@@ -167,6 +167,7 @@ static void train_cfg(const syno_evalreq_t *req, syno_train_cfg_t *tc) {
   tc->depth = req->depth;
   tc->subset = req->subset;
   tc->pad = req->pad;
+  tc->augment = req->augment;
   tc->time_limit = req->time_limit;
   tc->quiet = 1;
 }

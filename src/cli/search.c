@@ -204,6 +204,7 @@ static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
       return cli_cmd_error("search",
                            "--confirm ranks by accuracy; it is not available for gpt (rewarded by perplexity)");
     if (syno_opt_given(opts, "pad")) return cli_cmd_error("search", "--pad pads images; gpt trains on text");
+    if (c->augment) return cli_cmd_error("search", "--augment transforms images; gpt trains on text");
     c->confirm = 0;
     if (!syno_opt_given(opts, "dataset")) c->dataset = task->dataset, data = syno_task_dataset(c->dataset);
     if (!syno_opt_given(opts, "preset")) c->preset = task->preset;
@@ -375,6 +376,8 @@ int cli_cmd_search(int argc, char **argv) {
       SYNO_OPT_INT("depth", "D", &c.depth, 1, 8,
                    "the backbone's blocks per stage (default 2; resnet34, resnext29,\n"
                    "densenet121, efficientnetv2s: at most D, default as published)"),
+      SYNO_OPT_FLAG("augment", &c.augment, "random crops (padding 4) and horizontal flips of the\n"
+                                           "training images (colour images: CIFAR)"),
       SYNO_OPT_INT("pad", "P", &c.pad, 0, 64,
                    "zero-pad the images by P pixels per side (2 puts Fashion-MNIST\n"
                    "at 32x32: every ResNet stage then has an even side, so the\n"

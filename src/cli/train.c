@@ -75,6 +75,8 @@ int cli_cmd_train(int argc, char **argv) {
       SYNO_OPT_INT("subset", "N", &cfg.subset, 0, 100000000,
                    "train on N stratified, seeded training images (gpt: the first\n"
                    "N training windows; default 0: all)"),
+      SYNO_OPT_FLAG("augment", &cfg.augment, "random crops (padding 4) and horizontal flips of the\n"
+                                             "training images"),
       SYNO_OPT_INT("pad", "P", &cfg.pad, 0, 64,
                    "zero-pad the images by P pixels per side (e.g. 2: Fashion-MNIST\n"
                    "at 32x32, so that every ResNet stage has an even side)"),
@@ -125,6 +127,7 @@ int cli_cmd_train(int argc, char **argv) {
   const syno_task_backbone_t *task = syno_task_backbone(cfg.backbone);
   const int gpt = task->kind == SYNO_TASK_TEXT;
   if (!gpt && (cfg.heads || cfg.context)) return cli_cmd_error(NULL, "--heads and --context are gpt options");
+  if (gpt && cfg.augment) return cli_cmd_error(NULL, "--augment transforms images; gpt trains on text");
   if (!gpt && cfg.width > 16)
     return cli_cmd_error(NULL, "bad value '%g' for --width (expected a number in [0.01, 16])", cfg.width);
   if (!cfg.dataset) cfg.dataset = task->dataset;

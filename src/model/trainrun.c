@@ -302,6 +302,7 @@ static int train_loop(const loop_t *L, syno_train_result_t *res, syno_error_t *e
     while ((m = syno_nn_batcher_next(&bt, &idx)) > 0) {
       double t0 = syno_clock_seconds();
       int r = src_gather(tr, idx, m, &x, lab);
+      if (!r && cfg->augment && !text) r = syno_data_augment(&x, 4, 1, L->rng);
       if (!r) r = syno_nn_forward(bb->net, &x, 1);
       double loss = 0;
       int64_t nc = 0;

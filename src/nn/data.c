@@ -607,6 +607,28 @@ int syno_data_gather(const syno_dataset_t *ds, const int64_t *idx, int64_t n, sy
   return SYNO_NN_OK;
 }
 
+int syno_data_augment(syno_tensor_t *x, int pad, int flip, syno_rng_t *rng) {
+  if (x->ndim != 4 || pad < 0) return SYNO_NN_ESHAPE;
+  const int64_t c = x->dims[1], h = x->dims[2], w = x->dims[3], sz = c * h * w;
+  float *tmp = malloc(sizeof(float) * (size_t)(sz > 0 ? sz : 1));
+  if (!tmp) return SYNO_NN_ENOMEM;
+  for (int64_t i = 0; i < x->dims[0]; i++) {
+    float *img = x->data + i * sz;
+    const int64_t dy = (int64_t)(syno_rng_uniform(rng) * (2 * pad + 1)) - pad,
+                  dx = (int64_t)(syno_rng_uniform(rng) * (2 * pad + 1)) - pad;
+    const int mirror = flip && syno_rng_uniform(rng) < 0.5;
+    memcpy(tmp, img, sizeof(float) * (size_t)sz);
+    for (int64_t ch = 0; ch < c; ch++)
+      for (int64_t y = 0; y < h; y++)
+        for (int64_t xx = 0; xx < w; xx++) {
+          const int64_t sy = y + dy, sx = (mirror ? w - 1 - xx : xx) + dx;
+          img[(ch * h + y) * w + xx] = sy >= 0 && sy < h && sx >= 0 && sx < w ? tmp[(ch * h + sy) * w + sx] : 0.0f;
+        }
+  }
+  free(tmp);
+  return SYNO_NN_OK;
+}
+
 void syno_data_class_counts(const syno_dataset_t *ds, int64_t *counts) {
   for (int c = 0; c < ds->nclasses; c++) counts[c] = 0;
   for (int64_t i = 0; i < ds->n; i++)

@@ -63,6 +63,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   cJSON_AddNumberToObject(o, "width", c->width);
   cJSON_AddNumberToObject(o, "depth", c->depth);
   cJSON_AddNumberToObject(o, "pad", c->pad);
+  cJSON_AddNumberToObject(o, "augment", c->augment);
   cJSON_AddNumberToObject(o, "subset", (double)c->subset);
   cJSON_AddNumberToObject(o, "lr", c->lr);
   cJSON_AddNumberToObject(o, "seed", (double)c->seed);
@@ -122,7 +123,7 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
 #define INT(field, key, lo, hi, T) \
   if (!bad && (bad = setting(o, key, lo, hi, 1, &v, err)) == 1) c->field = (T)v, bad = 0;
   INT(epochs, "epochs", 1, 10000, int) INT(batch, "batch", 1, 65536, int) INT(depth, "depth", 0, 8, int);
-  INT(pad, "pad", 0, 64, int) INT(space_depth, "space_depth", 0, 40, int) INT(max_tensors, "max_tensors", 0, 64, int);
+  INT(pad, "pad", 0, 64, int) INT(augment, "augment", 0, 1, int) INT(space_depth, "space_depth", 0, 40, int) INT(max_tensors, "max_tensors", 0, 64, int);
   NUM(width, "width", 0, 4096) NUM(lr, "lr", 1e-12, 100) NUM(max_flops_ratio, "max_flops_ratio", -1, 1000);
   NUM(min_flops_ratio, "min_flops_ratio", -1, 1000)
   NUM(reward_lb, "reward_lb", -1, 1) NUM(reward_ub, "reward_ub", -1, 1);
@@ -250,6 +251,7 @@ static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, s
   q->depth = c->depth;
   q->subset = c->subset;
   q->pad = c->pad;
+  q->augment = c->augment;
   if (c->cand_timeout > 0) q->time_limit = c->cand_timeout * 0.9;
   /* The CPUs shared among the workers, so that W workers do not oversubscribe them. */
   int per = syno_cpu_count() / (c->workers > 0 ? c->workers : 1);

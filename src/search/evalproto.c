@@ -75,6 +75,9 @@ static const opt_t opts[] = {
         "densenet121, efficientnetv2s: at most D, default as published)"),
     OPT("--subset", K_LONG, subset, W_POSITIVE, 0, 200000000, 0, NULL, "N", "train on N images (default 0: all)"),
     OPT("--pad", K_INT, pad, W_POSITIVE, 0, 64, 0, NULL, "P", "zero-pad the images by P pixels per side"),
+    OPT("--augment", K_INT, augment, W_POSITIVE, 0, 1, 0, NULL, "0|1",
+        "1: random crops (padding 4) and horizontal flips of the\n"
+        "training images (default 0)"),
     OPT("--time-limit", K_REAL, time_limit, W_POSITIVE, 0, 1e9, 0, NULL, "T",
         "stop training after T seconds, or as soon as the first\n"
         "steps predict it would take longer (a failure; default 0: none)"),

@@ -55,6 +55,10 @@ PY
 out=$(SYNO_CIFAR10_DIR="$tmp/cifar" "$SYNO" train --dataset cifar10 --backbone resnet --epochs 2 --width 0.25 \
   --depth 1 --pad 0 --quiet 2>"$tmp/err")
 [ $? -eq 0 ] && echo "$out" | grep -q "test accuracy" && ok || bad "a CIFAR-10 run failed: $(cat "$tmp/err") $out"
+out=$(SYNO_CIFAR10_DIR="$tmp/cifar" "$SYNO" train --dataset cifar10 --backbone resnet --epochs 1 --width 0.25 \
+  --depth 1 --pad 0 --augment --quiet 2>"$tmp/err")
+[ $? -eq 0 ] && echo "$out" | grep -q "test accuracy" && ok || bad "a CIFAR-10 run with --augment failed: $(cat "$tmp/err")"
+expect_error "--augment transforms images" "$SYNO" train --backbone gpt --augment
 SYNO_CIFAR10_DIR="$tmp/cifar" "$SYNO" train --dataset cifar10 --list-slots | grep -q "slot 0: C_in=16 C_out=16 H=32 W=32" &&
   ok || bad "CIFAR-10's slots are not at 32x32"
 SYNO_CIFAR10_DIR="$tmp/nowhere" "$SYNO" train --dataset cifar10 --epochs 1 >/dev/null 2>"$tmp/err"

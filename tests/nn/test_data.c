@@ -533,8 +533,54 @@ static void test_cifar(void **state) {
   assert_non_null(strstr(err.msg, "test.bin"));
 }
 
+/* Augmentation: without padding or flips nothing moves; with them every image is its own
+ * copy shifted by at most the padding (zeros coming in) and maybe mirrored, and over a
+ * batch both flips and several shifts occur. */
+static void test_augment(void **state) {
+  (void)state;
+  enum { N = 64, C = 2, H = 5, W = 6, P = 2 };
+  syno_tensor_t x = SYNO_TENSOR_EMPTY;
+  int64_t d[4] = {N, C, H, W};
+  assert_int_equal(syno_nn_tensor_alloc(&x, 4, d), SYNO_NN_OK);
+  static float orig[N * C * H * W];
+  for (int i = 0; i < N * C * H * W; i++) orig[i] = x.data[i] = 1.0f + (float)(i % 997);
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 5, 1);
+  assert_int_equal(syno_data_augment(&x, 0, 0, &rng), SYNO_NN_OK);
+  assert_memory_equal(x.data, orig, sizeof orig);
+  assert_int_equal(syno_data_augment(&x, P, 1, &rng), SYNO_NN_OK);
+  int flips = 0, shifts[2 * P + 1][2 * P + 1] = {{0}}, kinds = 0;
+  for (int n = 0; n < N; n++) {
+    const float *a = orig + n * C * H * W, *b = x.data + n * C * H * W;
+    int found = 0;
+    for (int m = 0; m < 2 && !found; m++)
+      for (int dy = -P; dy <= P && !found; dy++)
+        for (int dx = -P; dx <= P && !found; dx++) {
+          int same = 1;
+          for (int c = 0; c < C && same; c++)
+            for (int y = 0; y < H && same; y++)
+              for (int xx = 0; xx < W && same; xx++) {
+                int sy = y + dy, sx = (m ? W - 1 - xx : xx) + dx;
+                float want = sy >= 0 && sy < H && sx >= 0 && sx < W ? a[(c * H + sy) * W + sx] : 0.0f;
+                same = b[(c * H + y) * W + xx] == want;
+              }
+          if (same) {
+            found = 1;
+            flips += m;
+            kinds += !shifts[dy + P][dx + P]++;
+          }
+        }
+    assert_true(found);
+  }
+  fprintf(stderr, "  augment: %d of %d mirrored, %d distinct shifts\n", flips, N, kinds);
+  assert_true(flips > 0 && flips < N);
+  assert_true(kinds > 5);
+  syno_nn_tensor_free(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_augment),
       cmocka_unit_test(test_cifar),
       cmocka_unit_test(test_digits_loads),
       cmocka_unit_test(test_digits_split),
