@@ -94,6 +94,12 @@ typedef struct syno_driver_cfg {
   double max_params_ratio;                 /* vs the standard operator in the first slot; 0 = no limit */
   int max_tensors;                         /* input + weights; 0 = the preset's (2) */
   const char *max_count;                   /* per-kind caps, "merge=1,split=3,shift=2"; NULL = none */
+  const char *spec;                        /* a spec file's JSON (syno space's format) with a "preset" and
+                                            * no "bind", whose options shape the space; the slots' bindings
+                                            * and the FLOPs limits are added as without it (its
+                                            * max/min_flops_ratio, when given, are the ratios; its
+                                            * max/min_flops, absolute, are kept); the result is recorded
+                                            * as the search's spec. NULL: the preset alone */
   /* The search. */
   int random;        /* random search instead of MCTS */
   int budget;        /* recorded candidates wanted; 0 = no limit */

@@ -109,6 +109,10 @@ int cli_spec_resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
 /* A sample or search that found no operator: says so on stderr, naming the binding and the
  * limit that removed the most (from the space's statistics st after `walks` walks; < 0: not
  * said), and returns SYNO_EXIT_FAIL. */
+/* A spec file for a search, train or eval: it must have a "preset" (the slots bind it) and no
+ * "bind". Its text into *json (syno_free it) and the preset's name into *preset (static
+ * storage); 0, or the exit status with the message printed. */
+int cli_spec_for_slots(const char *path, char **json, const char **preset);
 int cli_empty_space(const char *cmd, const syno_space_spec_t *spec, const syno_space_stats_t *st, long walks);
 
 /* --to of export (and --emit of show): pytorch, tvm, c, dot; NULL-terminated. */

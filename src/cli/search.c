@@ -7,6 +7,7 @@
 
 #include "syno/task.h"
 #include "cli.h"
+#include "syno/alloc.h"
 #include "syno/backbone.h"
 #include "syno/dist.h"
 #include "syno/driver.h"
@@ -174,6 +175,9 @@ static int applies_on_resume(const char *name) {
 
 /* Contradictions and values that do not fit together, and the defaults that depend on the
  * backbone (gpt: text, the linear preset, AdamW's rate); 0 or the exit status. */
+/* --spec FILE: read by check_settings into the driver's spec (freed by search_run). */
+static const char *spec_path;
+
 static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
   syno_error_t err;
   if (syno_opt_conflict(opts, "db", "resume", &err)) return cli_cmd_error("search", "%s", err.msg);
@@ -191,6 +195,14 @@ static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
   if (access(c->db_path, F_OK) == 0)
     return cli_cmd_error("search", "--db %s: already exists; continue it with --resume, or choose another --db",
                          c->db_path);
+  if (spec_path) {
+    if (syno_opt_given(opts, "preset"))
+      return cli_cmd_error("search", "give one of --preset and --spec (the spec names its preset)");
+    char *json;
+    int rc = cli_spec_for_slots(spec_path, &json, &c->preset);
+    if (rc) return rc;
+    c->spec = json;
+  }
   const syno_task_backbone_t *task = syno_task_backbone(c->backbone);
   const syno_task_dataset_t *data = syno_task_dataset(c->dataset);
   if (!task || !data) return cli_cmd_error("search", "unknown --backbone %s or --dataset %s", c->backbone, c->dataset);
@@ -207,7 +219,7 @@ static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
     if (c->augment) return cli_cmd_error("search", "--augment transforms images; gpt trains on text");
     c->confirm = 0;
     if (!syno_opt_given(opts, "dataset")) c->dataset = task->dataset, data = syno_task_dataset(c->dataset);
-    if (!syno_opt_given(opts, "preset")) c->preset = task->preset;
+    if (!syno_opt_given(opts, "preset") && !spec_path) c->preset = task->preset;
     if (!syno_opt_given(opts, "lr")) c->lr = task->lr;
     if (!syno_opt_given(opts, "batch")) c->batch = (int)task->batch;
     if (!syno_opt_given(opts, "max-flops")) c->max_flops_ratio = -1;
@@ -240,7 +252,7 @@ static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
 
 /* The search on rank 0 (or alone): checks, then the driver. c->pool, when set, is freed on
  * every path (by the driver once it runs). */
-static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *resume) {
+static int search_run_checked(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *resume) {
   int rc;
   syno_error_t err;
   if (resume) c->db_path = resume, c->resume = 1;
@@ -299,6 +311,13 @@ static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *
   return SYNO_EXIT_FAIL;
 }
 
+static int search_run(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *resume) {
+  int rc = search_run_checked(c, opts, resume);
+  syno_free((char *)c->spec); /* --spec's text, read by check_settings */
+  c->spec = NULL;
+  return rc;
+}
+
 /* --mpi: every rank parsed the same command line; rank 0 searches, the others serve. */
 static int search_mpi(syno_driver_cfg_t *c, const syno_opt_t *opts, const char *resume, int *argc, char ***argv) {
   syno_error_t err;
@@ -342,6 +361,10 @@ int cli_cmd_search(int argc, char **argv) {
                     "(weights and reductions may range over H and W); for gpt\n"
                     "linear (default; the original's GPT-2 space, filling the\n"
                     "fused QKV projections) or linear-wide (every linear slot)"),
+      SYNO_OPT_PATH("spec", "FILE", &spec_path, SYNO_OPT_FILE,
+                    "the space as a spec file (syno space's format) with a\n"
+                    "\"preset\" and its options, bound to the backbone's slots;\n"
+                    "recorded with the database, which --resume reads it from"),
       SYNO_OPT_ENUM("dataset", "NAME", &c.dataset, datasets, "the data (default digits; kjv for gpt)"),
       SYNO_OPT_INT("budget", "N", &c.budget, 0, 1000000000,
                    "candidates to record in all, failures included (default 20;\n"

@@ -1,7 +1,11 @@
 /* Resolving a search spec from the command line. */
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
+#include "syno/alloc.h"
+#include "syno/file.h"
 
 static int resolve(const cli_spec_t *cs, syno_space_spec_t *spec);
 
@@ -76,4 +80,35 @@ int cli_empty_space(const char *cmd, const syno_space_spec_t *spec, const syno_s
     fprintf(stderr, " %s %llu%s", name[r], (unsigned long long)st->prune[r], r + 1 < SYNO_PRUNE_COUNT ? "," : "\n");
   }
   return SYNO_EXIT_FAIL;
+}
+
+int cli_spec_for_slots(const char *path, char **json, const char **preset) {
+  syno_error_t err;
+  syno_space_spec_t spec;
+  size_t n;
+  *json = NULL;
+  if (syno_space_spec_load(path, &spec, &err)) return cli_cmd_error(NULL, "--spec: %s", err.msg);
+  char *text = syno_read_regular(path, 1 << 20, &n, &err);
+  cJSON *o = text ? cJSON_Parse(text) : NULL;
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "preset");
+  int rc = 0;
+  if (!text)
+    rc = cli_cmd_error(NULL, "--spec: %s", err.msg);
+  else if (!cJSON_IsString(p))
+    rc = cli_cmd_error(NULL,
+                       "--spec %s: a spec of its own shapes cannot fill a backbone's slots; give one with a "
+                       "\"preset\" (its options shape the space)",
+                       path);
+  else if (cJSON_HasObjectItem(o, "bind"))
+    rc = cli_cmd_error(NULL, "--spec %s: drop \"bind\": the bindings are the backbone's slots", path);
+  else {
+    static char name[32];
+    snprintf(name, sizeof name, "%s", p->valuestring);
+    *preset = name;
+    *json = text;
+    text = NULL;
+  }
+  cJSON_Delete(o);
+  syno_free(text);
+  return rc;
 }

@@ -8,6 +8,7 @@
 
 #include "syno/task.h"
 #include "cli.h"
+#include "syno/alloc.h"
 #include "syno/file.h"
 #include "syno/backbone.h"
 #include "syno/driver.h"
@@ -54,7 +55,7 @@ int cli_cmd_train(int argc, char **argv) {
   int json = 0, list = 0;
   const char *db_path = NULL;
   long db_id = 0;
-  const char *op_file = NULL;
+  const char *op_file = NULL, *spec_path = NULL;
   double momentum = 0, wd = 0;
   syno_opt_t opts[] = {
       SYNO_OPT_ENUM("backbone", "NAME", &cfg.backbone, backbones, "the network (default resnet)"),
@@ -68,6 +69,9 @@ int cli_cmd_train(int argc, char **argv) {
       SYNO_OPT_ENUM("preset", "NAME", &cfg.preset, cli_preset_names(),
                     "the preset the operator is written in (default conv2d;\n"
                     "linear for gpt: its QKV projection only; linear-wide: every slot)"),
+      SYNO_OPT_PATH("spec", "FILE", &spec_path, SYNO_OPT_FILE,
+                    "the operator's space as a spec file with a \"preset\" (the\n"
+                    "operator is written in that preset's variables)"),
       SYNO_OPT_PATH("db", "DB", &db_path, SYNO_OPT_FILE,
                     "with --id N: retrain candidate N of a search's results database\n"
                     "(its operator, backbone, data set and padding; e.g. the winner, fully)"),
@@ -108,7 +112,14 @@ int cli_cmd_train(int argc, char **argv) {
   if (syno_opt_given(opts, "momentum")) cfg.momentum = momentum > 0 ? momentum : -1;
   if (syno_opt_given(opts, "wd")) cfg.weight_decay = wd > 0 ? wd : -1;
   syno_error_t err = {0};
-  if (syno_opt_conflict(opts, "op", "op-file", &err)) return cli_cmd_error("train", "%s", err.msg);
+  if (syno_opt_conflict(opts, "op", "op-file", &err) || syno_opt_conflict(opts, "spec", "preset", &err) ||
+      syno_opt_conflict(opts, "spec", "db", &err))
+    return cli_cmd_error("train", "%s", err.msg);
+  if (spec_path) {
+    char *json;
+    if ((rc = cli_spec_for_slots(spec_path, &json, &cfg.preset))) return rc;
+    syno_free(json);
+  }
   if (!db_path != !db_id) return cli_cmd_error(NULL, "--db and --id go together (a candidate of a search's database)");
   char db_strs[3][256], *db_op = NULL;
   if (db_path) {

@@ -342,7 +342,24 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
                           is_lm(c) ? "linear layers (presets linear, linear-wide)" : "convolutions", c->preset),
            NULL;
   const syno_evalslot_t *p = plan->slot;
-  cJSON *o = cJSON_CreateObject();
+  cJSON *o = c->spec ? cJSON_Parse(c->spec) : cJSON_CreateObject();
+  if (!cJSON_IsObject(o)) {
+    cJSON_Delete(o);
+    return syno_error_set(err, "the search's spec is not a JSON object"), NULL;
+  }
+  /* A spec of the user's: its preset is the search's (checked by the caller); its own FLOPs
+   * ratios replace the command line's; the slots bind it. */
+  double user_hi = -1, user_lo = -1;
+  const cJSON *ux;
+  if (cJSON_IsNumber(ux = cJSON_GetObjectItemCaseSensitive(o, "max_flops_ratio")) && ux->valuedouble > 0)
+    user_hi = ux->valuedouble;
+  if (cJSON_IsNumber(ux = cJSON_GetObjectItemCaseSensitive(o, "min_flops_ratio")) && ux->valuedouble > 0)
+    user_lo = ux->valuedouble;
+  const int user_abs_hi = cJSON_HasObjectItem(o, "max_flops"), user_abs_lo = cJSON_HasObjectItem(o, "min_flops");
+  cJSON_DeleteItemFromObjectCaseSensitive(o, "max_flops_ratio");
+  cJSON_DeleteItemFromObjectCaseSensitive(o, "min_flops_ratio");
+  cJSON_DeleteItemFromObjectCaseSensitive(o, "preset");
+  cJSON_DeleteItemFromObjectCaseSensitive(o, "bind");
   cJSON_AddStringToObject(o, "preset", c->preset);
   cJSON *b = cJSON_AddArrayToObject(o, "bind");
   const syno_evalslot_t *first = NULL;
@@ -368,7 +385,10 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
     cJSON_Delete(o);
     return syno_error_set(err, "no slot of the %s backbone fits preset %s", c->backbone, c->preset), NULL;
   }
-  if (c->space_depth > 0) cJSON_AddNumberToObject(o, "depth", c->space_depth);
+  if (c->space_depth > 0) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "depth");
+    cJSON_AddNumberToObject(o, "depth", c->space_depth);
+  }
   /* The FLOPs limits are ratios (negative: the preset's own) of the standard operator each
    * slot runs, the grouped or depthwise conv where the network has one, not the preset's full
    * one: per image (batch 1), summed over the distinct slots as the space sums an operator's.
@@ -379,24 +399,35 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
     cJSON_Delete(o);
     return NULL;
   }
-  double hi = c->max_flops_ratio >= 0 ? c->max_flops_ratio : ps.opts.max_flops_ratio;
-  double lo = c->min_flops_ratio >= 0 ? c->min_flops_ratio : ps.opts.min_flops_ratio;
-  cJSON_AddNumberToObject(o, "max_flops", hi * ref);
-  cJSON_AddNumberToObject(o, "min_flops", lo * ref);
+  double hi = user_hi > 0 ? user_hi : c->max_flops_ratio >= 0 ? c->max_flops_ratio : ps.opts.max_flops_ratio;
+  double lo = user_lo > 0 ? user_lo : c->min_flops_ratio >= 0 ? c->min_flops_ratio : ps.opts.min_flops_ratio;
+  if (!user_abs_hi) cJSON_AddNumberToObject(o, "max_flops", hi * ref);
+  if (!user_abs_lo) cJSON_AddNumberToObject(o, "min_flops", lo * ref);
   cJSON_AddNumberToObject(o, "max_flops_ratio", 0);
   cJSON_AddNumberToObject(o, "min_flops_ratio", 0);
   /* Params are counted on the first binding (syno_node_final_cost). */
+  if (c->max_params_ratio > 0) cJSON_DeleteItemFromObjectCaseSensitive(o, "max_params");
   if (c->max_params_ratio > 0)
     cJSON_AddNumberToObject(o, "max_params",
                             c->max_params_ratio * (linear ? 1.0 : 9.0) * (double)first->c_in * (double)first->c_out);
-  if (c->max_tensors > 0) cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
+  if (c->max_tensors > 0) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "max_tensors");
+    cJSON_AddNumberToObject(o, "max_tensors", c->max_tensors);
+  }
   int caps[SYNO_PRIM_KINDS];
   for (int k = 0; k < SYNO_PRIM_KINDS; k++) caps[k] = -2; /* not named: the preset's cap stays */
   syno_error_t cerr;                                      /* checked by run_open */
   if (c->max_count && syno_space_caps_parse(c->max_count, caps, &cerr) == 0) {
-    cJSON *m = cJSON_AddObjectToObject(o, "max_count");
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "max_count");
+    if (!cJSON_IsObject(m)) {
+      cJSON_DeleteItemFromObjectCaseSensitive(o, "max_count");
+      m = cJSON_AddObjectToObject(o, "max_count");
+    }
     for (int k = 0; k < SYNO_PRIM_KINDS; k++)
-      if (caps[k] != -2) cJSON_AddNumberToObject(m, syno_prim_name((syno_prim_kind_t)k), caps[k]);
+      if (caps[k] != -2) {
+        cJSON_DeleteItemFromObjectCaseSensitive(m, syno_prim_name((syno_prim_kind_t)k));
+        cJSON_AddNumberToObject(m, syno_prim_name((syno_prim_kind_t)k), caps[k]);
+      }
   }
   /* An Unfold needs its dim to be min_unfold_ratio (2.3 in conv2d) times the
    * window. The standard 3x3 convolution the operators replace runs on
@@ -407,7 +438,8 @@ static char *spec_json(const syno_driver_cfg_t *c, const syno_evalplan_t *plan, 
     long m = p[i].h < p[i].w ? p[i].h : p[i].w;
     if (side == 0 || m < side) side = m;
   }
-  if (side > 0 && side < 7) cJSON_AddNumberToObject(o, "min_unfold_ratio", (double)side / 3.0 - 1e-6);
+  if (side > 0 && side < 7 && !cJSON_HasObjectItem(o, "min_unfold_ratio"))
+    cJSON_AddNumberToObject(o, "min_unfold_ratio", (double)side / 3.0 - 1e-6);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;

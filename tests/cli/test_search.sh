@@ -80,6 +80,30 @@ grep -q "syno search: no operator found at depth 6, binding C_in=16, C_out=16, H
 "$bin" search --db "$tmp/e2.db" --budget 0 --min-flops 0.97 --max-flops 0.98 "${common[@]}" 2>"$tmp/e.err"; st=$?
 [ "$st" -eq 1 ] && grep -q "no operator found" "$tmp/e.err" || fail "an empty --quiet search: status $st, $(cat "$tmp/e.err")"
 
+# --spec: the user's space (a preset with options) bound to the backbone's slots, recorded
+# with the database and resumed with it; the spec's own FLOPs ratio replaces the default.
+printf '{"preset": "conv2d", "max_tensors": 3, "depth": 6, "max_flops_ratio": 0.5}\n' >"$tmp/space.json"
+nodepth=(); for a in "${common[@]}"; do [ "$a" = --space-depth ] || [ "$a" = 6 ] || nodepth+=("$a"); done
+"$bin" search --db "$tmp/sp.db" --spec "$tmp/space.json" --budget 1 --confirm 0 --min-speedup 0 "${nodepth[@]}" \
+  2>"$tmp/sp.err" || fail "search --spec failed: $(cat "$tmp/sp.err")"
+"$bin" report --db "$tmp/sp.db" | sed -n 's/^  spec  *//p' >"$tmp/sp.json"
+python3 - "$tmp/sp.json" <<'PY' || fail "the recorded spec is not the user's, bound to the slots: $(cat "$tmp/sp.json")"
+import json, sys
+spec = json.loads(open(sys.argv[1]).read())
+assert spec["preset"] == "conv2d" and spec["max_tensors"] == 3 and spec["depth"] == 6, spec
+assert len(spec["bind"]) >= 4 and abs(spec["max_flops"] / spec["min_flops"] - 0.5 / 0.15) < 1e-6, spec
+PY
+"$bin" search --resume "$tmp/sp.db" --budget 2 --quiet 2>"$tmp/sp.err" || fail "resuming a --spec search: $(cat "$tmp/sp.err")"
+printf '{"preset": "conv2d", "bind": "N=1,C_in=4,C_out=4,H=8"}\n' >"$tmp/bound.json"
+printf '{"input": "[N, C]", "output": "[N, C]", "bind": "N=2,C=4"}\n' >"$tmp/own.json"
+for c in "--spec $tmp/space.json --preset conv2d-wide:give one of --preset and --spec" \
+         "--spec $tmp/bound.json:drop \"bind\": the bindings are the backbone's slots" \
+         "--spec $tmp/own.json:a spec of its own shapes cannot fill a backbone's slots"; do
+  "$bin" search --db "$tmp/sp2.db" ${c%%:*} "${common[@]}" 2>"$tmp/sp.err"; st=$?
+  [ "$st" -eq 2 ] && grep -qF "${c#*:}" "$tmp/sp.err" || fail "search ${c%%:*}: status $st, $(cat "$tmp/sp.err")"
+done
+echo "search --spec: the user's space recorded, resumed; a spec with bind or its own shapes refused"
+
 # --min-speedup: every candidate is timed before it trains, and one not 1000x
 # faster than the standard network is recorded as a failure with reward 0,
 # its latency measured and not trained (epochs_done and train_seconds 0). The
