@@ -247,7 +247,7 @@ static const char usage[] =
     "with a set of operators, each in every distinct slot against oneDNN, and the distribution.\n"
     "Defaults: preset conv2d (the operators' variables; conv2d-wide for older searches),\n"
     "fashion-mnist, pad 2, batch 1, 1 thread, 101 repeats; without --op, the operator\n"
-    "the Fashion-MNIST search found (a 1x3 convolution, see README).\n";
+    "the Fashion-MNIST search found (a 1x3 convolution, see docs/results.md).\n";
 
 int main(int argc, char **argv) {
   static const char *const presets[] = {"conv2d", "conv2d-wide", NULL};

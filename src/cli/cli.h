@@ -58,7 +58,7 @@ typedef struct {
 
 /* The option table entries of an operator selection (sel: a syno_opsel_t *). */
 #define CLI_OPSEL_OPTIONS(sel)                                                                                         \
-  SYNO_OPT_TEXT_OPERAND("TEXT", &(sel)->text, "an operator in its text form (see README), with --input and --output"), \
+  SYNO_OPT_TEXT_OPERAND("TEXT", &(sel)->text, "an operator in its text form (docs/commands.md), with --input and --output"), \
       SYNO_OPT_ENUM("builtin", "NAME", &(sel)->builtin, cli_builtin_names(), "a standard operator"),                   \
       SYNO_OPT_STR("input", "SHAPE", &(sel)->input,                                                                    \
                    "the operator text's input shape, e.g. '[N, C_in: unordered, H, W]'"),                              \
@@ -70,7 +70,7 @@ typedef struct {
       SYNO_OPT_ENUM("preset", "NAME", &(sel)->preset, cli_preset_names(),                                              \
                     "take --input, --output and the variables from a search preset"),                                  \
       SYNO_OPT_PATH("spec", "FILE", &(sel)->spec, SYNO_OPT_FILE,                                                       \
-                    "take them from a search spec in JSON instead (see README)"),                                      \
+                    "take them from a search spec in JSON instead (docs/space.md)"),                                      \
       SYNO_OPT_LIST("bind", "V=X,...", (sel)->bind, SYNO_MAX_BINDINGS, &(sel)->n_bind,                                 \
                     "a concrete binding; repeat for several (one per slot)")
 
@@ -94,7 +94,7 @@ typedef struct {
 /* The option table entries of a spec selection (cs: a cli_spec_t *). */
 #define CLI_SPEC_OPTIONS(cs)                                                                           \
   SYNO_OPT_ENUM("preset", "NAME", &(cs)->preset, cli_preset_names(), "a search preset"),               \
-      SYNO_OPT_PATH("spec", "FILE", &(cs)->file, SYNO_OPT_FILE, "a search spec in JSON (see README)"), \
+      SYNO_OPT_PATH("spec", "FILE", &(cs)->file, SYNO_OPT_FILE, "a search spec in JSON (docs/space.md)"), \
       SYNO_OPT_LIST("bind", "V=X,...", (cs)->bind, SYNO_MAX_BINDINGS, &(cs)->n_bind,                   \
                     "a binding for the preset (repeat for several)"),                                  \
       SYNO_OPT_INT("depth", "D", &(cs)->depth, 1, 40, "override the spec's depth"),                    \

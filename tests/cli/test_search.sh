@@ -104,6 +104,25 @@ for c in "--spec $tmp/space.json --preset conv2d-wide:give one of --preset and -
 done
 echo "search --spec: the user's space recorded, resumed; a spec with bind or its own shapes refused"
 
+# A search on colour images in the CIFAR-10 binary layout (generated here, found through
+# SYNO_CIFAR10_DIR, which the workers inherit), with --augment: the README's recipe on small data.
+mkdir "$tmp/cifar"
+python3 - "$tmp/cifar" <<'PY'
+import random, sys
+random.seed(1)
+for name, n in [(f"data_batch_{b}.bin", 30) for b in range(1, 6)] + [("test_batch.bin", 30)]:
+    with open(f"{sys.argv[1]}/{name}", "wb") as f:
+        for i in range(n):
+            f.write(bytes([i % 10]) + bytes(((i % 10) * 25 + c * 80 + random.randrange(32)) % 256
+                                            for c in range(3) for _ in range(1024)))
+PY
+SYNO_CIFAR10_DIR="$tmp/cifar" "$bin" search --backbone resnet --dataset cifar10 --pad 0 --augment --db "$tmp/cifar.db" \
+  --budget 2 --epochs 1 --depth 1 --width 0.25 --confirm 0 --min-speedup 0 --quiet 2>"$tmp/c.err" ||
+  fail "a search on CIFAR-10 files failed: $(cat "$tmp/c.err")"
+"$bin" report --db "$tmp/cifar.db" | grep -q '"dataset":"cifar10".*"augment":1' || fail "the CIFAR search's settings"
+[ "$("$bin" report --db "$tmp/cifar.db" --json | grep -c '"op_text"')" -eq 3 ] || fail "the CIFAR search did not record 2 candidates"
+echo "search on CIFAR-10 files with --augment: 2 candidates"
+
 # --min-speedup: every candidate is timed before it trains, and one not 1000x
 # faster than the standard network is recorded as a failure with reward 0,
 # its latency measured and not trained (epochs_done and train_seconds 0). The
