@@ -9,7 +9,10 @@
  * - a conv2d followed by a batch norm (and a ReLU) runs with the norm folded into its weight
  *   and bias (w' = scale[o] * w, b' = scale[o] * b + shift[o]; computed once per freeze) and
  *   the ReLU fused (oneDNN's eltwise post-op, or the im2col path's bias pass);
- * - any other layer that owns its output (an operator slot, a residual sum, a pooling)
+ * - an operator slot folds them into its last stage when that is a oneDNN convolution
+ *   writing the output's channels (src/model/slot.c, syno_exec_forward_affine), a residual
+ *   sum fuses the ReLU into its add;
+ * - any other layer that owns its output (an operator slot on GEMM stages, a pooling)
  *   followed by a batch norm and/or a ReLU gets them applied in place, in one pass
  *   (syno_nn_forward_affine).
  *
