@@ -87,11 +87,13 @@ static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *te
     return 0;
   }
   if (file_exists(name)) return syno_data_load_digits_split(name, train, test, err);
-  const char *const *known = syno_task_dataset_names(SYNO_TASK_IMAGES);
+  char known[256] = "";
+  for (const char *const *k = syno_task_dataset_names(SYNO_TASK_IMAGES); *k; k++)
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", *k);
   return syno_error_set(err,
-                        "unknown dataset '%s' (known: %s, %s, or a path "
+                        "unknown dataset '%s' (known: %sor a path "
                         "to a digits CSV or a Fashion-MNIST IDX directory)",
-                        name, known[0], known[1]);
+                        name, known);
 }
 
 /* ---------------------------------------------------------------- sample sources */
