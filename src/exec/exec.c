@@ -26,11 +26,13 @@ struct syno_exec {
   exec_chain_t *chain;
   uint64_t hold; /* syno_exec_hold_weights */
   char path[256]; /* syno_exec_path */
+  int path_deployed; /* path names the last stage's deployed form (exec_chain_forward_affine) */
 };
 
 /* What ran each stage of the last forward (syno_exec_path). */
 static void set_path(syno_exec_t *e) {
   size_t len = 0;
+  e->path_deployed = exec_chain_path_deployed(e->chain);
   for (int k = 0; k < exec_chain_stages(e->chain) && len < sizeof e->path; k++)
     len += (size_t)snprintf(e->path + len, sizeof e->path - len, "%s%s", k ? "; " : "", exec_chain_path(e->chain, k));
 }
@@ -90,7 +92,7 @@ void syno_exec_hold_weights(syno_exec_t *e, uint64_t id) { e->hold = id; }
 int syno_exec_forward(syno_exec_t *e, const float *const *tensors, float *out, syno_error_t *err) {
   if (e->chain) {
     int rc = exec_chain_forward(e->chain, tensors, out, e->hold, err);
-    set_path(e);
+    if (e->path_deployed) set_path(e);
     return rc;
   }
   return syno_interp_nest(&e->low.forward, &e->vars, e->b, tensors, NULL, out, err);
@@ -101,7 +103,7 @@ int syno_exec_forward_affine(syno_exec_t *e, const float *const *tensors, float 
   if (!e->chain || !e->hold || C < 1 || inner < 1) return syno_exec_forward(e, tensors, out, err) ? -1 : 1;
   exec_conv_channels_t ch = {C, inner};
   int rc = exec_chain_forward_affine(e->chain, tensors, out, e->hold, &ch, scale, shift, relu, err);
-  set_path(e);
+  if (e->path_deployed != exec_chain_path_deployed(e->chain)) set_path(e);
   return rc;
 }
 

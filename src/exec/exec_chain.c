@@ -120,8 +120,10 @@ fail:
   return -1;
 }
 
+int exec_chain_path_deployed(const exec_chain_t *c) { return c->deploy && c->deploy_used; }
+
 const char *exec_chain_path(const exec_chain_t *c, int k) {
-  if (k == c->n_stages - 1 && c->deploy && c->deploy_used) return exec_conv_plan_desc(c->deploy);
+  if (k == c->n_stages - 1 && exec_chain_path_deployed(c)) return exec_conv_plan_desc(c->deploy);
   return k >= 0 && k < c->n_stages ? c->path[k] : NULL;
 }
 

@@ -44,7 +44,10 @@ int exec_chain_stages(const exec_chain_t *c);
 /* NULL when every stage runs as a GEMM, else why one runs as a generic loop. */
 const char *exec_chain_generic(const exec_chain_t *c);
 
-/* What runs stage k ("gather + sgemm", "loop", or the convolution's description). */
+/* What runs stage k ("gather + sgemm", "loop", or the convolution's description; the last
+ * stage's deployed form when the last forward was exec_chain_forward_affine's folded one,
+ * which exec_chain_path_deployed says). */
+int exec_chain_path_deployed(const exec_chain_t *c);
 const char *exec_chain_path(const exec_chain_t *c, int k);
 
 /* hold: as syno_exec_hold_weights (0: gather every weight). -1 when a library call fails. */

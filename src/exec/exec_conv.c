@@ -61,7 +61,7 @@ struct exec_conv_plan {
   exec_runs_t *rsrc, *rdst; /* tsrc and tdst as strided runs, when they are made of long ones */
   int32_t *chan;            /* deploy plans: [G*O] the result channel of each output channel */
   float *bias;              /* deploy plans: [G*O] the folded shift */
-  const float *fold_scale;  /* the map folded into wei under hold id held (NULL: none) */
+  const float *fold_scale;  /* deploy plans: the scale folded into wei under hold id held */
   float alpha;
   float *src, *wei, *dst, *dsrc, *dwei;
   uint64_t held;
@@ -472,16 +472,29 @@ static void gather(const int32_t *t, int64_t n, const float *x, float *y) {
   for (int64_t i = 0; i < n; i++) y[i] = t[i] >= 0 ? x[t[i]] : 0.0f;
 }
 
+/* y = x read through table t[n], as runs when the plan keeps them. */
+static void take(const exec_runs_t *r, const int32_t *t, int64_t n, const float *x, float *y) {
+  if (r)
+    exec_runs_gather(r, x, y);
+  else
+    gather(t, n, x, y);
+}
+
 static void gather_weight(exec_conv_plan_t *p, const float *w) {
   for (int64_t i = 0; i < p->nwei; i++) p->wei[i] = p->twei[i] >= 0 ? p->alpha * w[p->twei[i]] : 0.0f;
 }
 
+/* Whether p->wei still holds w under hold id hold (and records that it will after a gather). */
+static bool weight_held(exec_conv_plan_t *p, const float *w, uint64_t hold) {
+  bool held = hold && p->held == hold && p->held_w == w;
+  p->held = hold;
+  p->held_w = w;
+  return held;
+}
+
 static const float *source(exec_conv_plan_t *p, const float *a) {
   if (!p->tsrc) return a + p->src_base;
-  if (p->rsrc)
-    exec_runs_gather(p->rsrc, a, p->src);
-  else
-    gather(p->tsrc, p->nsrc, a, p->src);
+  take(p->rsrc, p->tsrc, p->nsrc, a, p->src);
   return p->src;
 }
 
@@ -489,14 +502,13 @@ static int dnnl_fail(int rc, syno_error_t *err) {
   return syno_error_set(err, "oneDNN convolution: %s", rc == SYNO_DNNL_ENOMEM ? "out of memory" : "failed");
 }
 
-int exec_conv_forward(exec_conv_plan_t *p, const float *a, const float *w, float *c, uint64_t hold, syno_error_t *err) {
-  if (!(hold && p->held == hold && p->held_w == w && !p->fold_scale)) gather_weight(p, w);
-  p->fold_scale = NULL;
-  p->held = hold;
-  p->held_w = w;
+/* The convolution of a's source with the gathered weight (and bias, or NULL) under geometry
+ * g, written to c through the result's table. */
+static int run(exec_conv_plan_t *p, const syno_dnnl_geo_t *g, const float *a, const float *bias, float *c, uint64_t hold,
+               syno_error_t *err) {
   const float *src = source(p, a);
   float *dst = p->tdst ? p->dst : c;
-  int rc = syno_dnnl_conv_forward(p->dnnl, &p->geo, src, p->wei, NULL, dst, !hold, hold);
+  int rc = syno_dnnl_conv_forward(p->dnnl, g, src, p->wei, bias, dst, !hold, hold);
   if (rc) return dnnl_fail(rc, err);
   if (p->rdst)
     exec_runs_scatter(p->rdst, p->dst, c, 0);
@@ -505,46 +517,39 @@ int exec_conv_forward(exec_conv_plan_t *p, const float *a, const float *w, float
   return 0;
 }
 
+int exec_conv_forward(exec_conv_plan_t *p, const float *a, const float *w, float *c, uint64_t hold, syno_error_t *err) {
+  if (!weight_held(p, w, hold)) gather_weight(p, w);
+  return run(p, &p->geo, a, NULL, c, hold, err);
+}
+
 int exec_conv_forward_affine(exec_conv_plan_t *p, const float *a, const float *w, float *c, uint64_t hold,
                              const float *scale, const float *shift, int relu, syno_error_t *err) {
   const int64_t noc = p->geo.oc, per = p->nwei / noc;
-  if (!(hold && p->held == hold && p->held_w == w && p->fold_scale == scale)) {
+  if (!weight_held(p, w, hold) || p->fold_scale != scale) {
     gather_weight(p, w);
     for (int64_t q = 0; q < noc; q++) {
       const float k = scale ? scale[p->chan[q]] : 1.0f;
       for (int64_t j = 0; j < per; j++) p->wei[q * per + j] *= k;
       p->bias[q] = scale ? shift[p->chan[q]] : 0.0f;
     }
+    p->fold_scale = scale;
   }
-  p->held = hold;
-  p->held_w = w;
-  p->fold_scale = scale;
   syno_dnnl_geo_t g = p->geo;
   g.bias = 1;
   g.relu = relu;
-  const float *src = source(p, a);
-  float *dst = p->tdst ? p->dst : c;
-  int rc = syno_dnnl_conv_forward(p->dnnl, &g, src, p->wei, p->bias, dst, 0, hold);
-  if (rc) return dnnl_fail(rc, err);
-  if (p->rdst)
-    exec_runs_scatter(p->rdst, p->dst, c, 0);
-  else if (p->tdst)
-    for (int64_t i = 0; i < p->ndst; i++) c[p->tdst[i]] = p->dst[i];
-  return 0;
+  return run(p, &g, a, p->bias, c, hold, err);
 }
 
 int exec_conv_backward(exec_conv_plan_t *p, const float *a, const float *w, const float *dc, float *da, float *dw,
                        syno_error_t *err) {
   gather_weight(p, w);
   p->held = 0;
-  p->fold_scale = NULL;
   const float *src = source(p, a);
   const float *ddst = dc;
-  if (p->rdst)
-    exec_runs_gather(p->rdst, dc, p->dst);
-  else if (p->tdst)
-    gather(p->tdst, p->ndst, dc, p->dst);
-  if (p->tdst) ddst = p->dst;
+  if (p->tdst) {
+    take(p->rdst, p->tdst, p->ndst, dc, p->dst);
+    ddst = p->dst;
+  }
   /* The input's gradient lands in da directly when the input is the source. */
   float *dsrc = !da ? NULL : p->tsrc || p->src_base || p->nsrc != p->numel_a ? p->dsrc : da;
   int rc = syno_dnnl_conv_backward(p->dnnl, &p->geo, src, ddst, p->wei, p->dwei, NULL, dsrc, 0);

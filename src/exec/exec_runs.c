@@ -9,7 +9,7 @@ typedef struct {
 } run_t;
 
 struct exec_runs {
-  int64_t n, nruns;
+  int64_t nruns;
   run_t run[];
 };
 
@@ -33,7 +33,6 @@ exec_runs_t *exec_runs_new(const int32_t *t, int64_t n, int min_len) {
   if (nruns * min_len > n) return NULL;
   exec_runs_t *r = malloc(sizeof *r + (size_t)nruns * sizeof(run_t));
   if (!r) return NULL;
-  r->n = n;
   r->nruns = 0;
   for (int64_t i = 0; i < n;) {
     run_t u = next_run(t, n, i);

@@ -247,9 +247,11 @@ static int slot_run(syno_layer_t *self, const syno_tensor_t *x, int train, const
       return SYNO_NN_ESHAPE;
     }
     syno_layer_t *c = self->children[0];
-    int rc = !aff                                ? syno_nn_forward(c, x, train)
-             : s->info.kind == SYNO_SLOT_CONV ? syno_nn_forward_affine(c, x, aff->scale, aff->shift, aff->relu)
-                                               : (syno_nn_forward(c, x, 0) ? SYNO_NN_EINVAL : 1);
+    int rc;
+    if (aff && s->info.kind == SYNO_SLOT_CONV)
+      rc = syno_nn_forward_affine(c, x, aff->scale, aff->shift, aff->relu);
+    else if (!(rc = syno_nn_forward(c, x, train)) && aff)
+      rc = 1; /* the linear layer's output, a view, is left as it is */
     if (rc < 0) return rc;
     syno_nn_begin_forward(self, x, train);
     self->out = syno_nn_tensor_view(c->out.data, c->out.ndim, c->out.dims);

@@ -22,6 +22,14 @@
 /* Checks the executor against the interpreter, and the same stages run as
  * generic loops; fails the test on any mismatch. Returns 1 when the executor
  * ran on a fast path, and its strategy. */
+/* y = max(scale[ch] * y + shift[ch], 0) (no clamp without relu), ch = (j / inner) % C. */
+static void apply_map(float *y, int64_t n, int64_t C, int64_t inner, const float *scale, const float *shift, int relu) {
+  for (int64_t j = 0; j < n; j++) {
+    float v = y[j] * scale[j / inner % C] + shift[j / inner % C];
+    y[j] = relu && v < 0 ? 0.0f : v;
+  }
+}
+
 /* Deployed inference (syno_exec_forward_affine, weights held): the forward followed by a
  * random per-channel map and, every other call, a ReLU, against the forward the test already
  * checked with the map applied here; then a plain forward again. Returns 1 when the map was
@@ -36,21 +44,15 @@ static int check_deployed(syno_exec_t *e, const syno_nest_t *fwd, const syno_var
   assert_non_null(out);
   assert_non_null(mapped);
   const int relu = (int)(syno_rng_uniform(rng) * 2);
-  for (int64_t j = 0; j < n_out; j++) {
-    float y = want[j] * scale[j / inner % C] + shift[j / inner % C];
-    mapped[j] = relu && y < 0 ? 0.0f : y;
-  }
+  memcpy(mapped, want, sizeof(float) * (size_t)n_out);
+  apply_map(mapped, n_out, C, inner, scale, shift, relu);
   syno_error_t err = {0};
   syno_exec_hold_weights(e, 7);
   int folded = 0;
   for (int rep = 0; rep < 2; rep++) { /* the second reuses the folded weight */
     int rc = syno_exec_forward_affine(e, (const float *const *)t, out, C, inner, scale, shift, relu, &err);
     if (rc < 0) fail_msg("%s: %s", what, err.msg);
-    if (rc == 1)
-      for (int64_t j = 0; j < n_out; j++) {
-        float y = out[j] * scale[j / inner % C] + shift[j / inner % C];
-        out[j] = relu && y < 0 ? 0.0f : y;
-      }
+    if (rc == 1) apply_map(out, n_out, C, inner, scale, shift, relu);
     folded = rc == 0;
     double fe = st_rel_err(out, mapped, n_out);
     if (!(fe <= TOL)) fail_msg("%s [deployed%s]: forward differs by %g", what, folded ? ", folded" : "", fe);
