@@ -10,7 +10,7 @@
  *     structural hash as in syno sample). (b) holds 3,096 operators, so the default 500 samples
  *     stay well short of exhausting it (2000 take 36 s, mostly back-ups);
  * (d) (a) under the per-kind caps of the published vision searches (at most 1 Merge, 3 Splits
- *     and 2 Shifts per operator, spec 4.1).
+ *     and 2 Shifts per operator, docs/semantics.md §4.3).
  *
  * For (a) and (b) it prints, per number of primitives (a node's depth: reductions, primitives
  * and contractions), our nodes and operators, exact and cumulative, beside the original's

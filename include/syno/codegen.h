@@ -9,7 +9,7 @@
  *   dot      a Graphviz drawing of the operator's graph (for `dot -Tpng`)
  *   pytorch  a torch.nn.Module whose forward computes the operator
  *   tvm      a Python file of TVM TE compute definitions (forward) and a
- *            Relax wrapper (spec 9.2)
+ *            Relax wrapper (docs/semantics.md §9.2)
  *   c        self-contained C functions for the forward pass and the
  *            gradients of the input and of every weight
  *   halide   a Halide Generator (C++) of the forward pass, usable with

@@ -13,7 +13,7 @@
  * benchmarks can tell a fast path from the fallback.
  *
  * Strategies: the staged fast path evaluates the contractions one at a time
- * in the stage order of spec section 7, each stage a convolution on oneDNN
+ * in the stage order of docs/semantics.md §7.2, each stage a convolution on oneDNN
  * when it is one in disguise (a window, any gather of the input, groups),
  * else an offset-table gather, cblas_sgemm and scatter on the running tensor
  * and one weight, backward by

@@ -1,4 +1,4 @@
-/* syno/flopsgame.h - the abstract FLOPs game (spec section 8): a lower-bound
+/* syno/flopsgame.h - the abstract FLOPs game (docs/semantics.md §8): a lower-bound
  * estimate of an operator's FLOPs that the search space uses to prune
  * candidates before they are finished.
  *
@@ -57,7 +57,7 @@ int syno_flops_game_solve(const syno_flops_game_t *g, double *cost, syno_error_t
  * (its window) and every expanded dim (its size); decreases: every Reduce
  * below them. dep[d][i] when reduction d lies below increase i, and, for
  * each weight, when d lies below one of the weight's Shares and i lies
- * above that Share's data side (spec 8). Below a search-space interface the
+ * above that Share's data side (docs/semantics.md §8.2). Below a search-space interface the
  * game holds a subset of the finished operator's increases and
  * dependencies and the same decreases once the reductions are fixed, so
  * its cost never exceeds the finished one's. Returns -1 when the graph has

@@ -1,7 +1,7 @@
 /* syno/graph.h - dimensions, primitives and finished operators.
  *
  * An operator is a DAG whose edges are dimensions (loop iterators, tensor
- * axes) and whose vertices are primitives (spec sections 2-3). "Bottom" is
+ * axes) and whose vertices are primitives (docs/semantics.md §2-3). "Bottom" is
  * the output side, "top" the input side. Every primitive has output dims
  * (bottom) and input dims (top); graphs are built bottom-up, from the output
  * iterators and reductions toward the tensors, so a primitive is created from
@@ -79,7 +79,7 @@ typedef struct {
   uint64_t hash;
 } syno_prim_t;
 
-/* Per-dim analysis (spec 2.6), a pure function of the dim and hence
+/* Per-dim analysis (docs/semantics.md §2.5), a pure function of the dim and hence
  * computed once, when the dim is created, from the dims below it. */
 typedef struct {
   int32_t left, right; /* 0: none; -1: a reduction; > 0: the id of a Merge */
@@ -219,7 +219,7 @@ int syno_operator_print(const syno_operator_t *op, char *buf, size_t n);
 
 const char *syno_prim_name(syno_prim_kind_t k);
 
-/* --- standard operators written in the primitives (spec section 10) --- */
+/* --- standard operators written in the primitives (docs/semantics.md §10) --- */
 
 typedef struct {
   const char *name;    /* conv2d, grouped-conv2d, ... */

@@ -1,14 +1,14 @@
 /* syno/lower.h - lowering an operator to loop nests, and the reference
  * interpreter that runs them.
  *
- * A loop nest (spec section 6) is: outer loops i_0.. over the target's axes,
+ * A loop nest (docs/semantics.md §6) is: outer loops i_0.. over the target's axes,
  * inner reduction loops ri_0.., guards, and a statement
  *     target[i_0, ...] (+)= product of factors / divisor
  * where each factor is a tensor read through index expressions. The forward
  * nest's target is the output and its factors are the input and the weights.
  * The backward nest for tensor t targets grad_in_t and its factors are
  * grad_out and every tensor except t; its loops come from propagating values
- * through the primitives in both directions (spec 6.2), choosing a free dim
+ * through the primitives in both directions (docs/semantics.md §6.2), choosing a free dim
  * as a new reduction loop whenever propagation is stuck.
  *
  * Index expressions are small trees stored in the nest's node array and
@@ -115,14 +115,14 @@ int syno_lower_backward(const syno_operator_t *op, int t, syno_nest_t *n, syno_e
 int syno_nest_split_blocks(const syno_nest_t *in, const syno_vars_t *v, syno_nest_t *out);
 
 /* The index arithmetic of loop nests: floor division and the Euclidean
- * remainder (spec 3.4). Every evaluator and simplifier uses these. */
+ * remainder (docs/semantics.md §3.10). Every evaluator and simplifier uses these. */
 int64_t syno_index_div(int64_t a, int64_t b);
 int64_t syno_index_mod(int64_t a, int64_t b);
 
 /* FLOPs of one nest under binding b (see the header comment). */
 int syno_nest_flops(const syno_nest_t *n, const syno_vars_t *v, int b, int64_t *flops, syno_error_t *err);
 /* FLOPs of forward nest fwd of op under binding b as the executor runs it:
- * contracted one tensor at a time in the stage order of spec section 7
+ * contracted one tensor at a time in the stage order of docs/semantics.md §7.2
  * (src/lower/stages.h), each stage costing as a nest of its own variables.
  * A nest that cannot be staged (guards) costs syno_nest_flops, and so does
  * one whose plan has a single stage. */
@@ -131,7 +131,7 @@ int syno_forward_flops(const syno_operator_t *op, const syno_nest_t *fwd, const 
 /* syno_forward_flops of the operator's forward nest, summed over all bindings. */
 int syno_operator_flops(const syno_operator_t *op, int64_t *flops, syno_error_t *err);
 
-/* Prints the nest in the format of spec 6.3 (4-space indents, one
+/* Prints the nest in the format of docs/semantics.md §6.3 (4-space indents, one
  * temp_ri_<k> accumulator per reduction loop). Returns the length that would
  * have been written. */
 int syno_nest_print(const syno_nest_t *n, const syno_vars_t *v, char *buf, size_t size);

@@ -1,6 +1,6 @@
 /* syno/size.h - symbolic sizes, variables and concrete bindings.
  *
- * A size is a monomial over two families of variables (spec section 1):
+ * A size is a monomial over two families of variables (docs/semantics.md §1):
  * primary variables (large extents: N, C_in, H, W ...) whose powers must stay
  * >= 0 in a legal size, and coefficient variables (small factors: k, s, g ...)
  * whose powers may be negative. There are no numeric constants; the only
@@ -60,7 +60,7 @@ typedef struct {
   syno_binding_t bind[SYNO_MAX_BINDINGS];
 } syno_vars_t;
 
-/* What kind of quantity a size is (spec 1.2). */
+/* What kind of quantity a size is (docs/semantics.md §1.2). */
 typedef enum {
   SYNO_TRAIT_INVALID = 0,         /* some primary power < 0 */
   SYNO_TRAIT_ONE,                 /* every power 0 */
@@ -135,7 +135,7 @@ double syno_size_lower_bound(const syno_vars_t *v, syno_size_t a);
 double syno_size_upper_bound(const syno_vars_t *v, syno_size_t a);
 /* True when the size is an integer under every binding. */
 bool syno_size_is_integral(const syno_vars_t *v, syno_size_t a);
-/* Legal to sample (spec 1.2): trait General or Coefficient and lower bound >= 1. */
+/* Legal to sample (docs/semantics.md §1.2): trait General or Coefficient and lower bound >= 1. */
 bool syno_size_is_legal(const syno_vars_t *v, syno_size_t a);
 
 /* Canonical text: coefficient factors first, then primaries, joined by '*',

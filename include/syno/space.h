@@ -1,5 +1,5 @@
 /* syno/space.h - the search space: staged bottom-up synthesis with
- * canonicalization, shape distance and limits (spec sections 3-5).
+ * canonicalization, shape distance and limits (docs/semantics.md §3-5).
  *
  * A search is defined by a syno_space_spec_t: the input and output shapes,
  * the variables with their occurrence limits and one or more bindings (one
@@ -11,7 +11,7 @@
  * whose interface matches the input tensor and the weights can be finalized
  * into operators. Equal interfaces reached in different orders are one node.
  *
- * Every canonicalization rule of spec 5 is a named rule that can be switched
+ * Every canonicalization rule of docs/semantics.md §5 is a named rule that can be switched
  * off for experiments; the space counts how many children each rule and the
  * shape distance removed.
  *
@@ -27,7 +27,7 @@
 #include "syno/graph.h"
 #include "syno/signature.h"
 
-/* The canonicalization rules (spec 5), each with its name. */
+/* The canonicalization rules (docs/semantics.md §5), each with its name. */
 #define SYNO_RULES(X)                                                                                                  \
   X(R0, "R0",                                                                                                          \
     "one spelling per reshape: no split of a split's major output, no merge of a merge's major input, no merge above " \
@@ -91,8 +91,9 @@ typedef struct {
   double max_params;                       /* on the first binding (the reported params), 0 = no bound */
   double max_pooling;                      /* product of weightless reduction domains */
   bool enable[SYNO_PRIM_KINDS];            /* Share means Contraction; Stride and Expand off by default */
-  int max_count[SYNO_PRIM_KINDS];          /* primitives of each kind in one operator, -1 = any (spec 4.1); a
-                                            * Contraction counts one Share per shared dim */
+  int max_count[SYNO_PRIM_KINDS];          /* primitives of each kind in one operator, -1 = any; a
+                                            * Contraction counts one Share per shared dim
+                                            * (docs/semantics.md §4.3) */
   bool rule[SYNO_RULE_COUNT];
   int max_enumerations; /* powers tried per variable when enumerating sizes */
   int max_vars_in_size, max_powers_in_size;
@@ -116,7 +117,7 @@ typedef struct {
   syno_space_opts_t opts;
 } syno_space_spec_t;
 
-/* The published defaults (spec 12, Python column), with Stride and Expand off. */
+/* The original's published defaults (docs/semantics.md §4.3), with Stride and Expand off. */
 void syno_space_opts_default(syno_space_opts_t *o);
 
 /* A preset: the named signature (syno/signature.h: "conv2d", "linear")

@@ -1,5 +1,5 @@
 /* The TVM emitter: the forward loop nest as a Python file of TVM tensor-expression (TE)
- * definitions, with a Relax wrapper that puts them into an IRModule (spec 9.2).
+ * definitions, with a Relax wrapper that puts them into an IRModule (docs/semantics.md §9.2).
  *
  * The nest is contracted in the stages of its plan (src/lower/stages.h), the contractions the
  * executor and the PyTorch export run: one te.compute per stage, over the variables the stage

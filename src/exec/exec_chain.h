@@ -1,6 +1,6 @@
 /* exec_chain.h - the staged fast path of the executor (internal to
  * src/lower): an operator's forward nest evaluated one contraction at a
- * time, in the stage order of spec section 7, each stage a GEMM
+ * time, in the stage order of docs/semantics.md §7.2, each stage a GEMM
  * (exec_gemm.h) or a convolution (exec_conv.h) on the running tensor and
  * one weight.
  *

@@ -1,4 +1,4 @@
-/* Standard operators expressed in the primitives (spec section 10), in the
+/* Standard operators expressed in the primitives (docs/semantics.md §10), in the
  * search's canonical form: the output channels come from an expanded Share
  * with the weight (an "outer" dim), every weight axis is a Share, and
  * windows are Unfolds whose window side is contracted with the weight.

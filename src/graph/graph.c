@@ -1,4 +1,4 @@
-/* The hash-consed store of dims and primitives (spec 2.3).
+/* The hash-consed store of dims and primitives (docs/semantics.md §2.3).
  *
  * Leaves (iterators, reductions) and primitives each live in one growing
  * array and one open-addressing table keyed by their identity. A primitive's
@@ -121,7 +121,7 @@ static syno_dim_t new_dim(syno_graph_t *g, const syno_dimension_t *d, const syno
   return g->n_dims++;
 }
 
-/* Leaves (spec 2.6): an iterator has height 0 and is unordered only when its
+/* Leaves (docs/semantics.md §2.5): an iterator has height 0 and is unordered only when its
  * output axis is; a reduction has height 1, is its own unordered scope and
  * ends up reduced. */
 static syno_color_t leaf_color(const syno_dimension_t *d, uint32_t id) {
@@ -152,8 +152,8 @@ static int symbolic_value(const syno_graph_t *g, syno_size_t s, int64_t *out) {
 /* Whether a stride below an unfold's position side is absorbed: with window
  * k >= 2s-1 the windows of consecutive strided positions overlap and, with
  * the centred zero padding, reach both ends, so every input element is read
- * (the standard k x k stride-s convolution). An extension of spec 2.6, which
- * absorbs strides only on the window side. */
+ * (the standard k x k stride-s convolution). An extension of the original, which
+ * absorbs strides only on the window side (docs/semantics.md §3.5, §11). */
 static bool stride_absorbed(const syno_graph_t *g, const syno_prim_t *unfold) {
   const syno_dimension_t *pos = &g->dims[unfold->out[0]];
   if (pos->kind != SYNO_DIM_PRIM_INPUT) return false;

@@ -1,4 +1,4 @@
-/* Lowering: value propagation through the primitives (spec 6.2).
+/* Lowering: value propagation through the primitives (docs/semantics.md §6.2).
  *
  * Each dim of the operator gets an index expression. Forward, the output
  * iterators and reductions are the loop variables and values flow up through
@@ -194,7 +194,7 @@ static void make_access(ctx_t *c, syno_access_t *a, int tensor, int rank, const 
   }
 }
 
-/* Renumbers reduction loops (spec 6.2): loops that index no tensor directly
+/* Renumbers reduction loops (docs/semantics.md §6.2): loops that index no tensor directly
  * get the lowest numbers (innermost), in their order; the others follow in
  * order of first appearance, scanning each factor from its last axis. */
 static void renumber(syno_nest_t *n) {

@@ -1,4 +1,4 @@
-/* Printing loop nests and index expressions (spec 6.3). */
+/* Printing loop nests and index expressions (docs/semantics.md §6.3). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +20,7 @@ static void put_size(out_t *o, syno_size_t s) {
   put(o, "%s", b);
 }
 
-/* Precedence values of spec 6.3: a child is parenthesized when its value is
+/* Precedence values of docs/semantics.md §6.3: a child is parenthesized when its value is
  * greater than its parent's (or equal, on the right of - / %). */
 static int prec(const syno_expr_t *e) {
   switch (e->kind) {

@@ -126,7 +126,8 @@ int lower_stages_plan(const syno_operator_t *op, const syno_nest_t *fwd, const s
     else if (!(any >> i & 1))
       s->unread_inner |= (syno_varset_t)1 << i;
   }
-  /* Spec 7.2: the weight on a Share's R side comes after every tensor above its L side. */
+  /* The weight on a Share's R side comes after every tensor above its L side
+   * (docs/semantics.md §7.2). */
   for (int k = 0; k < op->n_prims; k++) {
     const syno_prim_t *p = syno_graph_prim(op->g, op->prims[k]);
     if (p->kind != SYNO_PRIM_SHARE || p->weight < 1 || p->weight > s->nw) continue;

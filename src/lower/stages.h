@@ -1,4 +1,4 @@
-/* stages.h - the stage plan of an operator's forward nest (spec section 7),
+/* stages.h - the stage plan of an operator's forward nest (docs/semantics.md §7),
  * internal to src/lower: which tensors are contracted in which order, and
  * the loop variables each stage iterates over. The chain executor
  * (exec_chain.c) runs this plan, and the operator's FLOPs are its cost
@@ -13,11 +13,11 @@
  *                                        reductions no tensor reads)
  *     result_s = part_s & (outer | reads of the later weights)
  *     run_s+1  = result_s,   run_0 = reads[0]
- * A stage's size is the product of the extents of part_s (spec 7.1's FLOPs
- * of a contraction tensor). The plan is the order the Shares allow (a
+ * A stage's size is the product of the extents of part_s (the numel of its
+ * loops, docs/semantics.md §7.2). The plan is the order the Shares allow (a
  * weight whose Share's data side depends on tensor t comes after t) with
  * the smallest total size, with and without the early stage; a tie goes to
- * more stages (spec 7.2, step 5). */
+ * more stages (docs/semantics.md §7.2). */
 #ifndef SYNO_STAGES_H
 #define SYNO_STAGES_H
 

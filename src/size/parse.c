@@ -1,4 +1,4 @@
-/* Parsers for sizes and shapes. Grammar (spec 1.4):
+/* Parsers for sizes and shapes. Grammar (docs/semantics.md §1.4):
  *   Size  := '1' | Factor (('*' | '/') Factor)*     Factor := ID ('^' '-'? INT)?
  *   Shape := '[' (Size (':' ATTR ('+' ATTR)*)? (',' Size ...)*)? ']'
  * The only attribute is `unordered`. */

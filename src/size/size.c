@@ -43,7 +43,7 @@ syno_size_t syno_size_div(syno_size_t a, syno_size_t b) {
   return a;
 }
 
-/* Unlike the original, coefficient powers are raised too (spec 1.1 NOTE). */
+/* Unlike the original, coefficient powers are raised too (docs/semantics.md §1.1, §11). */
 syno_size_t syno_size_pow(syno_size_t a, int power) {
   for (int i = 0; i < SYNO_MAX_VARS; i++) {
     a.p[i] = (int8_t)(a.p[i] * power);
@@ -231,7 +231,7 @@ bool syno_size_is_legal(const syno_vars_t *v, syno_size_t a) {
 int syno_size_print(const syno_vars_t *v, syno_size_t a, char *buf, size_t n) {
   syno_strbuf_t b;
   syno_strbuf_init(&b, buf, n);
-  /* Coefficients first, then primaries (spec 1.4 "Printing"). */
+  /* Coefficients first, then primaries (docs/semantics.md §1.4). */
   for (int pass = 0; pass < 2; pass++) {
     syno_var_kind_t kind = pass == 0 ? SYNO_COEFF : SYNO_PRIMARY;
     const int8_t *pw = kind == SYNO_PRIMARY ? a.p : a.c;

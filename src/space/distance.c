@@ -1,4 +1,4 @@
-/* The shape distance (spec 4.4): a lower bound on the steps an interface
+/* The shape distance (docs/semantics.md §4.5): a lower bound on the steps an interface
  * still needs before it can be finalized.
  *
  * Two bounds are combined. The counting bound ((1)-(7), (9)-(11)) looks at
@@ -43,8 +43,8 @@ static int group_bound(const syno_space_t *s, const dim_info_t *info, int n_dims
  * true shortest completion on exhaustively enumerated small spaces. */
 
 /* Follows the Shares below d down to the first other dim and tells whether
- * a Contraction could broadcast d (spec 3.9 types Merge and
- * WeightsSharing) and whether that dim is a reduction. */
+ * a Contraction could broadcast d (the Merge and WeightsSharing types of
+ * docs/semantics.md §3.9) and whether that dim is a reduction. */
 static void share_base(const syno_graph_t *g, syno_dim_t d, bool *broadcastable, bool *base_reduce) {
   bool discarding = syno_graph_color(g, d)->discarding;
   int through = 0;
@@ -283,7 +283,7 @@ static void match(dist_t *D) {
   if (!two && !o->enable[SYNO_PRIM_EXPAND] && o->rule[SYNO_RULE_R2] && n_bc > 1)
     D->e = r2_broadcasts(s, bc, n_bc, D->e);
   /* With two Contractions left, the first can share a reduction's dim and
-   * the second broadcast its data side (a WeightsSharing dim, spec 3.9):
+   * the second broadcast its data side (a WeightsSharing dim, docs/semantics.md §3.9):
    * those dims count as broadcastable for two Contractions (e2). */
   D->e2 = D->e + shareable;
   /* The least steps when Contractions consume what they can (2). */
@@ -312,7 +312,7 @@ static int consume_bound(const dist_t *D) {
   return b2;
 }
 
-/* (10) Pooling (spec 5.7): the reductions no weight reads directly are a
+/* (10) Pooling (docs/semantics.md §5.7): the reductions no weight reads directly are a
  *      box sum whose domains multiply to at most max_pooling. A weight
  *      reads a reduction only through Shares of its own dim, so one that
  *      another primitive consumed first pools for good: NEVER when those
@@ -341,7 +341,7 @@ static int pooling_bound(dist_t *D) {
   return 0;
 }
 
-/* (11) The allowance (spec 1.5): every Share uses the primary powers of
+/* (11) The allowance (docs/semantics.md §1.5): every Share uses the primary powers of
  *      its size. Without Stride and Expand, the primary powers R holds
  *      beyond the input's leave through the dims the Contractions
  *      broadcast, which use as many, or through Unfold windows. A

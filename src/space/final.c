@@ -1,4 +1,4 @@
-/* Finalization (spec 4.3): the operators a Normal-stage interface makes.
+/* Finalization (docs/semantics.md §4.4): the operators a Normal-stage interface makes.
  *
  * The interface's weight axes go to their weights and its other dims must
  * match the wanted input axes one to one by size (every assignment is
@@ -142,7 +142,7 @@ int space_gen_finals(syno_space_t *s, uint32_t id, syno_error_t *err) {
   for (int f = 0; f < s->spec.n_fixed; f++) fin.axes[0][s->spec.fixed_in[f]] = s->iter[s->spec.fixed_out[f]];
   fin.n_exp = n->n_exp;
   memcpy(fin.exp, space_node_exps(s, n), sizeof(syno_dim_t) * (size_t)n->n_exp);
-  /* Weight axes and expansions in structural-hash order (spec 4.3), so an
+  /* Weight axes and expansions in structural-hash order (docs/semantics.md §4.4), so an
    * operator prints the same in every space. */
   for (int t = 1; t < fin.n_tensors; t++) sort_by_hash(s->g, fin.axes[t], fin.rank[t]);
   sort_by_hash(s->g, fin.exp, fin.n_exp);

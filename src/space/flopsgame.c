@@ -16,11 +16,11 @@
  * The walk therefore adds unlocked later-indexed decreases on the spot, and
  * a take that unlocks an earlier-indexed decrease the walk already skipped
  * is redundant - the same closed round is reached on the path that took the
- * earlier one - so that take is dropped (spec 8: "a trial that unlocks an
- * earlier-indexed decrease is redundant"). Only the take is dropped; the
- * skip at the same index is still explored, since rounds without the
- * current decrease are unrelated to the redundancy. A walk that takes
- * nothing is not a round (spec 8: "a round with no decrease is invalid").
+ * earlier one - so that take is dropped (docs/semantics.md §8.1). Only the take is
+ * dropped; the skip at the same index is still explored, since rounds
+ * without the current decrease are unrelated to the redundancy. A walk
+ * that takes nothing is not a round (a round holds at least one decrease,
+ * docs/semantics.md §8.1).
  *
  * Invariant at every round boundary: no unfinished decrease has all its
  * needs met. It holds after the free first round (the rest all need an

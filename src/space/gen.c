@@ -1,4 +1,4 @@
-/* The normal-stage generators (spec 3.2-3.9): each primitive's candidates
+/* The normal-stage generators (docs/semantics.md §3.2-3.9): each primitive's candidates
  * and every canonicalization rule that filters them. A rule that removes a
  * candidate is counted under its name; a switched-off rule lets it through. */
 #include <math.h>
@@ -144,7 +144,7 @@ static bool keep_divisor(const syno_space_t *s, syno_size_t d, void *ctx) {
   return !syno_size_is_one(d) && !syno_size_is_one(q) && space_size_valid(s, d) && space_size_valid(s, q);
 }
 
-/* Merge blocks to try for a dim of size S (spec 1.5 enumerateDivisors): per
+/* Merge blocks to try for a dim of size S (docs/semantics.md §1.5): per
  * variable a window of max_enumerations powers centred on half the power,
  * clipped to [0, p] for primaries (no allowance) and to the allowance for
  * coefficients. */
@@ -286,7 +286,7 @@ static int gen_unfold(gen_t *G) {
   return 0;
 }
 
-/* A stand-alone Expand of a Merge's minor input: repeat_interleave (spec 3.7). */
+/* A stand-alone Expand of a Merge's minor input: repeat_interleave (docs/semantics.md §3.7). */
 static int gen_expand(gen_t *G) {
   const syno_dim_t *exps = space_node_exps(G->s, &G->n);
   double repeat = 1;
@@ -317,7 +317,7 @@ static int gen_expand(gen_t *G) {
   return 0;
 }
 
-/* --- Contraction (spec 3.9) --- */
+/* --- Contraction (docs/semantics.md §3.9) --- */
 
 typedef enum { CT_NORMAL = 0, CT_MERGE, CT_SHARED } ctype_t;
 
@@ -488,7 +488,7 @@ static int enum_contraction(contract_t *C, int i, double outer_numel) {
   double lo = C->lo[i], hi = C->hi[i];
   int8_t saved[2][SYNO_MAX_VARS];
   memcpy(saved, C->usage, sizeof saved);
-  /* The allowance counts the primary part of every shared size (spec 1.5). */
+  /* The allowance counts the primary part of every shared size (docs/semantics.md §1.5). */
   bool fits = true;
   for (int v = 0; v < vars(G)->n[SYNO_PRIMARY]; v++) {
     int u = C->usage[SYNO_PRIMARY][v] + abs(sz.p[v]);

@@ -3,7 +3,7 @@
  * A generator builds each child as an iface_t: a copy of its node's
  * interface (space_iface_from), less the dims the step consumes, plus the dims and
  * expansions it makes, with the powers of every new size counted against
- * the variables' occurrence limits (spec 1.5). The store (store.c) then
+ * the variables' occurrence limits (docs/semantics.md §1.5). The store (store.c) then
  * sorts and interns it; until then its dims are in no particular order.
  *
  * Invariants: an iface_t holds at most SPACE_MAX_IFACE dims and as many
@@ -113,7 +113,7 @@ static bool keep_size(const syno_space_t *s, syno_size_t x, void *ctx) {
 }
 
 /* Primary powers 0..min(allowance, maxEnum-1); coefficient powers within
- * the allowance and [maxEnum/2 - maxEnum + 1, maxEnum/2] (spec 1.5). */
+ * the allowance and [maxEnum/2 - maxEnum + 1, maxEnum/2] (docs/semantics.md §1.5). */
 int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max) {
   const syno_vars_t *v = &s->spec.vars;
   int me = s->spec.opts.max_enumerations;

@@ -1,4 +1,4 @@
-/* The space (spec 4): its creation from a spec, and the public accessors.
+/* The space (docs/semantics.md §4): its creation from a spec, and the public accessors.
  *
  * The work is done elsewhere: iface.c (interfaces under construction),
  * store.c (the node store), expand.c (a node's children), gen.c (the

@@ -16,7 +16,7 @@ typedef struct {
   int n_dims, n_exp;
   uint32_t off;                   /* dims then expansions, in the pool */
   int n_weights;                  /* the largest weight id so far */
-  int8_t usage[2][SYNO_MAX_VARS]; /* occurrence of each variable (spec 1.5) */
+  int8_t usage[2][SYNO_MAX_VARS]; /* occurrence of each variable (docs/semantics.md §1.5) */
   int8_t count[SYNO_PRIM_KINDS];  /* primitives of each kind below the interface */
   int distance;                   /* -1 until computed */
   bool expanded;
@@ -61,7 +61,7 @@ enum {
 #define DI_MAX_POOLED 4
 typedef struct {
   uint8_t flags; /* DI_*: weight axis, broadcastable by a Contraction, data-discarding, shares down to a
-                  * Reduce, never the output of a Merge (spec 5.1 R0, R4; a share's data side), a
+                  * Reduce, never the output of a Merge (docs/semantics.md §5.1 R0, R4; a share's data side), a
                   * Reduce dim itself (no weight reads it yet) */
   uint8_t n_pooled;
   int16_t height;
@@ -70,7 +70,7 @@ typedef struct {
   syno_dim_t id; /* the dim, for rule R2's adjacency; 0 for a Share's data side not built yet */
   /* Reductions below the dim that a primitive other than a Share consumed
    * before any Share: no weight can ever read them directly, so they pool
-   * (spec 5.7). Up to DI_MAX_POOLED of them; fewer only weakens the bound. */
+   * (docs/semantics.md §5.7). Up to DI_MAX_POOLED of them; fewer only weakens the bound. */
   syno_dim_t pooled[DI_MAX_POOLED];
 } dim_info_t;
 
@@ -150,7 +150,7 @@ bool space_iface_use(const syno_space_t *s, iface_t *f, syno_size_t size, bool p
  * (coefficients vary fastest) and stores those it keeps, up to max. */
 int space_odometer(const syno_space_t *s, int lo[2][SYNO_MAX_VARS], int hi[2][SYNO_MAX_VARS],
                    bool (*keep)(const syno_space_t *s, syno_size_t x, void *ctx), void *ctx, syno_size_t *out, int max);
-/* Sizes to try for a reduction or stride within the allowance (spec 1.5). */
+/* Sizes to try for a reduction or stride within the allowance (docs/semantics.md §1.5). */
 int space_enum_sizes(const syno_space_t *s, const int8_t *usage, syno_size_t *out, int max);
 /* Whether a size is valid for the space: legal, integral under every
  * binding, and within the per-size variable limits. */
@@ -232,7 +232,7 @@ dim_info_t space_info_shared(dim_info_t d);
  * infos of its dims; lets a generator test a child before building it.
  * `count` holds the primitives of each kind below the interface (for the
  * caps of max_count), `usage` the occurrences of each primary variable so
- * far (spec 1.5). `budget` is the number of steps the space still allows:
+ * far (docs/semantics.md §1.5). `budget` is the number of steps the space still allows:
  * a bound above it may be reported as budget + 1, which prunes the same. */
 int space_info_distance(const syno_space_t *s, syno_stage_t stage, const dim_info_t *info, int n_dims, int n_weights,
                         const int8_t *count, const int8_t *usage, int budget);

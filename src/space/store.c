@@ -120,8 +120,8 @@ int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
   return 0;
 }
 
-/* The forward FLOPs of an operator are those of its stages (spec 7,
- * syno_forward_flops). Three lower bounds for every completion of a node:
+/* The forward FLOPs of an operator are those of its stages (docs/semantics.md
+ * §7.2, syno_forward_flops). Three lower bounds for every completion of a node:
  *  - Once it has a reduction or a weight, the output numel: the last stage
  *    spans every output variable and multiplies or adds at each point.
  *  - With one weight at most (max_tensors 2), output numel x W x 2, where W
@@ -133,7 +133,7 @@ int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
  *    (set_reductions). An operator without a weight pools every
  *    reduction, so cost_final rejects it once R > max_pooling.
  *  - In the normal stage the reductions are fixed, and the FLOPs game of the
- *    graph below the interface (spec 8, syno_flops_game_build) holds the
+ *    graph below the interface (docs/semantics.md §8.2, syno_flops_game_build) holds the
  *    same decreases and a subset of the finished operator's increases and
  *    dependencies, so its cost bounds every completion's game from below,
  *    and that bounds the stages' FLOPs (tested on exhaustively enumerated

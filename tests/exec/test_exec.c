@@ -112,7 +112,7 @@ static void test_bad_binding(void **state) {
   st_op_free(&o);
 }
 
-/* An operator's FLOPs are those of its stages (spec 7), which the executor
+/* An operator's FLOPs are those of its stages (docs/semantics.md §7.2), which the executor
  * runs: one stage costs as its fused nest; a window the weight does not read
  * is summed first, on the input, at a fraction of the fused cost. */
 static void test_staged_flops(void **state) {
@@ -145,7 +145,7 @@ static void test_staged_flops(void **state) {
   assert_int_equal(ran, staged);
   syno_exec_free(e);
 
-  /* The FLOPs game (spec 8) of each: the convolution's three reductions all
+  /* The FLOPs game (docs/semantics.md §8) of each: the convolution's three reductions all
    * wait for both windows and C_out, so one round pays every multiply-add;
    * the pooled window needs only its Unfold (288 x 3), and C_in waits for
    * C_out (288 x 8). */

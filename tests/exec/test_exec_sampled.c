@@ -5,7 +5,7 @@
  * input and of every weight), and compared with the interpreter's forward
  * nest and backward nests at relative error 1e-4. The test counts how many
  * operators take each strategy ("gemm": one GEMM stage; "chain": one stage
- * per contraction, spec 7; "interp": the fallback) and asserts that every
+ * per contraction, docs/semantics.md §7.2; "interp": the fallback) and asserts that every
  * operator runs on a fast path, every multi-weight one on the chain. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Each primitive's forward and backward semantics, through lowering and the
- * interpreter: the printed accesses of spec 6.3, outputs against values
+ * interpreter: the printed accesses of docs/semantics.md §6.3, outputs against values
  * computed here by hand, and every gradient against the scatter form and
  * finite differences. */
 #include <math.h>
@@ -138,8 +138,8 @@ static void test_unfold(void **s) {
         "in_0[restrict((i_0 + ri_0) - (k) / 2, 0, H), i_1, i_2] * in_1[ri_0]", unfold_e, H, W, Z);
 }
 
-/* A stride inside an unfold window is a dilated window, not centred (spec
- * 3.6): with c = 3 the offsets are -4, -1, +2. */
+/* A stride inside an unfold window is a dilated window, not centred
+ * (docs/semantics.md §3.5): with c = 3 the offsets are -4, -1, +2. */
 enum { DH = 9, DW = 4, DC = 3 };
 static float dilated_e(float *const *t, int64_t a, int64_t b, int64_t j) {
   int64_t h = a + DC * j - (DC * DC) / 2;

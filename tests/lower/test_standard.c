@@ -1,4 +1,4 @@
-/* The standard operators written in the primitives (spec section 10),
+/* The standard operators written in the primitives (docs/semantics.md §10),
  * against direct C implementations written here independently of syno, on
  * random inputs under two bindings each; every gradient against finite
  * differences and the scatter form. */

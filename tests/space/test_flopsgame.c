@@ -1,4 +1,4 @@
-/* The FLOPs game (spec section 8): the spec's two oracles, bad input, edge
+/* The FLOPs game (docs/semantics.md §8): its two oracles (§8.1), bad input, edge
  * cases, and the pruned, memoized solver against a brute force that plays
  * every sequence of rounds on a few hundred seeded random games. */
 #include <setjmp.h>
@@ -97,7 +97,7 @@ static void random_game(uint64_t *s, syno_flops_game_t *g, int max_inc, int max_
     for (int i = 0; i < g->n_inc; i++) g->dep[d][i] = next_unit(s) < p;
 }
 
-/* ---- the spec's oracles ---- */
+/* ---- the oracles of docs/semantics.md §8.1 ---- */
 
 static void test_spec_independent(void **state) {
   (void)state;
@@ -117,8 +117,8 @@ static void test_spec_independent(void **state) {
 
 static void test_spec_dependent(void **state) {
   (void)state;
-  /* "When both decreases depend on one increase, the answer is k1*k2." The
-   * spec does not spell the game out; we read it as: input k1, the single
+  /* The second oracle of docs/semantics.md §8.1: when both decreases depend on one
+   * increase, the answer is k1*k2, with input k1, the single
    * increase k2, decreases {k1, k2}, both needing that increase. Neither is
    * free, so the first round must expand by k2, which unlocks both: one
    * round paying k1*k2. (Doing k1 alone first would pay k1*k2 as well and

@@ -1,5 +1,5 @@
 /* The canonicalization rules that do not fire in the small spaces of
- * test_space.c, each in a dedicated small space where it does (spec 5).
+ * test_space.c, each in a dedicated small space where it does (docs/semantics.md §5).
  * For each rule, exhaustive enumeration shows that with the rule on its
  * uncanonical form is never generated while the canonical twin is, that
  * with only that rule off the uncanonical form appears (so the rule is
@@ -10,7 +10,7 @@
  * also shows that every operator it removes in its space has a twin.
  *
  * Twins marked "approximately" compute the same function except at the
- * zero-padded or wrapped border (the spec accepts those as duplicates).
+ * zero-padded or wrapped border (docs/semantics.md §5 counts those as duplicates).
  * Twins that compute exactly the same function with weights of the same
  * shape (S1, T1, T3, T4) are also run on the same data. */
 #include <stdio.h>
@@ -182,8 +182,8 @@ static void test_t4(void **state) {
 
 static void test_t2(void **state) {
   (void)state;
-  /* T2 is a restriction, not a canonicalization: in the spec a stride of an
-   * unfold's position can never be absorbed, so it only cuts dead ends. Here
+  /* T2 is a restriction, not a canonicalization: in the original (docs/semantics.md §5.3) a
+   * stride of an unfold's position can never be absorbed, so it only cuts dead ends. Here
    * an unfold above can absorb it (window k >= 2s - 1 under the position, the
    * strided convolution), and the removed form - an unfold, a stride, then a
    * dilated unfold over the strided grid - is a legal operator with no twin

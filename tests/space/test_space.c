@@ -132,7 +132,7 @@ static void test_preset_search_settings(void **state) {
 
 /* The FLOPs bounds hold for operator op of node `node` with FLOPs `flops`
  * (the stages', syno_forward_flops): the node's bound, and the game of the
- * finished operator itself (spec 8), which the node's game never exceeds.
+ * finished operator itself (docs/semantics.md §8), which the node's game never exceeds.
  * Returns the operator's game. */
 static double check_game(syno_space_t *s, uint32_t node, const syno_operator_t *op, double flops) {
   syno_error_t err;
@@ -424,7 +424,7 @@ static void test_group_bound_keeps_every_operator(void **state) {
   free(without);
 }
 
-/* The per-kind caps (spec 4.1): a capped space yields exactly the operators
+/* The per-kind caps (docs/semantics.md §4.3): a capped space yields exactly the operators
  * of the uncapped space that have no more primitives of each kind than the
  * caps allow. Generation stops at a cap and the distance counts with the
  * caps left, so this checks both: a cap that the generators miss adds an
