@@ -334,6 +334,11 @@ typedef struct syno_train_result {
  * with err when training itself failed (out of memory, a step that could not run). */
 int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_error_t *err);
 
+/* Where the data set of that name is read from (a file or a directory: the committed
+ * data/ file, the directory of its $dir_env or data/<dir>, ...; a name that is not in the task
+ * table is a path, returned as it is). For an external evaluator, which reads the same data. */
+int syno_train_data_location(const char *name, char *path, size_t n);
+
 /* The backbone syno_train_run would train for cfg (same data shapes, vocabulary and seeded
  * initialisation), without training; the caller frees it. Returns 0, or -1 with err. */
 int syno_train_build(const syno_train_cfg_t *cfg, syno_backbone_t *bb, syno_error_t *err);

@@ -116,6 +116,9 @@ typedef struct syno_driver_cfg {
   int stand_in;                /* workers run `syno eval --stand-in` (no training; tests) */
   const char *kernels;         /* the workers' --kernels (exec, halide, best); NULL: exec. On
                                 * resume, the recorded one */
+  const char *evaluator;       /* the workers' --evaluator: a command that trains each candidate
+                                * instead of syno's runtime (docs/evaluator.md); NULL: none. On
+                                * resume, the recorded one */
   syno_pool_t *pool;           /* where evaluations run; NULL: a local pool of `workers`. The
                                 * driver owns it (frees it, also on error) and sets workers
                                 * to its size */

@@ -1,7 +1,7 @@
 /* syno/evalproto.h - the contract between the search and its workers.
  *
  * The search (syno/driver.h) evaluates every candidate in its own process,
- * `syno eval` (src/cli/eval.c), through the worker pool (syno/pool.h). This
+ * `syno eval` (src/worker, syno/worker.h), through the worker pool (syno/pool.h). This
  * header is the whole protocol between the two; both sides use it, so the
  * option names and the reply's fields cannot drift apart.
  *
@@ -15,7 +15,8 @@
  *   written when > 0: --width --depth --subset --pad --time-limit
  *   written when not the default: --latency-batch --repeats --latency-threads,
  *     --min-speedup, --op TEXT (absent: the standard operator, the baseline),
- *     --plan, --confirm, --stand-in
+ *     --plan, --confirm, --stand-in, --evaluator CMD
+ *   written when > 0: --evaluator-timeout
  *   read only: --json (accepted; the reply is always JSON)
  *
  * Numbers are decimal (reals with 17 significant digits, so they read back
@@ -105,6 +106,9 @@ typedef struct {
   int plan;            /* only list the backbone's slots */
   int confirm;         /* a confirmation: train only, no latency, no speed-up check */
   int stand_in;        /* answer with syno_evalres_stand_in instead of timing and training */
+  const char *evaluator;    /* a command that trains the candidate instead of syno's runtime
+                             * (docs/evaluator.md); NULL: syno trains it */
+  double evaluator_timeout; /* seconds before the evaluator is killed (a failure); 0 = none */
 } syno_evalreq_t;
 
 /* The reason of a candidate rejected by --min-speedup starts with this,
@@ -116,7 +120,7 @@ typedef struct {
  * 0 / NULL. */
 void syno_evalreq_default(syno_evalreq_t *r);
 
-#define SYNO_EVALREQ_MAX_ARGS 48
+#define SYNO_EVALREQ_MAX_ARGS 64
 typedef struct {
   char *argv[SYNO_EVALREQ_MAX_ARGS]; /* NULL-terminated, for execv */
   int argc;

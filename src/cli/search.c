@@ -436,6 +436,12 @@ int cli_cmd_search(int argc, char **argv) {
                     "(the executor, default), halide (Halide kernels, compiled\n"
                     "once and cached; the standard network is timed on Halide\n"
                     "too) or best (the faster per slot); docs/halide.md"),
+      SYNO_OPT_STR("evaluator", "CMD", &c.evaluator,
+                   "train each candidate (after the speed gate) in this shell\n"
+                   "command, e.g. '/usr/bin/python3 examples/torch_evaluator.py':\n"
+                   "it gets a request file's path (the exported PyTorch module,\n"
+                   "the slots, the budget) and answers one JSON line with the\n"
+                   "accuracy; docs/evaluator.md (default: syno trains it)"),
       SYNO_OPT_INT("confirm", "K", &c.confirm, 0, 1000,
                    "at the end, re-train the top K candidates by reward that\n"
                    "have no confirmed accuracy yet at twice the epochs, twice\n"

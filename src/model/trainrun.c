@@ -38,13 +38,30 @@ static void data_path(const char *file, char *path, size_t n) {
   snprintf(path, n, "%s/%s", SYNO_SOURCE_DATA_DIR, file);
 }
 
+int syno_train_data_location(const char *name, char *path, size_t n) {
+  const syno_task_dataset_t *d = syno_task_dataset(name);
+  if (!d) return snprintf(path, n, "%s", name) < 0 ? -1 : 0;
+  const char *env = d->dir_env ? getenv(d->dir_env) : NULL;
+  switch (d->id) {
+    case SYNO_TASK_DIGITS: data_path("digits.csv.gz", path, n); break;
+    case SYNO_TASK_KJV: data_path(SYNO_KJV_FILE, path, n); break;
+    case SYNO_TASK_FASHION_MNIST: snprintf(path, n, "%s", SYNO_FASHION_MNIST_DIR); break;
+    default:
+      if (env && *env)
+        snprintf(path, n, "%s", env);
+      else
+        data_path(d->dir, path, n);
+  }
+  return 0;
+}
+
 /* The loaders of the task table's data sets (syno/task.h), or of a file or directory of one
  * of their formats. */
 static int load_text(const char *name, syno_text_t *train, syno_text_t *val, syno_error_t *err) {
   char path[1024];
   const syno_task_dataset_t *d = syno_task_dataset(name);
   if (!name || (d && d->id == SYNO_TASK_KJV)) {
-    data_path(SYNO_KJV_FILE, path, sizeof path);
+    syno_train_data_location("kjv", path, sizeof path);
     return syno_text_load(path, train, val, err);
   }
   if (file_exists(name) && !is_dir(name)) return syno_text_load(name, train, val, err);
@@ -55,18 +72,13 @@ static int load_text(const char *name, syno_text_t *train, syno_text_t *val, syn
 /* digits: found as data_path finds committed files. */
 static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err) {
   const syno_task_dataset_t *d = syno_task_dataset(name);
+  char path[1024];
   if (!name || (d && d->id == SYNO_TASK_DIGITS)) {
-    char path[1024];
-    data_path("digits.csv.gz", path, sizeof path);
+    syno_train_data_location("digits", path, sizeof path);
     return syno_data_load_digits_split(path, train, test, err);
   }
   if (d && d->id >= SYNO_TASK_CIFAR10) {
-    char path[1024];
-    const char *env = getenv(d->dir_env);
-    if (env && *env)
-      snprintf(path, sizeof path, "%s", env);
-    else
-      data_path(d->dir, path, sizeof path);
+    syno_train_data_location(name, path, sizeof path);
     syno_cifar_t which = d->id == SYNO_TASK_CIFAR10    ? SYNO_CIFAR10
                          : d->id == SYNO_TASK_CIFAR100 ? SYNO_CIFAR100
                                                        : SYNO_CIFAR100_COARSE;

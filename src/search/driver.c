@@ -83,6 +83,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
   if (c->ordered) cJSON_AddTrueToObject(o, "ordered");
   if (c->stand_in) cJSON_AddTrueToObject(o, "stand_in");
   if (c->kernels && strcmp(c->kernels, "exec")) cJSON_AddStringToObject(o, "kernels", c->kernels);
+  if (c->evaluator) cJSON_AddStringToObject(o, "evaluator", c->evaluator);
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   return s;
@@ -90,7 +91,7 @@ static char *settings_json(const syno_driver_cfg_t *c) {
 
 /* Strings read back from the database live as long as the run. */
 typedef struct {
-  char backbone[64], dataset[256], max_count[256], preset[32], kernels[16];
+  char backbone[64], dataset[256], max_count[256], preset[32], kernels[16], evaluator[2048];
 } owned_t;
 
 /* A recorded number, when present: it must lie in [lo, hi] (and be whole when `whole`), or the
@@ -159,6 +160,11 @@ static int settings_load(const char *json, syno_driver_cfg_t *c, owned_t *own, s
   x = cJSON_GetObjectItemCaseSensitive(o, "kernels");
   snprintf(own->kernels, sizeof own->kernels, "%s", cJSON_IsString(x) ? x->valuestring : "exec");
   c->kernels = own->kernels;
+  c->evaluator = NULL;
+  if (cJSON_IsString(x = cJSON_GetObjectItemCaseSensitive(o, "evaluator"))) {
+    snprintf(own->evaluator, sizeof own->evaluator, "%s", x->valuestring);
+    c->evaluator = own->evaluator;
+  }
   cJSON_Delete(o);
   return 0;
 }
@@ -262,6 +268,9 @@ static void eval_request(const syno_driver_cfg_t *c, const char *op, int plan, s
   q->plan = plan;
   q->min_speedup = op ? c->min_speedup : 0; /* the standard operator is always trained */
   if (c->kernels) q->kernels = c->kernels;
+  q->evaluator = c->evaluator;
+  /* The evaluator stops a little before the pool's timeout, so that its failure says so. */
+  if (c->evaluator && c->cand_timeout > 0) q->evaluator_timeout = c->cand_timeout * 0.95;
 }
 
 /* The confirmation's larger proxy: twice the epochs, twice the training images (all stay

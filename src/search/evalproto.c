@@ -112,6 +112,12 @@ static const opt_t opts[] = {
         "the search machinery): no training, no timing; accuracy,\n"
         "speed-up and a run time of 0.05-0.5 s from a hash of the\n"
         "operator (syno/evalproto.h)"),
+    OPT("--evaluator", K_STR, evaluator, W_CHANGED, 0, 0, 0, NULL, "CMD",
+        "train in this command instead of syno's runtime: it gets a\n"
+        "request file's path and answers one JSON line\n"
+        "(docs/evaluator.md); the speed gate runs first as without"),
+    OPT("--evaluator-timeout", K_REAL, evaluator_timeout, W_POSITIVE, 0, 1e9, 0, NULL, "S",
+        "kill the evaluator after S seconds, a failure (default 0: none)"),
     OPT("--json", K_IGNORED, plan, W_NEVER, 0, 0, 0, NULL, NULL, "accepted: the reply is always JSON"),
 };
 #undef OPT

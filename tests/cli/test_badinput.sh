@@ -265,7 +265,7 @@ t "--backbone bert: must be one of resnet18, resnet, resnet34, resnext29, densen
 t "--preset linear: the resnet backbone's slots are convolutions" "$SYNO" eval --preset linear
 t "--dataset imagenet: must be one of digits, fashion-mnist, kjv" "$SYNO" eval --dataset imagenet
 t "the gpt backbone trains on kjv" "$SYNO" eval --backbone gpt --dataset digits
-t "trains on images: digits or fashion-mnist (got 'kjv')" "$SYNO" eval --backbone resnet --dataset kjv
+t "trains on images: digits, fashion-mnist, cifar10" "$SYNO" eval --backbone resnet --dataset kjv
 t "--kernels tvm: must be one of exec, halide, best" "$SYNO" eval --kernels tvm
 t "--kernels fast: must be one of exec, halide, best" "$SYNO" search --kernels fast --db "$fx/k.db"
 t "--epochs 0: must be an integer" "$SYNO" eval --epochs 0

@@ -24,7 +24,7 @@ HEADER = {
     "space": "space", "flopsgame": "space", "codegen": "codegen", "exec": "exec", "kernels": "kernels", "dnnl": "dnnl",
     "nn": "nn", "train": "nn", "data": "nn", "backbone": "model",
     "search": "search", "pool": "search", "driver": "search", "evalproto": "search",
-    "store": "store", "dist": "dist", "task": "task", "syno": "cli",
+    "store": "store", "dist": "dist", "task": "task", "worker": "worker", "syno": "cli",
 }
 CORE = {"base", "size", "graph", "lower"}
 # What each module may include or call (itself included).
@@ -44,6 +44,7 @@ ALLOWED = {
     "store": {"base", "store"},
     "search": CORE | {"space", "store", "task", "search"},
     "dist": {"base", "search", "dist"},
+    "worker": CORE | {"codegen", "dnnl", "exec", "kernels", "nn", "task", "model", "space", "store", "search", "worker"},
 }
 ALLOWED["cli"] = set(HEADER.values()) | set(ALLOWED)
 
