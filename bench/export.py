@@ -1,18 +1,20 @@
 """Exported PyTorch operators against F.conv2d 3x3, in one run.
 
 usage: python3 bench/export.py SYNO [--reps R] [--threads 1,2] [--batch 1,32] [--op TEXT ...] [--db DB]
+                                     [--db-shapes resnet18|searched]
 
 Exports, with `SYNO export --to pytorch --preset conv2d`, the builtin conv2d (through the
 conv2d preset's text), the published-preset winner of the README, any --op texts and the
 trained candidates of a conv2d-preset search's database (--db); then,
-for every ResNet-18 slot shape (C -> C channels at H x H: 64/56, 128/28, 256/14, 512/7; with --db,
-the searched network's slot shapes instead), batch
+for every ResNet-18 slot shape (C -> C channels at H x H: 64/56, 128/28, 256/14, 512/7; with
+--db-shapes searched, the searched network's slot shapes instead), batch
 and thread count, times each module and F.conv2d(x, w, padding=1) with a 3x3 weight at the same
 shape: medians of R runs after a warm-up, forward (no_grad) and forward+backward (the input's
 and the weight's gradients). Prints each time, F.conv2d's time over it ("x conv", above 1:
 faster), the module's FLOPs over the 3x3 convolution's, and its time over F.conv2d's scaled by
 that FLOPs ratio ("/flops", 1: as fast as its FLOPs at F.conv2d's efficiency), and at the end
-the median "/flops" of the --db candidates. A module holds no buffers: its memory is its
+the median "/flops" of the --db candidates (a candidate that does not fit a shape, e.g. one
+that halves an odd H, raises ValueError there and is said and skipped). A module holds no buffers: its memory is its
 weights (printed as "bufs", elements of buffers, which must be 0).
 """
 import argparse
@@ -104,8 +106,10 @@ def main():
     ap.add_argument("--batch", default="1,32")
     ap.add_argument("--op", action="append", default=[])
     ap.add_argument("--db")
+    ap.add_argument("--db-shapes", choices=["resnet18", "searched"], default="resnet18")
     a = ap.parse_args()
-    found, shapes = candidates(a.db) if a.db else ([], SHAPES)
+    found, searched = candidates(a.db) if a.db else ([], SHAPES)
+    shapes = searched if a.db_shapes == "searched" else SHAPES
     ops = [("conv2d", CONV), ("winner", WINNER)] + [(f"op{i}", t) for i, t in enumerate(a.op)] + found
     with tempfile.TemporaryDirectory() as tmp:
         classes = [(name, text, export(a.syno, text, os.path.join(tmp, f"{name}.py"))) for name, text in ops]
@@ -128,7 +132,11 @@ def main():
                 for name, text, cls in classes:
                     m = cls(C_in=ci, C_out=co)
                     bufs = sum(b.numel() for b in m.buffers())
-                    t = timings(m, x, a.reps)
+                    try:
+                        t = timings(m, x, a.reps)
+                    except ValueError as e:
+                        print(f"{threads:>7} {n:>5} {ci:>4} {co:>4} {h:>3} {name:>8} does not fit: {e}", flush=True)
+                        continue
                     fr = flops(a.syno, text, ci, co, h) / ref_flops
                     pf = (t[0] / (fr * base[0]), t[1] / (fr * base[1]))
                     if name.startswith("id"):
@@ -138,9 +146,10 @@ def main():
                           f"{base[0] / t[0]:>7.2f} {pf[0]:>7.2f} {t[1] * 1e3:>10.3f} {base[1] / t[1]:>7.2f} "
                           f"{pf[1]:>7.2f}", flush=True)
     if found:
-        print(f"the {len(found)} candidates of {a.db}: median time over (FLOPs ratio x F.conv2d's time): "
-              f"forward {statistics.median(per_flop['fwd']):.2f}, "
-              f"forward+backward {statistics.median(per_flop['fwdbwd']):.2f} (over every shape, batch and thread count)")
+        print(f"the {len(found)} candidates of {a.db} at the {a.db_shapes} shapes: median time over (FLOPs ratio x "
+              f"F.conv2d's time): forward {statistics.median(per_flop['fwd']):.2f}, "
+              f"forward+backward {statistics.median(per_flop['fwdbwd']):.2f} (over {len(per_flop['fwd'])} timings: every "
+              f"candidate, shape, batch and thread count it fits)")
 
 
 if __name__ == "__main__":

@@ -231,20 +231,45 @@ static void py_coef(emit_t *e, syno_strbuf_t *sb, lower_coef_t c) {
     syno_strbuf_printf(sb, "(%" PRId64 " * %s)", c.imm, s);
 }
 
-/* Factor f's access with its split axes (lower_access_split) in *a, the
- * tensor `t` reshaped to match. */
+/* Factor f's access with its split axes (lower_access_split) and then its merged ones
+ * (lower_access_merge) in *a, the merges in m[0..*nm); -1 when the split exceeds the rank. */
+static int split_merge(const syno_nest_t *n, int f, syno_access_t *a, lower_merge_t *m, int *nm) {
+  int k = lower_access_split(n, &n->factor[f], a);
+  *nm = k < 0 ? 0 : lower_access_merge(n, a, m, SYNO_MAX_RANK);
+  return k;
+}
+
+/* Factor f's access as split_merge leaves it in *a, the tensor `t` reshaped, rolled and merged
+ * to match. */
 static void emit_split(emit_t *e, int f, const char *src, syno_access_t *a) {
   syno_strbuf_t *sb = e->body;
-  int k = lower_access_split(e->n, &e->n->factor[f], a);
+  lower_merge_t m[SYNO_MAX_RANK];
+  int nm;
+  syno_access_t split;
+  int k = lower_access_split(e->n, &e->n->factor[f], &split);
   if (k < 0) {
     fail(e, "a tensor read at more than 8 axes once its merged axes are split");
     return;
   }
+  *a = split;
+  split_merge(e->n, f, a, m, &nm);
   syno_strbuf_printf(sb, "        t = %s\n", src);
   if (k > 0) {
     syno_strbuf_printf(sb, "        t = t.reshape([");
-    for (int ax = 0; ax < a->rank; ax++) syno_strbuf_printf(sb, "%s%s", ax ? ", " : "", codegen_size(&e->z, a->dim[ax]));
+    for (int ax = 0; ax < split.rank; ax++)
+      syno_strbuf_printf(sb, "%s%s", ax ? ", " : "", codegen_size(&e->z, split.dim[ax]));
     syno_strbuf_printf(sb, "])\n");
+  }
+  for (int i = 0; i < nm; i++) {
+    for (int s = 0; s < 2; s++)
+      for (int r = 0; r < m[i].n_rolls[s]; r++) {
+        const lower_peel_t *p = &m[i].roll[s][r];
+        syno_strbuf_printf(sb, "        t = torch.roll(t, %s", p->shift_neg ? "" : "-");
+        py_const(e, sb, p->shift);
+        syno_strbuf_printf(sb, ", %d)\n", m[i].ax + s);
+      }
+    if (m[i].swap) syno_strbuf_printf(sb, "        t = t.transpose(%d, %d)\n", m[i].ax, m[i].ax + 1);
+    syno_strbuf_printf(sb, "        t = t.flatten(%d, %d)\n", m[i].ax, m[i].ax + 1);
   }
 }
 
@@ -796,7 +821,9 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
   lower_axis_view_t av[SYNO_MAX_RANK];
   char off[SYNO_MAX_RANK][160];
   unsigned defer = 0;
-  if (lower_access_split(e->n, &e->n->factor[xf], &a) < 0) {
+  lower_merge_t m[SYNO_MAX_RANK];
+  int nm;
+  if (split_merge(e->n, xf, &a, m, &nm) < 0) {
     fail(e, "a tensor read at more than 8 axes once its merged axes are split");
     return 0;
   }
@@ -943,7 +970,9 @@ static int emit_stages(emit_t *e, syno_nest_t *n, const lower_stages_t *p, bool 
   lower_axis_view_t av[SYNO_MAX_RANK];
   int xf = p->factor_of[0];
   syno_access_t xa;
-  bool conv_ok = lower_access_split(n, &n->factor[xf], &xa) >= 0;
+  lower_merge_t m[SYNO_MAX_RANK];
+  int nm;
+  bool conv_ok = split_merge(n, xf, &xa, m, &nm) >= 0;
   for (int ax = 0; conv_ok && ax < xa.rank; ax++) {
     const char *reason;
     lower_axis_view(n, xa.idx[ax], &av[ax], &reason);

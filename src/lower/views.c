@@ -187,6 +187,56 @@ int lower_access_split(const syno_nest_t *n, const syno_access_t *a, syno_access
   return splits;
 }
 
+/* The size of constant node i when it is one size, as *s. */
+static bool size_node(const syno_nest_t *n, int i, syno_size_t *s) {
+  if (n->node[i].kind != SYNO_EXPR_SIZE) return false;
+  *s = n->node[i].size;
+  return true;
+}
+
+/* The leading rolls of view av, each over an axis of size dim, then a peel of kind k: its index,
+ * or -1. */
+static int after_rolls(const syno_nest_t *n, const lower_axis_view_t *av, syno_size_t dim, lower_peel_kind_t k) {
+  int r = 0;
+  syno_size_t s;
+  for (; r < av->n_peels && av->peel[r].kind == LOWER_PEEL_ROLL; r++)
+    if (!size_node(n, av->peel[r].size, &s) || !syno_size_eq(s, dim)) return -1;
+  return r < av->n_peels && av->peel[r].kind == k ? r : -1;
+}
+
+int lower_access_merge(const syno_nest_t *n, syno_access_t *a, lower_merge_t *m, int max) {
+  int count = 0;
+  for (int ax = 0; ax + 1 < a->rank && count < max; ax++) {
+    lower_axis_view_t v[2];
+    const char *reason;
+    for (int s = 0; s < 2; s++) lower_axis_view(n, a->idx[ax + s], &v[s], &reason);
+    for (int swap = 0; swap < 2; swap++) {
+      int di = swap, mi = 1 - swap; /* the div (repeat) axis and the mod (tile) axis of the pair */
+      int rd = after_rolls(n, &v[di], a->dim[ax + di], LOWER_PEEL_REPEAT);
+      int rm = after_rolls(n, &v[mi], a->dim[ax + mi], LOWER_PEEL_TILE);
+      syno_size_t bd, bm;
+      if (rd < 0 || rm < 0 || v[di].peel[rd].arg != v[mi].peel[rm].arg ||
+          !size_node(n, v[di].peel[rd].size, &bd) || !size_node(n, v[mi].peel[rm].size, &bm) ||
+          !syno_size_eq(bd, bm) || !syno_size_eq(bm, a->dim[ax + mi]))
+        continue;
+      lower_merge_t *g = &m[count++];
+      g->ax = ax;
+      g->swap = swap;
+      g->n_rolls[di] = rd;
+      g->n_rolls[mi] = rm;
+      for (int s = 0; s < 2; s++) memcpy(g->roll[s], v[s].peel, sizeof(lower_peel_t) * (size_t)g->n_rolls[s]);
+      a->idx[ax] = v[di].peel[rd].arg;
+      a->dim[ax] = syno_size_mul(a->dim[ax], a->dim[ax + 1]);
+      memmove(&a->idx[ax + 1], &a->idx[ax + 2], sizeof a->idx[0] * (size_t)(a->rank - ax - 2));
+      memmove(&a->dim[ax + 1], &a->dim[ax + 2], sizeof a->dim[0] * (size_t)(a->rank - ax - 2));
+      a->rank--;
+      ax--; /* the merged axis may pair with the next */
+      break;
+    }
+  }
+  return count;
+}
+
 static int append(syno_nest_t *n, syno_expr_t x) {
   if (n->n_nodes >= SYNO_MAX_NODES) return -1;
   n->node[n->n_nodes] = x;

@@ -74,6 +74,23 @@ void lower_axis_view(const syno_nest_t *n, int node, lower_axis_view_t *av, cons
  * exceed SYNO_MAX_RANK. */
 int lower_access_split(const syno_nest_t *n, const syno_access_t *a, syno_access_t *out);
 
+/* Two adjacent axes of an access (after lower_access_split) read at div(E, B) and mod(E, B) of
+ * one node E, each under rolls of its own (a Shift of one part of a split axis), with the mod
+ * axis of size B and each roll over its whole axis, are one axis read at E: roll each, put the
+ * div axis outside (a transpose when the mod axis comes first) and merge the two. The window
+ * an Unfold made of E is then a window of that one axis, which a convolution takes, where the
+ * split left a diagonal of two repeated axes. */
+typedef struct {
+  int ax;                               /* the pair's first axis, numbered before this merge */
+  bool swap;                            /* the mod axis is the first: transpose the pair */
+  int n_rolls[2];                       /* the roll peels of axes ax and ax + 1 */
+  lower_peel_t roll[2][LOWER_MAX_PEELS]; /* outermost first */
+} lower_merge_t;
+
+/* Finds the merges of access *a in order, at most max, rewriting *a to the merged axes (each
+ * merged axis read at its E, of the product size). Returns their number. */
+int lower_access_merge(const syno_nest_t *n, syno_access_t *a, lower_merge_t *m, int max);
+
 /* A sum with a term that is not affine: node i is q*c + r, where q is a
  * div, mod or restrict reading loop variables and c a positive constant
  * product of sizes. Such an axis is two: one read at q (which peels) and one
