@@ -99,6 +99,13 @@ static bool within(const syno_nest_t *n, int e, int s) {
       return n->node[x->b].kind == SYNO_EXPR_SIZE && syno_size_eq(n->node[x->b].size, sz->size);
     case SYNO_EXPR_OUTER:
     case SYNO_EXPR_INNER: return syno_size_eq(syno_nest_extent(n, syno_expr_var(n, x)), sz->size);
+    case SYNO_EXPR_DIV: {
+      /* div(a, b) lies in [0, S) when a lies in [0, S * b): a restrict or mod by that size. */
+      const syno_expr_t *a = &n->node[x->a], *b = &n->node[x->b];
+      return b->kind == SYNO_EXPR_SIZE && (a->kind == SYNO_EXPR_RESTRICT || a->kind == SYNO_EXPR_MOD) &&
+             n->node[a->b].kind == SYNO_EXPR_SIZE &&
+             syno_size_eq(n->node[a->b].size, syno_size_mul(sz->size, b->size));
+    }
     default: return false;
   }
 }
