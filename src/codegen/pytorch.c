@@ -368,15 +368,27 @@ static bool emit_sum_split(emit_t *e, syno_access_t *a, int ax, int rest, char o
   return true;
 }
 
+/* a's axes in the order perm (axis ax of the result is axis perm[ax] of a). */
+static void permute_access(syno_access_t *a, const int *perm) {
+  syno_access_t was = *a;
+  for (int ax = 0; ax < a->rank; ax++) a->idx[ax] = was.idx[perm[ax]], a->dim[ax] = was.dim[perm[ax]];
+}
+
 /* Applies the peels of every axis of factor f to tensor `t` (source `src`)
  * and leaves its split access in *a, the axis views in av[] and each axis's
  * index offset in off[]. */
 static void emit_peels(emit_t *e, int f, const char *src, syno_access_t *a, lower_axis_view_t *av, char off[][160],
-                       unsigned defer, int *deferred) {
+                       unsigned defer, int *deferred, const int *perm) {
   syno_nest_t *n = e->n;
   syno_strbuf_t *sb = e->body;
   emit_split(e, f, src, a);
   if (e->failed) return;
+  if (perm) {
+    syno_strbuf_printf(sb, "        t = t.permute([");
+    for (int ax = 0; ax < a->rank; ax++) syno_strbuf_printf(sb, "%s%d", ax ? ", " : "", perm[ax]);
+    syno_strbuf_printf(sb, "])\n");
+    permute_access(a, perm);
+  }
   bool fresh[SYNO_MAX_RANK] = {false}; /* an axis made here: its size is not a->dim's */
   for (int ax = 0; ax < a->rank; ax++) snprintf(off[ax], 160, "0");
   for (int ax = 0; ax < a->rank; ax++) {
@@ -549,7 +561,7 @@ static void emit_view(emit_t *e, int f, const char *src, const int *order, int k
   lower_axis_view_t av[SYNO_MAX_RANK];
   char off[SYNO_MAX_RANK][160];
   syno_access_t a;
-  emit_peels(e, f, src, &a, av, off, 0, NULL);
+  emit_peels(e, f, src, &a, av, off, 0, NULL, NULL);
   if (e->failed) return;
   int rank = a.rank;
   syno_strbuf_t *sb = e->body;
@@ -813,9 +825,9 @@ static void emit_conv_call(emit_t *e, const lower_conv_t *c, const conv_layout_t
  * and the spatial ones (conv_layout), in that order (returned in order[]). A
  * window whose only padding is symmetric (decided at each call) is padded by
  * the convolution itself; otherwise the input is padded first. */
-static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_conv_t *c, int *order) {
+static int emit_conv_from(emit_t *e, int xf, const int *perm, int wf, const char *wsrc, const lower_conv_t *c,
+                          int *order) {
   syno_strbuf_t *sb = e->body;
-  syno_strbuf_printf(sb, "        # stage 1: a convolution of the input\n");
   /* The input's views first (the layout depends on them), kept as xt. */
   syno_access_t a;
   lower_axis_view_t av[SYNO_MAX_RANK];
@@ -827,6 +839,7 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
     fail(e, "a tensor read at more than 8 axes once its merged axes are split");
     return 0;
   }
+  if (perm) permute_access(&a, perm);
   for (int w = 0; w < c->n_win; w++) {
     const char *reason;
     lower_axis_view(e->n, a.idx[c->axis[w]], &av[0], &reason);
@@ -836,7 +849,7 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
   }
   int deferred[SYNO_MAX_RANK];
   for (int ax = 0; ax < SYNO_MAX_RANK; ax++) deferred[ax] = -1;
-  emit_peels(e, xf, "x", &a, av, off, defer, deferred);
+  emit_peels(e, xf, "x", &a, av, off, defer, deferred, perm);
   if (e->failed) return 0;
   int rank = a.rank;
   conv_layout_t L;
@@ -918,6 +931,45 @@ static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_co
     syno_strbuf_printf(sb, "])\n");
   }
   return r;
+}
+
+/* The first stage as a convolution (emit_conv_from). Its spatial dimensions follow the input's
+ * axes, and the result is permuted into the output's order after it: a copy of the result. When
+ * the input is copied anyway before the convolution (a roll or a repeat of an axis), its axes
+ * are permuted first instead, so that the copy lays the input out in the output's order of
+ * those dimensions and the result needs no permutation. */
+static int emit_conv(emit_t *e, int xf, int wf, const char *wsrc, const lower_conv_t *c, int *order) {
+  syno_strbuf_printf(e->body, "        # stage 1: a convolution of the input\n");
+  syno_access_t a;
+  lower_merge_t m[SYNO_MAX_RANK];
+  int nm;
+  if (split_merge(e->n, xf, &a, m, &nm) < 0) return emit_conv_from(e, xf, NULL, wf, wsrc, c, order);
+  lower_axis_view_t av[SYNO_MAX_RANK];
+  bool copied = false;
+  for (int ax = 0; ax < a.rank; ax++) {
+    const char *reason;
+    lower_axis_view(e->n, a.idx[ax], &av[ax], &reason);
+    for (int k = 0; k < av[ax].n_peels; k++) copied |= av[ax].peel[k].kind != LOWER_PEEL_PAD;
+  }
+  conv_layout_t L;
+  conv_layout(c, av, a.rank, &L);
+  /* The spatial axes sorted by their result variable (the output's order). */
+  int by_var[LOWER_MAX_WINDOWS], perm[SYNO_MAX_RANK], inv[SYNO_MAX_RANK];
+  for (int d = 0; d < L.ns; d++) by_var[d] = d;
+  for (int i = 1; i < L.ns; i++)
+    for (int j = i; j > 0 && L.var[by_var[j]] < L.var[by_var[j - 1]]; j--) {
+      int t = by_var[j];
+      by_var[j] = by_var[j - 1], by_var[j - 1] = t;
+    }
+  bool sorted = true;
+  for (int d = 0; d < L.ns; d++) sorted &= by_var[d] == d;
+  if (sorted || !copied) return emit_conv_from(e, xf, NULL, wf, wsrc, c, order);
+  for (int ax = 0; ax < a.rank; ax++) perm[ax] = ax;
+  for (int d = 0; d < L.ns; d++) perm[L.axis[d]] = L.axis[by_var[d]];
+  for (int ax = 0; ax < a.rank; ax++) inv[perm[ax]] = ax;
+  lower_conv_t pc = *c;
+  for (int w = 0; w < pc.n_win; w++) pc.axis[w] = inv[c->axis[w]];
+  return emit_conv_from(e, xf, perm, wf, wsrc, &pc, order);
 }
 
 static void tensor_src(int t, char *buf, size_t n) {
