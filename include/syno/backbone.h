@@ -339,6 +339,12 @@ int syno_train_run(const syno_train_cfg_t *cfg, syno_train_result_t *res, syno_e
  * table is a path, returned as it is). For an external evaluator, which reads the same data. */
 int syno_train_data_location(const char *name, char *path, size_t n);
 
+/* The input shape (channels, height, width, before --pad) and class count of the image data
+ * set of that name, without loading it: the task table's, or for a set whose table entry says
+ * 0 (images) its files' (syno_data_images_shape on syno_train_data_location's directory).
+ * Returns 0, or -1 with err (not an image data set of the table, or the files' problem). */
+int syno_train_image_shape(const char *dataset, int64_t *c, int64_t *h, int64_t *w, int *classes, syno_error_t *err);
+
 /* The backbone syno_train_run would train for cfg (same data shapes, vocabulary and seeded
  * initialisation), without training; the caller frees it. Returns 0, or -1 with err. */
 int syno_train_build(const syno_train_cfg_t *cfg, syno_backbone_t *bb, syno_error_t *err);

@@ -1,9 +1,10 @@
 /*
  * syno/data.h — labelled image data sets for training candidate networks.
  *
- * Two real sources: the UCI optical digits (1,797 8x8 images, committed as
- * data/digits.csv.gz so syno trains on a fresh machine with no package), and Fashion-MNIST
- * (Debian's dataset-fashion-mnist, IDX files under SYNO_FASHION_MNIST_DIR). Files are read
+ * The UCI optical digits (1,797 8x8 images, committed as data/digits.csv.gz so syno trains
+ * on a fresh machine with no package), Fashion-MNIST (Debian's dataset-fashion-mnist, IDX
+ * files under SYNO_FASHION_MNIST_DIR), the CIFAR binary versions, and a user's own image set
+ * of any shape in IDX files (syno_data_load_images). Files are read
  * through zlib, so both gzip-compressed and plain files work. Every reader validates what it
  * reads (field counts and value ranges, IDX magic numbers, sizes, truncation, trailing bytes)
  * and reports a problem as a status -1 plus a syno_error_t naming the path and what was
@@ -64,6 +65,23 @@ int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_da
  * (magic 0x00000801, uint8 [n]) into a [n, 1, rows, cols] set; labels must be < nclasses. */
 int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses, syno_dataset_t *out,
                        syno_error_t *err);
+
+/* A labelled image set of any size and channel count (docs/train.md, "Data sets"): four IDX
+ * files in dir, each plain or gzip-compressed (NAME.idx or NAME.idx.gz, not both):
+ *   train-images.idx  magic 0x00000804, uint8 [n, c, h, w] (or 0x00000803, [n, h, w]: c = 1)
+ *   train-labels.idx  magic 0x00000801, uint8 [n]
+ *   test-images.idx, test-labels.idx  the same, the images of the training set's c, h, w.
+ * Dimensions are big-endian uint32 after the magic, the payload row-major right after them.
+ * 1 <= c <= SYNO_DATA_MAX_CHANNELS, 1 <= h, w <= SYNO_DATA_MAX_SIDE (h need not equal w),
+ * n >= 1; the classes are 0 .. the largest label of both splits, at least two. Both splits
+ * are normalised per channel with the mean and standard deviation of the training images'
+ * v/255. */
+#define SYNO_DATA_MAX_SIDE 4096
+int syno_data_load_images(const char *dir, syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err);
+
+/* The shape of dir's image set without its pixels: the headers of all four files (checked as
+ * syno_data_load_images checks them) and the labels, for the class count. */
+int syno_data_images_shape(const char *dir, int64_t *c, int64_t *h, int64_t *w, int *classes, syno_error_t *err);
 
 /* Fashion-MNIST from dir (NULL means SYNO_FASHION_MNIST_DIR): the training split
  * (train-*-ubyte.gz, 60,000 images) when train is non-zero, else the test split (t10k-*,

@@ -6,9 +6,10 @@
  * the measure a candidate is rewarded and judged by (accuracy, or perplexity) and the
  * tolerance within which a candidate keeps the baseline's quality (the paper's: 1 point of
  * accuracy, or 1 of perplexity). Each data set has its kind and, for images, the stored
- * image's channels, side and classes. Every command, the evaluation protocol, the search
- * driver and the model read their names and properties here; nothing else lists them or
- * compares a backbone's name (tests/cli/test_task_names.sh checks it). */
+ * image's channels, side and classes (0: the user's own set, whose files say). Every
+ * command, the evaluation protocol, the search driver and the model read their names and
+ * properties here; nothing else lists them or compares a backbone's name
+ * (tests/cli/test_task_names.sh checks it). */
 #ifndef SYNO_TASK_H
 #define SYNO_TASK_H
 
@@ -35,13 +36,15 @@ typedef enum {
   SYNO_TASK_CIFAR10 = 3,
   SYNO_TASK_CIFAR100 = 4,        /* the 100 fine labels */
   SYNO_TASK_CIFAR100_COARSE = 5, /* the 20 superclasses */
+  SYNO_TASK_IMAGES_IDX = 6,      /* the user's own images in IDX files (syno_data_load_images) */
 } syno_task_data_id_t;
 
 typedef struct {
   const char *name;
   syno_task_data_id_t id;
   syno_task_kind_t kind;
-  int channels, side, classes; /* images: as stored (before padding); text: 0 */
+  int channels, side, classes; /* images: as stored (before padding), 0 if read from the files
+                                * (syno_train_image_shape); text: 0 */
   const char *dir_env, *dir;   /* where its files are: $dir_env, else data/<dir> (NULL: built in) */
 } syno_task_dataset_t;
 

@@ -238,6 +238,18 @@ static int check_settings(syno_driver_cfg_t *c, const syno_opt_t *opts) {
     if (strncmp(c->preset, "conv2d", 6))
       return cli_cmd_error("search", "--preset %s: the %s backbone's slots are convolutions (conv2d, conv2d-wide)",
                            c->preset, c->backbone);
+    /* The images' shape (the user's set: its files' headers), so that a missing or bad set, or
+     * non-square images under a square preset, is refused before the database exists. */
+    int64_t ic, ih, iw;
+    int classes;
+    syno_signature_t sig;
+    char bind[160];
+    if (syno_train_image_shape(c->dataset, &ic, &ih, &iw, &classes, &err))
+      return cli_cmd_error("search", "--dataset %s: %s", c->dataset, err.msg);
+    if (syno_signature_preset(c->preset, "", &sig, &err) ||
+        syno_signature_conv_binding(&sig, 1, ic, ic, ih, iw, bind, sizeof bind, &err))
+      return cli_cmd_error("search", "--dataset %s holds %lldx%lld images: %s (--preset conv2d-wide takes them)",
+                           c->dataset, (long long)ih, (long long)iw, err.msg);
   }
   if (c->max_flops_ratio > 0 && c->min_flops_ratio > c->max_flops_ratio)
     return cli_cmd_error("search", "--min-flops %g is above --max-flops %g%s", c->min_flops_ratio, c->max_flops_ratio,

@@ -61,6 +61,8 @@ int cli_cmd_train(int argc, char **argv) {
       SYNO_OPT_ENUM("backbone", "NAME", &cfg.backbone, backbones, "the network (default resnet)"),
       SYNO_OPT_STR("dataset", "NAME", &cfg.dataset,
                    "images: digits (default; committed in data/), fashion-mnist,\n"
+                   "any image set `syno search --help` lists, e.g. images (your\n"
+                   "own: IDX files in $SYNO_IMAGES_DIR or data/images; docs/train.md),\n"
                    "or a path to a digits CSV or a Fashion-MNIST IDX directory;\n"
                    "gpt: kjv (default; committed in data/) or a path to a text file"),
       SYNO_OPT_INT("epochs", "E", &cfg.epochs, 1, 10000, "epochs (default 1; gpt: one pass over the training windows)"),

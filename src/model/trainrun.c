@@ -55,6 +55,19 @@ int syno_train_data_location(const char *name, char *path, size_t n) {
   return 0;
 }
 
+int syno_train_image_shape(const char *dataset, int64_t *c, int64_t *h, int64_t *w, int *classes, syno_error_t *err) {
+  const syno_task_dataset_t *d = syno_task_dataset(dataset);
+  if (!d || d->kind != SYNO_TASK_IMAGES)
+    return syno_error_set(err, "'%s' is not an image data set of the task table", dataset ? dataset : "(null)");
+  if (d->channels > 0) {
+    *c = d->channels, *h = *w = d->side, *classes = d->classes;
+    return 0;
+  }
+  char dir[1024];
+  syno_train_data_location(dataset, dir, sizeof dir);
+  return syno_data_images_shape(dir, c, h, w, classes, err);
+}
+
 /* The loaders of the task table's data sets (syno/task.h), or of a file or directory of one
  * of their formats. */
 static int load_text(const char *name, syno_text_t *train, syno_text_t *val, syno_error_t *err) {
@@ -77,7 +90,11 @@ static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *te
     syno_train_data_location("digits", path, sizeof path);
     return syno_data_load_digits_split(path, train, test, err);
   }
-  if (d && d->id >= SYNO_TASK_CIFAR10) {
+  if (d && d->id == SYNO_TASK_IMAGES_IDX) {
+    syno_train_data_location(name, path, sizeof path);
+    return syno_data_load_images(path, train, test, err);
+  }
+  if (d && (d->id == SYNO_TASK_CIFAR10 || d->id == SYNO_TASK_CIFAR100 || d->id == SYNO_TASK_CIFAR100_COARSE)) {
     syno_train_data_location(name, path, sizeof path);
     syno_cifar_t which = d->id == SYNO_TASK_CIFAR10    ? SYNO_CIFAR10
                          : d->id == SYNO_TASK_CIFAR100 ? SYNO_CIFAR100

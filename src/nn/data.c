@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,8 +202,11 @@ int syno_data_load_digits_split(const char *path, syno_dataset_t *train, syno_da
 
 /* ---------------------------------------------------------------- IDX */
 
-#define IDX_IMAGES 0x00000803u
-#define IDX_LABELS 0x00000801u
+/* An IDX magic number: two zero bytes, the element type (0x08: unsigned bytes, the only one
+ * read here), the number of dimensions. */
+#define IDX_UBYTE 0x08u
+#define IDX_MAGIC(ndim) (IDX_UBYTE << 8 | (uint32_t)(ndim))
+#define IDX_MAX_DIMS 4
 
 /* Reads up to len bytes; returns how many arrived (short on EOF or error). */
 static int64_t read_bytes(gzFile f, void *buf, int64_t len) {
@@ -220,8 +224,10 @@ static uint32_t be32(const unsigned char *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Opens an IDX file and checks its magic; dims receives the ndim sizes. */
-static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *what, uint32_t *dims,
+/* Opens an IDX file of unsigned bytes with lo..hi (<= IDX_MAX_DIMS) dimensions, checks its
+ * magic number and reads its header: *ndim receives the count, dims the sizes. `what` names
+ * the file's kind in messages. */
+static gzFile idx_open(const char *path, int lo, int hi, const char *what, uint32_t *dims, int *ndim,
                        syno_error_t *err) {
   gzFile f = syno_nn_gzopen(path, err);
   if (!f) {
@@ -230,11 +236,34 @@ static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *w
     syno_error_set(err, "%s; expected an IDX %s file", m, what);
     return NULL;
   }
-  unsigned char hdr[16];
-  int64_t want = 4 + 4 * (int64_t)ndim, got = read_bytes(f, hdr, want);
-  /* A zlib error with a complete header is left for the payload read to report. */
-  const char *zp = got != want ? gz_problem(f, path) : NULL;
+  unsigned char hdr[4 + 4 * IDX_MAX_DIMS];
+  int64_t got = read_bytes(f, hdr, 4), want = 4 + 4 * (int64_t)lo;
+  const int nd = got == 4 ? hdr[3] : 0;
+  if (got == 4 && (hdr[0] || hdr[1] || hdr[2] != IDX_UBYTE || nd < lo || nd > hi)) {
+    char expect[64] = "", why[96];
+    for (int k = lo; k <= hi; k++)
+      snprintf(expect + strlen(expect), sizeof expect - strlen(expect), "%s0x%08x", k > lo ? " or " : "",
+               (unsigned)IDX_MAGIC(k));
+    if (hdr[0] || hdr[1])
+      snprintf(why, sizeof why, "not an IDX file (its first two bytes are not zero)");
+    else if (hdr[2] != IDX_UBYTE)
+      snprintf(why, sizeof why, "element type 0x%02x, not 0x08 (unsigned bytes)", hdr[2]);
+    else if (lo == hi)
+      snprintf(why, sizeof why, "%d dimension%s, not %d", nd, nd == 1 ? "" : "s", lo);
+    else
+      snprintf(why, sizeof why, "%d dimension%s, not %d to %d", nd, nd == 1 ? "" : "s", lo, hi);
+    syno_error_set(err, "%s: bad magic number 0x%08x; expected %s (an IDX %s file): %s", path, (unsigned)be32(hdr),
+                   expect, what, why);
+    gzclose(f);
+    return NULL;
+  }
+  if (got == 4) {
+    want = 4 + 4 * (int64_t)nd;
+    got += read_bytes(f, hdr + 4, want - 4);
+  }
   if (got != want) {
+    /* A zlib error with a complete header is left for the payload read to report. */
+    const char *zp = gz_problem(f, path);
     syno_error_set(err,
                    "%s: %s: the IDX header needs %lld bytes, got %lld%s%s%s; expected "
                    "an IDX %s file",
@@ -243,14 +272,8 @@ static gzFile idx_open(const char *path, uint32_t magic, int ndim, const char *w
     gzclose(f);
     return NULL;
   }
-  uint32_t m = be32(hdr);
-  if (m != magic) {
-    syno_error_set(err, "%s: bad magic number 0x%08x; expected 0x%08x (an IDX %s file)", path, (unsigned)m,
-                   (unsigned)magic, what);
-    gzclose(f);
-    return NULL;
-  }
-  for (int i = 0; i < ndim; i++) dims[i] = be32(hdr + 4 + 4 * i);
+  for (int i = 0; i < nd; i++) dims[i] = be32(hdr + 4 + 4 * i);
+  *ndim = nd;
   return f;
 }
 
@@ -305,55 +328,226 @@ static int idx_payload(gzFile f, const char *path, int64_t len, const char *what
   return rc;
 }
 
-int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses, syno_dataset_t *out,
-                       syno_error_t *err) {
-  memset(out, 0, sizeof *out);
-  uint32_t idims[3], ldims[1];
-  gzFile fi = idx_open(images_path, IDX_IMAGES, 3, "unsigned-byte image (3-D)", idims, err);
-  if (!fi) return -1;
-  gzFile fl = idx_open(labels_path, IDX_LABELS, 1, "unsigned-byte label (1-D)", ldims, err);
-  if (!fl) {
-    gzclose(fi);
+/* An IDX image file and its label file, their headers checked against each other: n images
+ * of c x h x w (c = 1 for a 3-D image file), n labels; both left at their payloads. */
+typedef struct {
+  const char *ipath, *lpath;
+  gzFile fi, fl;
+  int64_t n, c, h, w;
+} idx_pair_t;
+
+static void idx_pair_close(idx_pair_t *p) {
+  if (p->fi) gzclose(p->fi);
+  if (p->fl) gzclose(p->fl);
+  p->fi = p->fl = NULL;
+}
+
+/* chw: the image file may also be 4-D, [n, c, h, w]. */
+static int idx_pair_open(idx_pair_t *p, const char *ip, const char *lp, int chw, syno_error_t *err) {
+  memset(p, 0, sizeof *p);
+  p->ipath = ip;
+  p->lpath = lp;
+  uint32_t d[IDX_MAX_DIMS], nl;
+  int nd, one;
+  p->fi = idx_open(ip, 3, chw ? 4 : 3,
+                   chw ? "unsigned-byte image (N x C x H x W or N x H x W)" : "unsigned-byte image (3-D)", d, &nd, err);
+  if (!p->fi) return -1;
+  p->fl = idx_open(lp, 1, 1, "unsigned-byte label (1-D)", &nl, &one, err);
+  if (!p->fl) {
+    idx_pair_close(p);
     return -1;
   }
+  p->n = d[0];
+  p->c = nd == 4 ? d[1] : 1;
+  p->h = d[nd - 2];
+  p->w = d[nd - 1];
   int rc = 0;
-  const int64_t n = idims[0], h = idims[1], w = idims[2];
-  uint8_t *px = NULL, *lab = NULL;
-  if (n == 0 || h == 0 || w == 0 || h > 4096 || w > 4096)
-    rc = syno_error_set(err,
-                        "%s: header announces %lld images of %lldx%lld; expected a "
-                        "positive count and sides of at most 4096",
-                        images_path, (long long)n, (long long)h, (long long)w);
-  else if ((int64_t)ldims[0] != n)
+  if (p->n == 0)
+    rc = syno_error_set(err, "%s: holds no images (the header's count is 0); expected at least one", ip);
+  else if (p->c < 1 || p->c > SYNO_DATA_MAX_CHANNELS)
+    rc =
+        syno_error_set(err, "%s: images of %lld channels; expected 1..%d", ip, (long long)p->c, SYNO_DATA_MAX_CHANNELS);
+  else if (p->h < 1 || p->w < 1 || p->h > SYNO_DATA_MAX_SIDE || p->w > SYNO_DATA_MAX_SIDE)
+    rc = syno_error_set(err, "%s: images of %lldx%lld; expected sides of 1..%d", ip, (long long)p->h, (long long)p->w,
+                        SYNO_DATA_MAX_SIDE);
+  else if ((int64_t)nl != p->n)
     rc = syno_error_set(err,
                         "%s: holds %lld labels, but %s holds %lld images; expected "
                         "one label per image",
-                        labels_path, (long long)ldims[0], images_path, (long long)n);
-  /* The payloads first: only once they have arrived is the count known to be real. */
-  if (!rc) rc = idx_payload(fi, images_path, n * h * w, "pixel data", &px, err);
-  if (!rc) rc = idx_payload(fl, labels_path, n, "labels", &lab, err);
-  if (!rc && ds_alloc(out, n, 1, h, w, nclasses, "idx"))
-    rc = syno_error_set(err, "%s: out of memory for %lld images", images_path, (long long)n);
-  if (!rc) {
-    free(out->pixels);
-    out->pixels = px;
-    px = NULL;
+                        lp, (long long)nl, ip, (long long)p->n);
+  if (rc) idx_pair_close(p);
+  return rc;
+}
+
+static int idx_pixels(idx_pair_t *p, uint8_t **px, syno_error_t *err) {
+  return idx_payload(p->fi, p->ipath, p->n * p->c * p->h * p->w, "pixel data", px, err);
+}
+
+static int idx_labels(idx_pair_t *p, uint8_t **lab, syno_error_t *err) {
+  return idx_payload(p->fl, p->lpath, p->n, "labels", lab, err);
+}
+
+/* The pair's data set: it takes px (freed on failure) and copies the labels, each below
+ * nclasses. */
+static int idx_dataset(const idx_pair_t *p, uint8_t *px, const uint8_t *lab, int nclasses, const char *name,
+                       syno_dataset_t *out, syno_error_t *err) {
+  if (ds_alloc(out, p->n, p->c, p->h, p->w, nclasses, name)) {
+    free(px);
+    return syno_error_set(err, "%s: out of memory for %lld images", p->ipath, (long long)p->n);
   }
-  for (int64_t i = 0; !rc && i < n; i++) {
-    if (lab[i] >= nclasses)
-      rc = syno_error_set(err, "%s: label %d at index %lld; expected 0..%d", labels_path, lab[i], (long long)i,
-                          nclasses - 1);
+  free(out->pixels);
+  out->pixels = px;
+  for (int64_t i = 0; i < p->n; i++) {
+    if (lab[i] >= nclasses) {
+      syno_data_free(out);
+      return syno_error_set(err, "%s: label %d at index %lld; expected 0..%d", p->lpath, lab[i], (long long)i,
+                            nclasses - 1);
+    }
     out->labels[i] = lab[i];
   }
-  free(px);
-  free(lab);
-  gzclose(fi);
-  gzclose(fl);
+  return 0;
+}
+
+int syno_data_load_idx(const char *images_path, const char *labels_path, int nclasses, syno_dataset_t *out,
+                       syno_error_t *err) {
+  memset(out, 0, sizeof *out);
+  idx_pair_t p;
+  if (idx_pair_open(&p, images_path, labels_path, 0, err)) return -1;
+  uint8_t *px = NULL, *lab = NULL;
+  /* The payloads first: only once they have arrived is the count known to be real. */
+  int rc = idx_pixels(&p, &px, err) || idx_labels(&p, &lab, err) ? -1 : 0;
   if (rc)
-    syno_data_free(out);
+    free(px);
   else
-    out->scale[0] = 1.0f / 255.0f;
+    rc = idx_dataset(&p, px, lab, nclasses, "idx", out, err);
+  free(lab);
+  idx_pair_close(&p);
+  if (!rc) out->scale[0] = 1.0f / 255.0f;
   return rc;
+}
+
+/* ---------------------------------------------------------------- an image set in IDX files */
+
+static const char *const image_splits[2] = {"train", "test"};
+
+/* dir/<split>-<kind>.idx, or .idx.gz: whichever exists (both is an error: which one is meant?). */
+static int images_file(const char *dir, const char *split, const char *kind, char *path, size_t len,
+                       syno_error_t *err) {
+  snprintf(path, len, "%s/%s-%s.idx", dir, split, kind);
+  size_t n = strlen(path);
+  if (n + 4 > len) return syno_error_set(err, "%s: path too long", dir);
+  int plain = access(path, F_OK) == 0;
+  memcpy(path + n, ".gz", 4);
+  int zipped = access(path, F_OK) == 0;
+  path[n] = 0;
+  if (plain && zipped) return syno_error_set(err, "%s and %s.gz both exist; keep one of them", path, path);
+  if (!plain && !zipped)
+    return syno_error_set(err,
+                          "%s: no such file, nor %s.gz; expected the IDX files train-images, train-labels, "
+                          "test-images and test-labels (.idx or .idx.gz; docs/train.md)",
+                          path, path);
+  if (zipped) memcpy(path + n, ".gz", 4);
+  return 0;
+}
+
+/* Both splits of dir with their headers checked, their labels read and the class count. */
+typedef struct {
+  char ipath[2][4096], lpath[2][4096];
+  idx_pair_t pair[2];
+  uint8_t *lab[2];
+  int classes;
+} images_t;
+
+static void images_close(images_t *s) {
+  for (int i = 0; i < 2; i++) {
+    idx_pair_close(&s->pair[i]);
+    free(s->lab[i]);
+    s->lab[i] = NULL;
+  }
+}
+
+static int images_open(const char *dir, images_t *s, syno_error_t *err) {
+  memset(s, 0, sizeof *s);
+  int rc = 0;
+  for (int i = 0; !rc && i < 2; i++)
+    if (images_file(dir, image_splits[i], "images", s->ipath[i], sizeof s->ipath[i], err) ||
+        images_file(dir, image_splits[i], "labels", s->lpath[i], sizeof s->lpath[i], err) ||
+        idx_pair_open(&s->pair[i], s->ipath[i], s->lpath[i], 1, err) || idx_labels(&s->pair[i], &s->lab[i], err))
+      rc = -1;
+  const idx_pair_t *a = &s->pair[0], *b = &s->pair[1];
+  if (!rc && (a->c != b->c || a->h != b->h || a->w != b->w))
+    rc = syno_error_set(err,
+                        "%s: images of %lld x %lld x %lld (C x H x W), but %s holds %lld x %lld x %lld; expected "
+                        "the training images' shape",
+                        b->ipath, (long long)b->c, (long long)b->h, (long long)b->w, a->ipath, (long long)a->c,
+                        (long long)a->h, (long long)a->w);
+  int top = 0;
+  for (int i = 0; !rc && i < 2; i++)
+    for (int64_t j = 0; j < s->pair[i].n; j++)
+      if (s->lab[i][j] > top) top = s->lab[i][j];
+  if (!rc && top == 0)
+    rc = syno_error_set(err, "%s, %s: every label is 0; expected at least two classes (labels 0..K-1)", a->lpath,
+                        b->lpath);
+  s->classes = top + 1;
+  if (rc) images_close(s);
+  return rc;
+}
+
+int syno_data_images_shape(const char *dir, int64_t *c, int64_t *h, int64_t *w, int *classes, syno_error_t *err) {
+  images_t s;
+  if (images_open(dir, &s, err)) return -1;
+  *c = s.pair[0].c;
+  *h = s.pair[0].h;
+  *w = s.pair[0].w;
+  *classes = s.classes;
+  images_close(&s);
+  return 0;
+}
+
+/* Both splits' per-channel scale and shift: the mean and standard deviation of the training
+ * images' v/255, from a histogram of each channel's byte values (exact counts whatever the
+ * set's size). A channel whose pixels are all equal is only centred (v/255 - mean). */
+static void images_normalise(syno_dataset_t *train, syno_dataset_t *test) {
+  const int64_t plane = train->h * train->w;
+  for (int64_t ch = 0; ch < train->c; ch++) {
+    uint64_t hist[256] = {0};
+    for (int64_t i = 0; i < train->n; i++) {
+      const uint8_t *p = train->pixels + (i * train->c + ch) * plane;
+      for (int64_t j = 0; j < plane; j++) hist[p[j]]++;
+    }
+    const double count = (double)train->n * (double)plane;
+    double mean = 0, var = 0;
+    for (int v = 0; v < 256; v++) mean += (double)hist[v] * (v / 255.0);
+    mean /= count;
+    for (int v = 0; v < 256; v++) var += (double)hist[v] * (v / 255.0 - mean) * (v / 255.0 - mean);
+    const double sd = var > 0 ? sqrt(var / count) : 1.0;
+    train->scale[ch] = test->scale[ch] = (float)(1.0 / (255.0 * sd));
+    train->shift[ch] = test->shift[ch] = (float)(-mean / sd);
+  }
+}
+
+int syno_data_load_images(const char *dir, syno_dataset_t *train, syno_dataset_t *test, syno_error_t *err) {
+  memset(train, 0, sizeof *train);
+  memset(test, 0, sizeof *test);
+  images_t s;
+  if (images_open(dir, &s, err)) return -1;
+  syno_dataset_t *out[2] = {train, test};
+  int rc = 0;
+  for (int i = 0; !rc && i < 2; i++) {
+    uint8_t *px = NULL;
+    char name[16];
+    snprintf(name, sizeof name, "images-%s", image_splits[i]);
+    if (idx_pixels(&s.pair[i], &px, err) || idx_dataset(&s.pair[i], px, s.lab[i], s.classes, name, out[i], err))
+      rc = -1;
+  }
+  images_close(&s);
+  if (rc) {
+    syno_data_free(train);
+    syno_data_free(test);
+    return -1;
+  }
+  images_normalise(train, test);
+  return 0;
 }
 
 int syno_data_load_fashion_mnist(const char *dir, int train, syno_dataset_t *out, syno_error_t *err) {

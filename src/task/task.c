@@ -19,7 +19,8 @@ static const syno_task_backbone_t backbones[] = {
 #define NB ((int)(sizeof backbones / sizeof backbones[0]))
 
 /* CIFAR cannot be downloaded here: a user puts the binary versions where dir says (the
- * directories their archives unpack to), or points the variable at them. */
+ * directories their archives unpack to), or points the variable at them. images is any
+ * labelled image set in IDX files (docs/train.md): its shape and classes are the files'. */
 static const syno_task_dataset_t datasets[] = {
     {"digits", SYNO_TASK_DIGITS, SYNO_TASK_IMAGES, 1, 8, 10, NULL, NULL},
     {"fashion-mnist", SYNO_TASK_FASHION_MNIST, SYNO_TASK_IMAGES, 1, 28, 10, NULL, NULL},
@@ -28,6 +29,7 @@ static const syno_task_dataset_t datasets[] = {
     {"cifar100", SYNO_TASK_CIFAR100, SYNO_TASK_IMAGES, 3, 32, 100, "SYNO_CIFAR100_DIR", "cifar-100-binary"},
     {"cifar100-coarse", SYNO_TASK_CIFAR100_COARSE, SYNO_TASK_IMAGES, 3, 32, 20, "SYNO_CIFAR100_DIR",
      "cifar-100-binary"},
+    {"images", SYNO_TASK_IMAGES_IDX, SYNO_TASK_IMAGES, 0, 0, 0, "SYNO_IMAGES_DIR", "images"},
 };
 #define ND ((int)(sizeof datasets / sizeof datasets[0]))
 

@@ -103,15 +103,9 @@ int syno_worker_latency(syno_backbone_t *cand, syno_kernels_t kernels, syno_rng_
   return 0;
 }
 
-static int dataset_shape(const char *name, int64_t *c, int64_t *h, int64_t *w, int *classes) {
-  const syno_task_dataset_t *d = syno_task_dataset(name);
-  if (!d || d->kind != SYNO_TASK_IMAGES) return -1;
-  *c = d->channels, *h = *w = d->side, *classes = d->classes;
-  return 0;
-}
-
-/* The candidate network: images from the data set's known shape (no data loaded); a language
- * model through the training driver, which reads the text for its vocabulary. */
+/* The candidate network: images from the data set's shape (the task table's, or the headers of
+ * the user's files; no pixels loaded); a language model through the training driver, which
+ * reads the text for its vocabulary. */
 int syno_worker_build(const syno_train_cfg_t *tc, syno_backbone_t *cand, syno_error_t *err) {
   const syno_task_backbone_t *task = syno_task_backbone_find(tc->backbone, err);
   if (!task) return -1;
@@ -129,9 +123,11 @@ int syno_worker_build(const syno_train_cfg_t *tc, syno_backbone_t *cand, syno_er
                           tc->backbone);
   int64_t in_c, in_h, in_w;
   int classes;
-  if (dataset_shape(tc->dataset, &in_c, &in_h, &in_w, &classes))
+  const syno_task_dataset_t *data = syno_task_dataset(tc->dataset);
+  if (!data || data->kind != SYNO_TASK_IMAGES)
     return syno_error_set(err, "the %s backbone trains on images: %s (got '%s')", tc->backbone, image_sets(),
                           tc->dataset);
+  if (syno_train_image_shape(tc->dataset, &in_c, &in_h, &in_w, &classes, err)) return -1;
   syno_slotop_t *op = NULL;
   if (tc->op_text && syno_slotop_parse_preset(preset, tc->op_text, &op, err)) return syno_error_prefix(err, "--op");
   syno_backbone_cfg_t bc = {.name = tc->backbone,
@@ -169,7 +165,6 @@ void syno_worker_train_cfg(const syno_evalreq_t *req, syno_train_cfg_t *tc) {
   tc->quiet = 1;
 }
 
-
 char *syno_worker_plan(const syno_backbone_t *cand) {
   syno_evalslot_t *slots = calloc((size_t)(cand->nslots > 0 ? cand->nslots : 1), sizeof *slots);
   if (!slots) return NULL;
@@ -187,6 +182,7 @@ char *syno_worker_plan(const syno_backbone_t *cand) {
 /* The proxy training on syno's runtime, into the record. */
 static void train_here(const syno_train_cfg_t *tc, syno_db_cand_t *rec) {
   syno_train_result_t res;
+  memset(&res, 0, sizeof res);
   syno_error_t err;
   if (syno_train_run(tc, &res, &err)) {
     rec->status = 1;

@@ -85,6 +85,8 @@ mkdir "$fx/idx-junk" "$fx/idx-missing"
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   head -c 600 /dev/urandom | gzip >"$fx/idx-junk/$f.gz"
 done
+mkdir "$fx/images-junk"
+for f in train-images train-labels test-images test-labels; do printf 'not an IDX file' >"$fx/images-junk/$f.idx"; done
 printf 'ab' >"$fx/short.txt"
 # An operator file, a regular file to put paths under, and a bad operator.
 printf 'r0=sum(C_in); in[i0, share(r0, 1), i2, i3] expand[share(i1, 1)] w1[r0, i1]\n' >"$fx/op.txt"
@@ -384,6 +386,10 @@ t "pixel 64 is 99" "$SYNO" train --dataset "$fx/pixel.csv"
 t "no samples" "$SYNO" train --dataset "$fx/empty.csv"
 t "bad magic number" "$SYNO" train --dataset "$fx/idx-junk"
 t "cannot read" "$SYNO" train --dataset "$fx/idx-missing"
+t "train-images.idx: bad magic number 0x6e6f7420" env SYNO_IMAGES_DIR="$fx/images-junk" "$SYNO" train --dataset images
+t "not an IDX file" env SYNO_IMAGES_DIR="$fx/images-junk" "$SYNO" search --dataset images --db "$fx/new.db"
+t "train-images.idx: no such file" env SYNO_IMAGES_DIR="$fx/idx-missing" "$SYNO" eval --dataset images --plan
+t "train-images.idx: no such file" env SYNO_IMAGES_DIR="$fx/idx-missing" "$SYNO" search --dataset images --db "$fx/new.db"
 t "too short" "$SYNO" train --backbone gpt --dataset "$fx/short.txt"
 t "operator" "$SYNO" train --op 'r0=sum(C_in); in[i0, share(r0, 1)'
 t "--op-file /nonexistent/op.txt: no such file" "$SYNO" train --op-file /nonexistent/op.txt

@@ -6,7 +6,7 @@
 # how each backbone is built) names each one; a test there builds every name of the table.
 # usage: test_task_names.sh SYNO (the binary is not used: this reads the sources)
 src=$(cd "$(dirname "$0")/../.." && pwd)
-names='resnet18|resnet|resnet34|resnext29|densenet121|efficientnetv2s|vgg|gpt|digits|fashion-mnist|kjv'
+names='resnet18|resnet|resnet34|resnext29|densenet121|efficientnetv2s|vgg|gpt|digits|fashion-mnist|kjv|cifar10|cifar100|cifar100-coarse|images'
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }

@@ -90,6 +90,67 @@ PY
 SYNO_CIFAR10_DIR="$tmp/imo" "$SYNO" train --dataset cifar10 --backbone resnet --epochs 1 --width 0.25 --depth 1 --pad 0 \
   --quiet >"$tmp/out" 2>&1 && grep -q "test accuracy" "$tmp/out" && ok || bad "training on converted images: $(cat "$tmp/out")"
 
+# Your own images of any shape: an image set in IDX files (docs/train.md), written here with
+# struct and gzip: 2-channel 6x10 images of 3 classes (each class its own mean, so it can be
+# learned), the training images gzipped, found through SYNO_IMAGES_DIR. The network takes
+# 2 x 6 x 10 inputs; a search on them needs the non-square preset conv2d-wide, and conv2d is
+# refused naming the size before a database is written.
+/usr/bin/python3 - "$tmp/idx" <<'PY'
+import gzip, os, random, struct, sys
+random.seed(1)
+os.makedirs(sys.argv[1])
+for split, n in (("train", 60), ("test", 30)):
+    labels = [i % 3 for i in range(n)]
+    px = bytes(lab * 80 + ch * 20 + random.randrange(40) for lab in labels for ch in range(2) for _ in range(60))
+    name = f"{sys.argv[1]}/{split}-images.idx" + (".gz" if split == "train" else "")
+    (gzip.open if name.endswith(".gz") else open)(name, "wb").write(struct.pack(">5I", 0x804, n, 2, 6, 10) + px)
+    open(f"{sys.argv[1]}/{split}-labels.idx", "wb").write(struct.pack(">2I", 0x801, n) + bytes(labels))
+PY
+export SYNO_IMAGES_DIR="$tmp/idx"
+out=$("$SYNO" train --dataset images --backbone resnet --epochs 1 --width 0.25 --depth 1 --pad 0 --quiet 2>"$tmp/err")
+[ $? -eq 0 ] && echo "$out" | grep -q "test accuracy" && ok || bad "a run on an IDX image set failed: $(cat "$tmp/err") $out"
+out=$("$SYNO" train --dataset images --backbone vgg --epochs 1 --width 0.25 --depth 1 --pad 1 --augment --quiet 2>"$tmp/err")
+[ $? -eq 0 ] && echo "$out" | grep -q "test accuracy" && ok || bad "an IDX image set with --augment, --pad: $(cat "$tmp/err")"
+"$SYNO" train --dataset images --width 0.25 --pad 0 --list-slots | grep -q "slot 0: C_in=4 C_out=4 H=6 W=10" &&
+  ok || bad "the IDX image set's slots are not at 6x10"
+expect_error "cannot fill a 6x10 slot (--preset conv2d-wide takes them)" "$SYNO" search --dataset images \
+  --db "$tmp/sq.db" --budget 1
+[ ! -e "$tmp/sq.db" ] && ok || bad "a refused search on non-square images wrote its database"
+"$SYNO" search --backbone resnet --dataset images --preset conv2d-wide --pad 0 --db "$tmp/idx.db" --budget 1 \
+  --epochs 1 --depth 1 --width 0.25 --confirm 0 --min-speedup 0 --quiet 2>"$tmp/err" &&
+  [ "$("$SYNO" report --db "$tmp/idx.db" --json | grep -c '"op_text"')" -eq 2 ] &&
+  "$SYNO" report --db "$tmp/idx.db" | grep -q '"dataset":"images"' && ok ||
+  bad "a search on an IDX image set: $(cat "$tmp/err")"
+mv "$tmp/idx/test-labels.idx" "$tmp/idx/test-labels.keep"
+expect_error "idx/test-labels.idx: no such file, nor" "$SYNO" train --dataset images --epochs 1
+/usr/bin/python3 -c 'import struct, sys; open(sys.argv[1], "wb").write(struct.pack(">2I", 0x801, 29) + bytes(29))' \
+  "$tmp/idx/test-labels.idx"
+expect_error "test-labels.idx: holds 29 labels, but .*test-images.idx holds 30 images" "$SYNO" train --dataset images
+SYNO_IMAGES_DIR="$tmp/nowhere" expect_error "nowhere/train-images.idx: no such file" "$SYNO" eval --dataset images --plan
+unset SYNO_IMAGES_DIR
+
+# examples/to_idx.py (torchvision) writes an image folder in that format: resized to 8x12, or
+# kept at its own size, which must then agree; the first training image's first pixels are
+# its red value; syno trains on the result.
+if /usr/bin/python3 -c 'import torchvision' 2>/dev/null; then
+  /usr/bin/python3 "$src/examples/to_idx.py" "$tmp/imf" "$tmp/idxo" --size 8x12 >"$tmp/conv.out" 2>&1 &&
+    grep -q "30 training and 9 test images of 3 classes, 3x8x12 (C x H x W)" "$tmp/conv.out" && ok ||
+    bad "to_idx.py: $(cat "$tmp/conv.out")"
+  /usr/bin/python3 - "$tmp/idxo/train-images.idx.gz" <<'PY' && ok || bad "to_idx.py wrote the wrong first image"
+import gzip, struct, sys
+d = gzip.open(sys.argv[1]).read()
+assert struct.unpack(">5I", d[:20]) == (0x804, 30, 3, 8, 12), d[:20]
+assert d[20:20 + 96] == bytes(96) and d[20 + 192:20 + 288] == bytes([200]) * 96, d[20:24]
+PY
+  SYNO_IMAGES_DIR="$tmp/idxo" "$SYNO" train --dataset images --backbone resnet --epochs 1 --width 0.25 --depth 1 \
+    --quiet >"$tmp/out" 2>&1 && grep -q "test accuracy" "$tmp/out" && ok || bad "training on to_idx.py's images: $(cat "$tmp/out")"
+  /usr/bin/python3 "$src/examples/to_idx.py" "$tmp/imf" "$tmp/idxk" >"$tmp/conv.out" 2>&1
+  [ $? -ne 0 ] && grep -q "train/cat/01.png: 30x41, but the first image is 30x40; give --size" "$tmp/conv.out" &&
+    [ ! -e "$tmp/idxk/train-images.idx.gz" ] && ok || bad "to_idx.py on images of different sizes: $(cat "$tmp/conv.out")"
+else
+  echo "SKIP: examples/to_idx.py (no torchvision for /usr/bin/python3)"
+fi
+
 # the published backbones: their slots as published, resnet the same network as resnet18
 for nb in resnet18:16 resnet34:32 resnext29:9 densenet121:58 efficientnetv2s:40; do
   n=$("$SYNO" train --backbone "${nb%%:*}" --list-slots --width 0.25 | grep -c '^slot ')

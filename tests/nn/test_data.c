@@ -326,6 +326,201 @@ static void test_idx_reader(void **state) {
   expect_idx_error(ip, lp, ip, "corrupt or truncated gzip data");
 }
 
+/* ---------------------------------------------------------------- an image set in IDX files */
+
+/* One split of an image set as written: its headers (the image file's magic says how many of
+ * n, c, h, w it holds: 3 dimensions are n, h, w), the label count, bytes cut off the pixel
+ * payload, gzip, and the last label (-1: (n-1) % 3 like the others). */
+typedef struct {
+  uint32_t imagic, lmagic, n, c, h, w, nlabels;
+  int cut, gz, last;
+} split_t;
+
+static const split_t good_train = {0x804, 0x801, 9, 2, 6, 10, 9, 0, 1, -1},
+                     good_test = {0x804, 0x801, 4, 2, 6, 10, 4, 0, 0, -1};
+
+/* Pixel (ch, y, x) of image i; the test images are numbered from 100. */
+static uint8_t set_pixel(int i, int ch, int y, int x) { return (uint8_t)((i * 13 + ch * 71 + y * 7 + x * 3) % 256); }
+
+static void write_split(const char *dir, const char *split, const split_t *sp) {
+  static uint8_t buf[16 + 4 * 8 + 4096];
+  const int first = strcmp(split, "test") ? 0 : 100, nd = (int)(sp->imagic & 0xff);
+  const uint32_t c = nd == 3 ? 1 : sp->c;
+  char path[600];
+  for (int k = 0; k < 2; k++) {
+    const char *kind = k ? "labels" : "images";
+    snprintf(path, sizeof path, "%s/%s-%s.idx.gz", dir, split, kind);
+    unlink(path);
+    path[strlen(path) - 3] = 0;
+    unlink(path);
+    size_t n = put_be32(buf, k ? sp->lmagic : sp->imagic);
+    if (k) {
+      n += put_be32(buf + n, sp->nlabels);
+      for (uint32_t i = 0; i < sp->nlabels; i++)
+        buf[n++] = (uint8_t)(i + 1 == sp->nlabels && sp->last >= 0 ? (uint32_t)sp->last : i % 3);
+    } else {
+      const uint32_t dims[8] = {sp->n, sp->c, sp->h, sp->w, 1, 1, 1, 1}, three[3] = {sp->n, sp->h, sp->w};
+      for (int d = 0; d < nd && d < 8; d++) n += put_be32(buf + n, nd == 3 ? three[d] : dims[d]);
+      for (uint32_t i = 0; nd >= 3 && i < sp->n; i++)
+        for (uint32_t ch = 0; ch < c; ch++)
+          for (uint32_t y = 0; y < sp->h; y++)
+            for (uint32_t x = 0; x < sp->w; x++) buf[n++] = set_pixel(first + (int)i, (int)ch, (int)y, (int)x);
+      n -= (size_t)sp->cut;
+    }
+    if (!k && sp->gz) {
+      strcat(path, ".gz");
+      write_gz(path, buf, n);
+    } else {
+      write_raw(path, buf, n);
+    }
+  }
+}
+
+static void write_set(const char *dir, const split_t *train, const split_t *test) {
+  write_split(dir, "train", train);
+  write_split(dir, "test", test);
+}
+
+/* Both the loader and (header: the problem is in a header or a label file) the shape reader
+ * fail, naming `where` and `what`, and return nothing. */
+static void expect_images_error(const char *dir, int header, const char *where, const char *what) {
+  syno_dataset_t tr, te;
+  syno_error_t err = {{0}};
+  assert_int_equal(syno_data_load_images(dir, &tr, &te, &err), -1);
+  fprintf(stderr, "  error: %s\n", err.msg);
+  assert_non_null(strstr(err.msg, where));
+  assert_non_null(strstr(err.msg, what));
+  assert_null(tr.pixels);
+  assert_null(te.pixels);
+  int64_t c, h, w;
+  int classes;
+  syno_error_t serr = {{0}};
+  assert_int_equal(syno_data_images_shape(dir, &c, &h, &w, &classes, &serr), header ? -1 : 0);
+  if (header) assert_string_equal(serr.msg, err.msg);
+}
+
+/* The user's image set: 2-channel 6x10 images of 3 classes, the training images gzipped, the
+ * rest plain; pixels, labels, the shape without loading, per-channel normalisation with the
+ * training images' statistics; a one-channel 3-D set; classes from the labels of both splits;
+ * and every bad input named with its file. */
+static void test_images(void **state) {
+  (void)state;
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", tmp("images"));
+  assert_int_equal(mkdir(dir, 0700), 0);
+  write_set(dir, &good_train, &good_test);
+  syno_dataset_t tr, te;
+  syno_error_t err = {{0}};
+  assert_int_equal(syno_data_load_images(dir, &tr, &te, &err), 0);
+  assert_int_equal(tr.n, 9);
+  assert_int_equal(te.n, 4);
+  assert_int_equal(tr.c, 2);
+  assert_int_equal(tr.h, 6);
+  assert_int_equal(tr.w, 10);
+  assert_int_equal(te.c * te.h * te.w, 120);
+  assert_int_equal(tr.nclasses, 3);
+  assert_int_equal(te.nclasses, 3);
+  for (int i = 0; i < 9; i++) assert_int_equal(tr.labels[i], i % 3);
+  assert_int_equal(te.labels[3], 0);
+  assert_int_equal(tr.pixels[((8 * 2 + 1) * 6 + 5) * 10 + 9], set_pixel(8, 1, 5, 9));
+  assert_int_equal(te.pixels[((2 * 2 + 0) * 6 + 3) * 10 + 4], set_pixel(102, 0, 3, 4));
+  int64_t c, h, w;
+  int classes;
+  assert_int_equal(syno_data_images_shape(dir, &c, &h, &w, &classes, &err), 0);
+  assert_true(c == 2 && h == 6 && w == 10 && classes == 3);
+  /* each channel standardised with the training images' mean and standard deviation of v/255,
+   * the test images too */
+  double mean[2] = {0, 0}, var[2] = {0, 0};
+  for (int ch = 0; ch < 2; ch++) {
+    for (int i = 0; i < 9; i++)
+      for (int j = 0; j < 60; j++) mean[ch] += set_pixel(i, ch, j / 10, j % 10) / 255.0 / 540.0;
+    for (int i = 0; i < 9; i++)
+      for (int j = 0; j < 60; j++) var[ch] += pow(set_pixel(i, ch, j / 10, j % 10) / 255.0 - mean[ch], 2) / 540.0;
+  }
+  syno_tensor_t x = SYNO_TENSOR_EMPTY;
+  int64_t idx[1] = {1};
+  assert_int_equal(syno_data_gather(&te, idx, 1, &x, NULL), SYNO_NN_OK);
+  for (int ch = 0; ch < 2; ch++)
+    for (int j = 0; j < 60; j += 7)
+      assert_true(fabs(x.data[ch * 60 + j] - (set_pixel(101, ch, j / 10, j % 10) / 255.0 - mean[ch]) / sqrt(var[ch])) <
+                  1e-4);
+  syno_nn_tensor_free(&x);
+  syno_data_free(&tr);
+  syno_data_free(&te);
+
+  /* one channel as N x H x W; a class only the test split has still counts */
+  split_t a = good_train, b = good_test;
+  a.imagic = b.imagic = 0x803;
+  b.last = 6;
+  write_set(dir, &a, &b);
+  assert_int_equal(syno_data_load_images(dir, &tr, &te, &err), 0);
+  assert_true(tr.c == 1 && tr.h == 6 && tr.w == 10 && tr.nclasses == 7 && te.labels[3] == 6);
+  assert_int_equal(tr.pixels[59], set_pixel(0, 0, 5, 9));
+  syno_data_free(&tr);
+  syno_data_free(&te);
+
+  char path[600];
+  snprintf(path, sizeof path, "%s/test-labels.idx", dir);
+  unlink(path);
+  expect_images_error(dir, 1, "test-labels.idx: no such file, nor", "test-labels.idx.gz");
+  write_set(dir, &good_train, &good_test);
+  snprintf(path, sizeof path, "%s/train-images.idx", dir);
+  write_raw(path, "x", 1);
+  expect_images_error(dir, 1, "train-images.idx and", "train-images.idx.gz both exist");
+  /* wrong magic numbers: a label file for images, another type, too many dimensions; a 2-D
+   * label file */
+  const struct {
+    uint32_t imagic, lmagic;
+    const char *where, *what, *why;
+  } magic[] = {
+      {0x801, 0x801, "train-images.idx.gz", "bad magic number 0x00000801; expected 0x00000803 or 0x00000804",
+       "1 dimension, not 3 to 4"},
+      {0xd04, 0x801, "train-images.idx.gz", "bad magic number 0x00000d04", "element type 0x0d, not 0x08"},
+      {0x805, 0x801, "train-images.idx.gz", "bad magic number 0x00000805", "5 dimensions, not 3 to 4"},
+      {0x804, 0x802, "train-labels.idx", "bad magic number 0x00000802; expected 0x00000801", "2 dimensions, not 1"},
+  };
+  for (size_t k = 0; k < sizeof magic / sizeof *magic; k++) {
+    a = good_train;
+    a.imagic = magic[k].imagic;
+    a.lmagic = magic[k].lmagic;
+    write_set(dir, &a, &good_test);
+    expect_images_error(dir, 1, magic[k].where, magic[k].what);
+    expect_images_error(dir, 1, magic[k].where, magic[k].why);
+  }
+  a = good_train;
+  a.nlabels = 8;
+  write_set(dir, &a, &good_test);
+  expect_images_error(dir, 1, "train-labels.idx: holds 8 labels, but", "train-images.idx.gz holds 9 images");
+  a = good_train;
+  a.c = 5;
+  write_set(dir, &a, &good_test);
+  expect_images_error(dir, 1, "train-images.idx.gz", "images of 5 channels; expected 1..4");
+  b = good_test;
+  b.n = b.nlabels = 0;
+  write_set(dir, &good_train, &b);
+  expect_images_error(dir, 1, "test-images.idx", "holds no images");
+  b = good_test;
+  b.w = 9;
+  write_set(dir, &good_train, &b);
+  expect_images_error(dir, 1, "test-images.idx: images of 2 x 6 x 9 (C x H x W), but",
+                      "train-images.idx.gz holds 2 x 6 x 10; expected the training images' shape");
+  a = good_train;
+  a.h = 0;
+  write_set(dir, &a, &good_test);
+  expect_images_error(dir, 1, "train-images.idx.gz", "images of 0x10; expected sides of 1..4096");
+  a = good_train;
+  b = good_test;
+  a.n = a.nlabels = b.n = b.nlabels = 1; /* one image each, of class 0 */
+  write_set(dir, &a, &b);
+  expect_images_error(dir, 1, "labels.idx", "every label is 0; expected at least two classes");
+  /* a truncated payload shows when the pixels are read, not in the headers */
+  b = good_test;
+  b.cut = 10;
+  write_set(dir, &good_train, &b);
+  expect_images_error(dir, 0, "test-images.idx",
+                      "truncated: expected 480 bytes of pixel data after the header, got 470");
+}
+
 /* ---------------------------------------------------------------- Fashion-MNIST */
 
 static void test_fashion_mnist(void **state) {
@@ -586,6 +781,7 @@ int main(void) {
       cmocka_unit_test(test_digits_split),
       cmocka_unit_test(test_digits_bad_files),
       cmocka_unit_test(test_idx_reader),
+      cmocka_unit_test(test_images),
       cmocka_unit_test(test_fashion_mnist),
       cmocka_unit_test(test_fashion_mnist_missing_dir),
       cmocka_unit_test(test_pad),
