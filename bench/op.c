@@ -280,7 +280,20 @@ int main(int argc, char **argv) {
   syno_kernels_t kernels = SYNO_KERNELS_EXEC;
   syno_kernels_parse(kernels_name, &kernels);
   bench_signals(0);
-  int side = syno_task_dataset(dataset)->side;
+  /* The data set's image shape: the network is built for it (no pixel is loaded). */
+  int64_t in_c, in_h, in_w;
+  int classes;
+  syno_error_t serr;
+  if (syno_train_image_shape(dataset, &in_c, &in_h, &in_w, &classes, &serr)) {
+    fprintf(stderr, "op: --dataset %s: %s\n", dataset, serr.msg);
+    return 2;
+  }
+  const syno_backbone_cfg_t net = {.name = "resnet",
+                                   .in_c = in_c,
+                                   .in_h = in_h + 2 * pad,
+                                   .in_w = in_w + 2 * pad,
+                                   .nclasses = classes,
+                                   .kernels = kernels};
   if (ops_file || db || sample) {
     char *text[MAX_SET], *stext[MAX_SET];
     opset_t set = {text, 0}, sampled = {stext, 0};
@@ -288,9 +301,10 @@ int main(int argc, char **argv) {
     if ((ops_file && set_from_file(&set, ops_file)) || (db && set_from_db(&set, db))) return 2;
     syno_nn_threads_set(threads);
     bench_print_setup(reps);
-    printf("ResNet on %s (1x%dx%d)\n", dataset, side + 2 * pad, side + 2 * pad);
-    syno_backbone_cfg_t bc = {
-        .name = "resnet", .in_c = 1, .in_h = side + 2 * pad, .in_w = side + 2 * pad, .nclasses = 10};
+    printf("ResNet on %s (%lldx%lldx%lld)\n", dataset, (long long)net.in_c, (long long)net.in_h,
+           (long long)net.in_w);
+    syno_backbone_cfg_t bc = net;
+    bc.kernels = SYNO_KERNELS_EXEC;
     int rc = time_set(&set, preset, &bc, batch, reps, sample, (uint64_t)seed, &sampled);
     for (int i = 0; i < set.n; i++) free(set.text[i]);
     for (int i = 0; i < sampled.n; i++) free(sampled.text[i]);
@@ -308,17 +322,13 @@ int main(int argc, char **argv) {
   }
   syno_nn_threads_set(threads);
   bench_print_setup(reps);
-  printf("ResNet on %s (1x%dx%d), batch %ld, inference; times in ms\n", dataset, side + 2 * pad, side + 2 * pad, batch);
+  printf("ResNet on %s (%lldx%lldx%lld), batch %ld, inference; times in ms\n", dataset, (long long)net.in_c,
+         (long long)net.in_h, (long long)net.in_w, batch);
   for (int k = 0; k < nops; k++) {
     syno_error_t err = {0};
     syno_slotop_t *op = parsed[k];
-    syno_backbone_cfg_t bc = {.name = "resnet",
-                              .in_c = 1,
-                              .in_h = side + 2 * pad,
-                              .in_w = side + 2 * pad,
-                              .nclasses = 10,
-                              .op = op,
-                              .kernels = kernels};
+    syno_backbone_cfg_t bc = net;
+    bc.op = op;
     syno_rng_t rng;
     syno_rng_seed(&rng, 1, 1);
     syno_backbone_t cand;
