@@ -107,6 +107,7 @@ typedef struct {
 
 static case_t cases[MAX_CASES];
 static int n_cases;
+static int n_conv; /* modules whose first stage is a torch convolution */
 
 /* The expected results of one case at binding b: a random output gradient (written), the
  * interpreter's output and the gradients scattered through the forward nest. */
@@ -153,6 +154,7 @@ static void prepare(const syno_operator_t *op, void *user) {
   if (len < 0) fail_msg("'%s': %s", c->text, err.msg);
   char *code = malloc((size_t)len + 1);
   assert_int_equal(syno_codegen_pytorch(op, 0, code, (size_t)len + 1, &err), len);
+  n_conv += strstr(code, "# stage 1: a convolution of the input") != NULL;
   snprintf(path, sizeof path, "%s/op.py", dir);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
@@ -281,9 +283,10 @@ static void test_pytorch_matches_interpreter(void **state) {
       "%d PyTorch modules checked (%d builtins; distinct sampled operators: %d conv2d, %d conv2d-wide, %d linear, "
       "%d linear-wide), %d module runs: each at its exported binding and, for %d, at another batch and/or size; "
       "forward and the autograd gradients of the input and every weight; max relative error: forward %.3g, "
-      "gradients %.3g; torch.jit.script: %d compiled and equal to eager, %d not scriptable\n",
+      "gradients %.3g; torch.jit.script: %d compiled and equal to eager, %d not scriptable; %d run their first "
+      "stage as a torch convolution\n",
       n_cases, builtins, count[0], count[1], count[2], count[3], runs, multi, worst[0], worst[1], scripted,
-      unscripted);
+      unscripted, n_conv);
   print_message(
       "torch.jit.trace (each module warns that it keeps sizes): exact at the traced binding for %d of %d; "
       "at the other bindings %d exact, %d wrong, %d refused, so a traced module is for its traced shape only\n",
