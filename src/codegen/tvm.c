@@ -126,19 +126,33 @@ int syno_codegen_tvm(const syno_operator_t *op, int binding, char *buf, size_t n
   int rc = -1;
   char *pro_buf = syno_malloc(BODY_CAP), *body_buf = syno_malloc(BODY_CAP), *reads = syno_malloc(BODY_CAP);
   lower_stages_t *p = syno_malloc(sizeof *p);
-  if (!pro_buf || !body_buf || !reads || !p) {
+  /* The plan with lifted axes (stages.h), on the nest as lowered: the executor and the FLOPs
+   * count plan on it with its blocks split (syno_nest_split_blocks), which here would change
+   * the output's axes; an axis that needs the split to be lifted stays unlifted. */
+  syno_nest_t *run = nest, *xn = syno_malloc(sizeof *xn);
+  if (!pro_buf || !body_buf || !reads || !p || !xn) {
     syno_error_set(err, "out of memory");
     goto done;
   }
   const char *reason = NULL;
-  if (lower_stages_plan(op, nest, v, binding, p, &reason, err)) goto done;
+  if (lower_stages_plan_ex(op, run, v, binding, LOWER_STAGES_LIFT, p, &reason, err)) goto done;
   bool planned = reason == NULL;
+  const syno_nest_t *sn = planned ? run : nest; /* what the stages read */
+  int16_t var_node[LOWER_STAGES_MAX_VARS];
+  syno_access_t input;
+  if (planned && p->n_lift > 0) {
+    if (lower_stages_nest(p, run, xn, var_node, &input)) {
+      syno_error_set(err, WHO ": the nest has no room for the lifted axes");
+      goto done;
+    }
+    sn = xn;
+  }
 
   syno_strbuf_t sb, pro, body;
   syno_strbuf_init(&sb, buf, n);
   syno_strbuf_init(&pro, pro_buf, BODY_CAP);
   syno_strbuf_init(&body, body_buf, BODY_CAP);
-  tvm_t t = {.n = nest, .z = {.v = v, .b = binding, .pro = &pro, .who = WHO, .indent = "    ", .te = true, .err = err},
+  tvm_t t = {.n = sn, .z = {.v = v, .b = binding, .pro = &pro, .who = WHO, .indent = "    ", .te = true, .err = err},
              .err = err};
 
   /* The primaries: each from the first tensor axis it sizes alone. */
@@ -207,19 +221,30 @@ int syno_codegen_tvm(const syno_operator_t *op, int binding, char *buf, size_t n
       int w = p->seq[s];
       syno_strbuf_init(&rs, reads, BODY_CAP);
       if (s == 0) {
-        if (te_access(&t, &rs, &nest->factor[p->factor_of[0]])) goto done;
+        if (te_access(&t, &rs, p->n_lift > 0 ? &input : &run->factor[p->factor_of[0]])) goto done;
       } else {
+        /* y<s> by its variables; an axis lifted until this stage through the input's index */
         syno_strbuf_printf(&rs, "y%d[", s);
-        var_list(&rs, prev);
+        int k = 0;
+        for (int i = 0; i < p->nv + p->n_lift; i++)
+          if (prev >> i & 1) {
+            if (k++) syno_strbuf_printf(&rs, ", ");
+            if (p->n_lift == 0)
+              syno_strbuf_printf(&rs, "v%d", i);
+            else if (te_expr(&t, &rs, lower_stages_node(p, run, var_node, s, i)))
+              goto done;
+          }
         syno_strbuf_printf(&rs, "]");
       }
-      if (w) {
+      if (w > 0) {
         syno_strbuf_printf(&rs, " * ");
-        if (te_access(&t, &rs, &nest->factor[p->factor_of[w]])) goto done;
+        if (te_access(&t, &rs, &run->factor[p->factor_of[w]])) goto done;
       }
       char what[64];
-      if (w)
+      if (w > 0)
         snprintf(what, sizeof what, "%s weight %d", s == 0 ? "the input times" : "contract", w);
+      else if (w == LOWER_STAGE_VIEW)
+        snprintf(what, sizeof what, "gather the lifted axes into the output");
       else
         snprintf(what, sizeof what, "sum what only the input reads");
       bool final = s == p->n_stages - 1;
@@ -313,6 +338,7 @@ done:
   syno_free(body_buf);
   syno_free(reads);
   syno_free(p);
+  syno_free(xn);
   syno_free(nest);
   return rc;
 }

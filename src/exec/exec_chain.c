@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "syno/alloc.h"
+#include "../lower/expr_eval.h"
 #include "../lower/stages.h"
 #include "exec_chain.h"
 #include "exec_conv.h"
@@ -17,6 +18,11 @@ struct syno_chain {
   const char *path[SYNO_MAX_STAGES];          /* what runs it */
   float *t[SYNO_MAX_STAGES], *dt[SYNO_MAX_STAGES]; /* result of stage s < n_stages-1, its gradient */
   const char *generic;
+  /* A plan with lifted axes (stages.h) runs on the nest with the lifted variables,
+   * the input read at them, and each running tensor read through its axes. */
+  syno_nest_t *xn;
+  int n_lift;
+  syno_access_t input, acc[SYNO_MAX_STAGES];
   /* Deployed inference (exec_chain_forward_affine): the last stage planned again with its
    * channels laid out for the fold, for the channel layout dep; tried once per layout. */
   exec_gemm_stage_t last;
@@ -29,6 +35,7 @@ struct syno_chain {
 
 int exec_chain_stages(const exec_chain_t *c) { return c->n_stages; }
 const char *exec_chain_generic(const exec_chain_t *c) { return c->generic; }
+int exec_chain_lifted(const exec_chain_t *c) { return c->n_lift; }
 
 void exec_chain_free(exec_chain_t *c) {
   if (!c) return;
@@ -39,6 +46,7 @@ void exec_chain_free(exec_chain_t *c) {
     free(c->dt[k]);
   }
   exec_conv_plan_free(c->deploy);
+  free(c->xn);
   free(c);
 }
 
@@ -48,7 +56,7 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
   *out = NULL;
   *reason = NULL;
   lower_stages_t s;
-  if (lower_stages_plan(op, fwd, v, b, &s, reason, err)) return -1;
+  if (lower_stages_plan_ex(op, fwd, v, b, LOWER_STAGES_LIFT, &s, reason, err)) return -1;
   if (*reason) return 0;
   exec_chain_t *c = calloc(1, sizeof *c);
   exec_gemm_stage_t *st = calloc(1, sizeof *st);
@@ -57,22 +65,50 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
     free(st);
     return syno_error_set(err, "chain: out of memory");
   }
+  const syno_nest_t *n = fwd;
+  int16_t var_node[LOWER_STAGES_MAX_VARS];
+  if (s.n_lift > 0) {
+    c->xn = malloc(sizeof *c->xn);
+    if (!c->xn) {
+      syno_error_set(err, "chain: out of memory");
+      goto fail;
+    }
+    if (lower_stages_nest(&s, fwd, c->xn, var_node, &c->input)) {
+      syno_error_set(err, "chain: the nest has no room for the lifted axes");
+      goto fail;
+    }
+    n = c->xn;
+    c->n_lift = s.n_lift;
+  }
+  const int nv = s.nv + s.n_lift;
   int64_t prev_stride[SYNO_NEST_MAX_VARS] = {0}, prev_numel = 0;
   for (int k = 0; k < s.n_stages; k++) {
     int last = k == s.n_stages - 1;
     memset(st, 0, sizeof *st);
-    st->n = fwd;
-    for (int i = 0; i < s.nv; i++) {
+    st->n = n;
+    for (int i = 0; i < nv; i++) {
       st->in_stage[i] = s.part[k] >> i & 1;
       st->result[i] = s.result[k] >> i & 1;
     }
     if (k == 0) {
-      st->a.acc = &fwd->factor[s.factor_of[0]];
+      st->a.acc = s.n_lift > 0 ? &c->input : &fwd->factor[s.factor_of[0]];
+    } else if (lower_stages_unlifts(&s, k)) {
+      /* The previous result, row-major over its variables in order (as laid out below),
+       * read through the input's index of each axis lifted until this stage. */
+      syno_access_t *a = &c->acc[k];
+      a->tensor = 0;
+      a->rank = 0;
+      for (int i = 0; i < nv; i++)
+        if (s.result[k - 1] >> i & 1) {
+          a->idx[a->rank] = lower_stages_node(&s, fwd, var_node, k, i);
+          a->dim[a->rank++] = syno_nest_extent(n, i);
+        }
+      st->a.acc = a;
     } else {
       memcpy(st->a.stride, prev_stride, sizeof prev_stride);
       st->a.numel = prev_numel;
     }
-    c->weight[k] = s.seq[k];
+    c->weight[k] = s.seq[k] > 0 ? s.seq[k] : 0;
     st->has_w = s.seq[k] > 0;
     if (st->has_w) st->w.acc = &fwd->factor[s.factor_of[s.seq[k]]];
     st->divisor = last ? s.divisor : 1;
@@ -83,6 +119,14 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
         st->res_stride[i] = so;
         so *= s.ext[i];
       }
+      st->res_numel = so;
+    } else if (lower_stages_unlifts(&s, k + 1)) {
+      int64_t so = 1; /* row-major over the result's variables, which the next stage reads */
+      for (int i = nv - 1; i >= 0; i--)
+        if (s.result[k] >> i & 1) {
+          st->res_stride[i] = so;
+          so *= s.ext[i];
+        }
       st->res_numel = so;
     } else {
       st->choose_layout = true;

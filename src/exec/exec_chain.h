@@ -4,11 +4,15 @@
  * (exec_gemm.h) or a convolution (exec_conv.h) on the running tensor and
  * one weight.
  *
- * The stages are those of the plan in stages.h (lower_stages_plan): the
- * running tensor starts as the input, an optional leading stage without a
- * weight sums the reductions only the input reads, then each weight is
- * contracted into the running tensor in the planned order, and each stage
- * materialises what later stages and the output still read.
+ * The stages are those of the plan in stages.h (lower_stages_plan_ex, with
+ * lifted axes): the running tensor starts as the input, an optional leading
+ * stage without a weight sums the reductions only the input reads, then
+ * each weight is contracted into the running tensor in the planned order,
+ * and each stage materialises what later stages and the output still read.
+ * A lifted input axis is carried whole (one variable of the nest extended
+ * by lower_stages_nest) until the stage that reads it through the input's
+ * index expression, which is a gather of the running tensor as the input's
+ * is; a last stage without a weight (the view) only gathers.
  *
  * Backward runs the stages in reverse, by the chain rule: each stage's
  * backward takes the gradient of its result and gives its weight's gradient
@@ -41,6 +45,8 @@ int exec_chain_new(const syno_operator_t *op, const syno_nest_t *fwd, const syno
 void exec_chain_free(exec_chain_t *c);
 
 int exec_chain_stages(const exec_chain_t *c);
+/* The input axes the plan lifts (stages.h, docs/semantics.md §7.3). */
+int exec_chain_lifted(const exec_chain_t *c);
 /* NULL when every stage runs as a GEMM, else why one runs as a generic loop. */
 const char *exec_chain_generic(const exec_chain_t *c);
 

@@ -43,6 +43,7 @@ int syno_space_new(const syno_space_spec_t *spec, syno_space_t **out, syno_error
   for (int b = 0; b < spec->vars.nbind; b++) {
     s->input_numel[b] = syno_size_value(&spec->vars, syno_shape_numel(&spec->input), b);
     s->output_numel[b] = syno_size_value(&spec->vars, syno_shape_numel(&spec->output), b);
+    s->lift_saving[b] = space_lift_saving(spec, b);
   }
   /* The desired input sizes, without the fixed axes. */
   for (int i = 0; i < spec->input.rank; i++) {

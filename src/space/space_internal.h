@@ -106,6 +106,7 @@ struct syno_space {
   double input_numel[SYNO_MAX_BINDINGS]; /* with the fixed axes (the FLOPs game's input size) */
   double rdom_numel[SYNO_MAX_BINDINGS];  /* without them (want_numel): the base of max_rdom_multiplier */
   double output_numel[SYNO_MAX_BINDINGS];
+  double lift_saving[SYNO_MAX_BINDINGS]; /* what lifted axes may save a weight's stage (store.c) */
   syno_space_stats_t stats;
   double walk_bias;          /* random walks weight children by exp(-bias * distance) */
   double walk_fused_penalty; /* ... counting this many more steps when the fused FLOPs bound is over max */
@@ -159,6 +160,8 @@ bool space_size_valid(const syno_space_t *s, syno_size_t x);
 /* The node store (store.c). Records a child step from `parent` to the node
  * with interface f (found or created), unless the depth would be exceeded
  * or the shape distance says it cannot finish. Returns -1 on error. */
+/* The factor lifted input axes may save a weight's stage under binding b (store.c). */
+double space_lift_saving(const syno_space_spec_t *spec, int b);
 int space_add_child(syno_space_t *s, uint32_t parent, syno_stage_t stage, iface_t *f, syno_step_t step,
                     syno_error_t *err);
 /* Creates the root, node 1, with interface f. */

@@ -124,14 +124,16 @@ int space_push_step(syno_space_t *s, syno_step_t st, syno_error_t *err) {
  * §7.2, syno_forward_flops). Three lower bounds for every completion of a node:
  *  - Once it has a reduction or a weight, the output numel: the last stage
  *    spans every output variable and multiplies or adds at each point.
- *  - With one weight at most (max_tensors 2), output numel x W x 2, where W
- *    is the product of the reduction domains the weight reads: the weight's
- *    stage is the last and spans those too, multiplying and adding. A
- *    finished operator's weightless reductions multiply to at most
- *    max_pooling (cost_final in final.c), so W >= R / max_pooling for the
- *    product R of all of them, which only grows while reductions are added
- *    (set_reductions). An operator without a weight pools every
- *    reduction, so cost_final rejects it once R > max_pooling.
+ *  - With one weight at most (max_tensors 2), output numel x W x 2 / L, where
+ *    W is the product of the reduction domains the weight reads: the
+ *    weight's stage spans those too, multiplying and adding, and every
+ *    output variable but those of input axes lifted past it
+ *    (docs/semantics.md §7.3), which save at most L = lift_saving (see
+ *    space_lift_saving). A finished operator's weightless reductions
+ *    multiply to at most max_pooling (cost_final in final.c), so W >= R /
+ *    max_pooling for the product R of all of them, which only grows while
+ *    reductions are added (set_reductions). An operator without a weight
+ *    pools every reduction, so cost_final rejects it once R > max_pooling.
  *  - In the normal stage the reductions are fixed, and the FLOPs game of the
  *    graph below the interface (docs/semantics.md §8.2, syno_flops_game_build) holds the
  *    same decreases and a subset of the finished operator's increases and
@@ -183,8 +185,44 @@ static void set_reductions(syno_space_t *s, uint32_t parent, uint32_t id, syno_s
       if (syno_graph_dim(s->g, dims[i])->kind == SYNO_DIM_REDUCE)
         r *= syno_size_value(&s->spec.vars, syno_graph_dim(s->g, dims[i])->size, b);
     n->red_numel += r * s->output_numel[b];
-    if (pooling_term && r > o->max_pooling) n->red_bound += 2 * s->output_numel[b] * (r / o->max_pooling);
+    if (pooling_term && r > o->max_pooling)
+      n->red_bound += 2 * s->output_numel[b] * (r / o->max_pooling) / s->lift_saving[b];
   }
+}
+
+/* An input axis lifted past the weight's stage (docs/semantics.md §7.3) reads output
+ * variables only, none the weight reads, and spans more points than it has elements only
+ * through Unfold windows made of them: pieces of output axes, odd under every binding, whose
+ * product divides the odd part of the axis's size. A piece smaller than its axis needs a
+ * Merge to cut it off. So the stage shrinks by at most the product, over the output axes,
+ * of their odd parts: those of odd axes (usable whole) and the largest of the others, as
+ * many as max_count allows Merges. 1 when no axis has an odd part. */
+double space_lift_saving(const syno_space_spec_t *spec, int b) {
+  double whole = 1, cut[SYNO_MAX_RANK];
+  int n_cut = 0;
+  for (int a = 0; a < spec->output.rank; a++) {
+    bool fixed = false;
+    for (int f = 0; f < spec->n_fixed; f++) fixed = fixed || spec->fixed_out[f] == a;
+    int64_t size = syno_size_value(&spec->vars, spec->output.dim[a], b), odd = size;
+    if (fixed || size < 1) continue;
+    while (odd % 2 == 0) odd /= 2;
+    if (odd == size)
+      whole *= (double)odd;
+    else if (odd > 1)
+      cut[n_cut++] = (double)odd;
+  }
+  int merges = spec->opts.max_count[SYNO_PRIM_MERGE];
+  if (merges < 0 || merges > n_cut) merges = n_cut;
+  for (int i = 0; i < merges; i++) { /* the largest `merges` of them */
+    int best = i;
+    for (int j = i + 1; j < n_cut; j++)
+      if (cut[j] > cut[best]) best = j;
+    double t = cut[i];
+    cut[i] = cut[best];
+    cut[best] = t;
+    whole *= cut[i];
+  }
+  return whole;
 }
 
 double syno_node_flops_bound(const syno_space_t *s, uint32_t id) { return s->nodes[id].flops_bound; }

@@ -132,6 +132,30 @@ static void test_tvm_matches_interpreter(void **state) {
     prepare(&o.op, &rng);
     st_op_free(&o);
   }
+  /* Plans that lift an input axis (docs/semantics.md §7.3): part of C_in summed first on the
+   * input's own columns, then a 1 x k_1^2 window; and the same with a weight reading both
+   * halves of the channel. */
+  static const char *const lifted[] = {
+      "r0=sum(s) r1=sum(k_1^2) r2=sum(s^-1*C_in); in[i0, split(share(r0, 1), r2), i2, unfold(i3, share(r1, 1))] "
+      "expand[share(i1, 1)] w1[r1, i1, r0]",
+      "r0=sum(k_2) r1=sum(s^-1*C_in); in[i0, split(share(div(i1, s^-1*C_out), 1), r1), i2, unfold(i3, share(r0, 1))] "
+      "expand[share(mod(i1, s^-1*C_out), 1)] w1[div(i1, s^-1*C_out), mod(i1, s^-1*C_out), r0]",
+  };
+  const char *lifted_bind[] = {"N=2,C_in=8,C_out=8,H=14,k_1=3,k_2=7,s=2,g=32", NULL};
+  for (size_t i = 0; i < sizeof lifted / sizeof lifted[0]; i++) {
+    st_op_t o;
+    st_op_make(&o, "N: 0, C_in: 2, C_out: 4, H: 0; k_1: 2, k_2: 2, s: 2, g: 3", "[N, C_in: unordered, H, H]",
+               "[N, C_out: unordered, H, H]", lifted[i], lifted_bind);
+    int len = syno_codegen_tvm(&o.op, 0, NULL, 0, NULL);
+    char *code = malloc((size_t)len + 1);
+    assert_non_null(code);
+    assert_int_equal(syno_codegen_tvm(&o.op, 0, code, (size_t)len + 1, NULL), len);
+    if (!strstr(code, "gather the lifted axes") && !strstr(code, "sum what only the input reads"))
+      fail_msg("'%s': no lifted stage in the export", lifted[i]);
+    free(code);
+    prepare(&o.op, &rng);
+    st_op_free(&o);
+  }
   int drawn,
       sampled = st_sample_distinct("{\"preset\": \"conv2d\", \"bind\": \"N=2, C_in=4, C_out=4, H=6\", \"depth\": 7}", 9,
                                    50, prepare, &rng, &drawn);

@@ -16,6 +16,7 @@
 #include "synotest.h"
 
 #include "../../src/exec/exec_chain.h" /* the chain with every stage as a loop */
+#include "../../src/lower/stages.h"     /* the plan, for the brute-force FLOPs count */
 
 #define TOL 1e-4
 
@@ -66,6 +67,60 @@ static int check_deployed(syno_exec_t *e, const syno_nest_t *fwd, const syno_var
   free(out);
   free(mapped);
   return folded;
+}
+
+/* The FLOPs of the plan the executor runs (the split nest, lifted axes), counted by walking
+ * every point of every stage's loops: a multiply where the stage has a weight, an add where
+ * the point is summed into a result element other points also reach (the result keeps fewer
+ * variables than the loops), a copy per point of a view, and a division per output element
+ * for a Mean. Must equal syno_forward_flops (docs/semantics.md §7). Returns the lifted axes. */
+static int check_flops_brute(const syno_operator_t *op, const syno_vars_t *v, const char *what) {
+  syno_error_t err = {0};
+  syno_nest_t *fwd = malloc(sizeof *fwd), *run = malloc(sizeof *run);
+  assert_non_null(fwd);
+  assert_non_null(run);
+  if (syno_lower_forward(op, fwd, &err)) fail_msg("%s: %s", what, err.msg);
+  syno_nest_split_blocks(fwd, v, run);
+  lower_stages_t p;
+  const char *reason = NULL;
+  if (lower_stages_plan_ex(op, run, v, 0, LOWER_STAGES_LIFT, &p, &reason, &err)) fail_msg("%s: %s", what, err.msg);
+  int64_t want;
+  if (syno_forward_flops(op, fwd, v, 0, &want, &err)) fail_msg("%s: %s", what, err.msg);
+  if (reason) {
+    free(fwd);
+    free(run);
+    return 0;
+  }
+  int64_t count = 0;
+  for (int k = 0; k < p.n_stages; k++) {
+    int vars[LOWER_STAGES_MAX_VARS], nvars = 0;
+    int64_t idx[LOWER_STAGES_MAX_VARS] = {0};
+    for (int i = 0; i < p.nv + p.n_lift; i++)
+      if (p.part[k] >> i & 1) vars[nvars++] = i;
+    bool sums = false; /* some loop variable is not kept */
+    for (int j = 0; j < nvars; j++) sums = sums || !(p.result[k] >> vars[j] & 1);
+    for (;;) {
+      if (p.seq[k] == LOWER_STAGE_VIEW) {
+        count += 1;
+      } else {
+        count += p.seq[k] > 0; /* running tensor x weight */
+        count += sums;         /* accumulated */
+      }
+      int j = nvars - 1;
+      while (j >= 0 && ++idx[j] == p.ext[vars[j]]) idx[j--] = 0;
+      if (j < 0) break;
+    }
+  }
+  if (p.divisor != 1) {
+    int64_t out = 1;
+    for (int i = 0; i < p.n_outer; i++) out *= p.ext[i];
+    count += out;
+  }
+  if (count != want) fail_msg("%s: the plan's loops count %lld FLOPs, syno_forward_flops %lld", what, (long long)count,
+                              (long long)want);
+  free(fwd);
+  free(run);
+  return p.n_lift;
 }
 
 static int check_one(const syno_operator_t *op, const syno_vars_t *v, const char *what, syno_rng_t *rng,
@@ -222,6 +277,63 @@ static void test_found_operators(void **state) {
     }
 }
 
+/* Operators whose plan lifts an input axis (docs/semantics.md §7.3): each of the three kinds
+ * the conv2d preset holds must run on the chain with the axis lifted, at the FLOPs of its
+ * plan, and equal the interpreter on every path (check_one). */
+static void test_lifted_operators(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    int stages; /* of the chain, the view included */
+  } ops[] = {
+      /* a piece of the merged output row as the Unfold window of the column: the
+       * contraction runs over the input's columns, then one gather (the view) */
+      {"r0=sum(k_2) r1=sum(C_in); in[i0, share(r1, 1), split(div(i2, k_2), share(r0, 1)), unfold(i3, mod(i2, "
+       "k_2))] expand[share(i1, 1)] w1[r1, i1, r0]",
+       2},
+      /* part of C_in summed first, on the input's own columns, then the 1 x k_1^2 window */
+      {"r0=sum(s) r1=sum(k_1^2) r2=sum(s^-1*C_in); in[i0, split(share(r0, 1), r2), i2, unfold(i3, share(r1, "
+       "1))] expand[share(i1, 1)] w1[r1, i1, r0]",
+       2},
+      /* the same with the weight reading both halves of the channel */
+      {"r0=sum(k_2) r1=sum(s^-1*C_in); in[i0, split(share(div(i1, s^-1*C_out), 1), r1), i2, unfold(i3, share(r0, "
+       "1))] expand[share(mod(i1, s^-1*C_out), 1)] w1[div(i1, s^-1*C_out), mod(i1, s^-1*C_out), r0]",
+       2},
+  };
+  static const char *const binds[] = {"N=2,C_in=8,C_out=8,H=14,k_1=3,k_2=7,s=2,g=32", NULL};
+  syno_rng_t rng;
+  syno_rng_seed(&rng, 17, 1);
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    st_op_t o;
+    st_op_make(&o, "N: 0, C_in: 2, C_out: 4, H: 0; k_1: 2, k_2: 2, s: 2, g: 3", "[N, C_in: unordered, H, H]",
+               "[N, C_out: unordered, H, H]", ops[i].text, binds);
+    const syno_vars_t *v = syno_graph_vars(o.g);
+    syno_error_t err = {0};
+    syno_nest_t *fwd = malloc(sizeof *fwd), *run = malloc(sizeof *run);
+    assert_non_null(fwd);
+    assert_non_null(run);
+    assert_int_equal(syno_lower_forward(&o.op, fwd, &err), 0);
+    syno_nest_split_blocks(fwd, v, run);
+    exec_chain_t *c = NULL;
+    const char *why = NULL;
+    if (exec_chain_new(&o.op, run, v, 0, 0, &c, &why, &err)) fail_msg("%s: %s", ops[i].text, err.msg);
+    if (!c) fail_msg("%s: not staged (%s)", ops[i].text, why);
+    assert_int_equal(exec_chain_lifted(c), 1);
+    assert_int_equal(exec_chain_stages(c), ops[i].stages);
+    exec_chain_free(c);
+    int64_t staged, fused;
+    assert_int_equal(syno_forward_flops(&o.op, fwd, v, 0, &staged, &err), 0);
+    assert_int_equal(syno_nest_flops(fwd, v, 0, &fused, &err), 0);
+    printf("lifted operator %zu: %lld FLOPs staged, %lld fused\n", i + 1, (long long)staged, (long long)fused);
+    assert_true(staged < fused);
+    check_flops_brute(&o.op, v, ops[i].text);
+    assert_int_equal(check_one(&o.op, v, ops[i].text, &rng, NULL, NULL, NULL, NULL), 1);
+    free(fwd);
+    free(run);
+    st_op_free(&o);
+  }
+}
+
 #define MAX_OPS 600
 #define MAX_REASONS 16
 
@@ -234,6 +346,7 @@ typedef struct {
   int split;   /* operators whose forward nest has a block split */
   int library; /* operators with a stage on oneDNN */
   int folded;  /* of those, operators whose deployed norm and ReLU fold into the last one */
+  int lifted;  /* operators whose plan lifts an input axis */
   int n_tensors_hist[SYNO_MAX_TENSORS + 1];
   int by_strategy[SYNO_MAX_TENSORS + 1][N_STRATEGIES]; /* [tensors][strategy] */
   const char *reason[MAX_REASONS];
@@ -254,6 +367,7 @@ static int visit(syno_space_t *s, uint32_t node, uint32_t index, void *ctx) {
     if (strcmp(c->seen[i], buf) == 0) return 0;
   c->seen[c->n_seen++] = strdup(buf);
   c->n_tensors_hist[op.n_tensors]++;
+  c->lifted += check_flops_brute(&op, v, buf) > 0;
   const char *strategy = NULL;
   int splits = 0, library = 0, folded = 0;
   int fast = check_one(&op, v, buf, &c->rng, &strategy, &splits, &library, &folded);
@@ -314,6 +428,8 @@ static void census(const char *preset, const char *binding, int max_depth, int t
   }
   for (int k = 0; k < MAX_REASONS && c->reason[k]; k++) printf("  not fast (%d): %s\n", c->reason_n[k], c->reason[k]);
   printf("  %d operators run with a loop variable split at a block (div/mod)\n", c->split);
+  printf("  %d operators lift an input axis (docs/semantics.md §7.3); the FLOPs of every plan equal its loops' count\n",
+         c->lifted);
   printf("  %d operators run a stage as a oneDNN convolution, %d of them fold a deployed norm and ReLU into it\n",
          c->library, c->folded);
   assert_true(c->split > 0);
@@ -338,6 +454,7 @@ static void test_sampled_operators(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_builtins_fast), cmocka_unit_test(test_found_operators),
+                                     cmocka_unit_test(test_lifted_operators),
                                      cmocka_unit_test(test_sampled_operators)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
