@@ -7,8 +7,9 @@ syno runs it once per candidate as `CMD REQUEST.json`. The request names the exp
 (`module`, class `SynoOp`, whose constructor takes the layer's channels; null for the standard
 network, the baseline), the data set and where it is (`data`), and the training budget
 (`epochs`, `batch`, `lr`, `seed`, `subset`, `pad`, `augment`, `threads`, `time_limit`). This
-script reads the committed digits set (`data/digits.csv.gz`: 64 pixels and a label per line) and
-the CIFAR binary format (`examples/to_cifar_binary.py` writes it).
+script reads the committed digits set (`data/digits.csv.gz`: 64 pixels and a label per line), the
+CIFAR binary format (`examples/to_cifar_binary.py` writes it) and a user's image set
+(`--dataset images`: the IDX files of docs/train.md, which `examples/to_idx.py` writes).
 
 usage: examples/torch_evaluator.py [--width F] [--latency] REQUEST.json
   --width    the fraction of ResNet-18's channels (default 0.125: 8, 16, 32, 64)
@@ -71,6 +72,24 @@ def load_cifar(path, dataset):
     return read(train), read(test)
 
 
+def load_idx(path):
+    """A user's image set: {train,test}-{images,labels}.idx[.gz] (docs/train.md): big-endian
+    IDX of unsigned bytes, images N x C x H x W (or N x H x W), labels N."""
+    def read(name):
+        p = os.path.join(path, name)
+        raw = gzip.open(p + ".gz", "rb").read() if os.path.exists(p + ".gz") else open(p, "rb").read()
+        ndim = raw[3]
+        dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
+        t = torch.frombuffer(bytearray(raw[4 + 4 * ndim:]), dtype=torch.uint8)
+        return t.reshape(dims)
+
+    def split(which):
+        x = read(f"{which}-images.idx").float() / 255.0
+        return (x.unsqueeze(1) if x.dim() == 3 else x), read(f"{which}-labels.idx").long()
+
+    return split("train"), split("test")
+
+
 def load(req):
     name, path = req["dataset"], req["data"]
     if name == "digits":
@@ -82,7 +101,9 @@ def load(req):
         return (x[train], y[train]), (x[test], y[test])
     if name.startswith("cifar"):
         return load_cifar(path, name)
-    fail(f"this example reads digits and the CIFAR binary format, not '{name}'")
+    if name == "images":
+        return load_idx(path)
+    fail(f"this example reads digits, the CIFAR binary format and IDX image sets, not '{name}'")
 
 
 def narrow(model, f, in_channels):

@@ -101,4 +101,23 @@ y = m.SynoOp(C_in=32, C_out=32)(torch.randn(2, 32, 8, 8))
 assert y.shape == (2, 32, 8, 8) and torch.isfinite(y).all()
 EOF
 echo "search --evaluator examples/torch_evaluator.py: $n_ok candidates trained in torch, resumed, candidate $id exported"
+
+# The example on a user's image set (--dataset images: 3 x 8 x 8 IDX files, docs/train.md).
+$py - "$tmp/idx" <<'PY'
+import gzip, os, random, struct, sys
+random.seed(2)
+os.makedirs(sys.argv[1])
+for split, n in (("train", 48), ("test", 24)):
+    labels = [i % 3 for i in range(n)]
+    px = bytes(lab * 70 + ch * 10 + random.randrange(40) for lab in labels for ch in range(3) for _ in range(64))
+    open(f"{sys.argv[1]}/{split}-images.idx", "wb").write(struct.pack(">5I", 0x804, n, 3, 8, 8) + px)
+    with gzip.open(f"{sys.argv[1]}/{split}-labels.idx.gz", "wb") as f:
+        f.write(struct.pack(">2I", 0x801, n) + bytes(labels))
+PY
+out=$(SYNO_IMAGES_DIR="$tmp/idx" "$bin" eval --backbone resnet --dataset images --width 0.5 --depth 1 --epochs 1 \
+  --repeats 3 --min-speedup 0 --op "$W" --evaluator "$py examples/torch_evaluator.py" 2>"$tmp/i.err") ||
+  fail "eval on an image set: $(cat "$tmp/i.err")"
+[ "$(echo "$out" | field status)" = 0 ] || fail "the example on an IDX image set: $(echo "$out" | field reason)"
+grep -q "input (3, 8, 8): 13 3x3 convolutions replaced" "$tmp/i.err" || fail "the example's message: $(cat "$tmp/i.err")"
+echo "the example on a 3-channel IDX image set: trained"
 echo "1 passed, 0 failed"
