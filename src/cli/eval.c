@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "syno/alloc.h"
 #include "syno/evalproto.h"
 #include "syno/nn.h"
 #include "syno/store.h"
@@ -33,8 +34,8 @@ static const char *usage =
  * measure_latency does, the figures written into its row (syno_db_retime), printed as one JSON
  * line, and said in words on stderr. */
 static int retime_candidate(const syno_evalreq_t *req, const syno_opt_t *opts, const char *path, long id) {
-  static const char *const own[] = {"op",    "preset", "backbone", "dataset",  "pad", "width",
-                                    "depth", "plan",   "confirm",  "stand-in", NULL};
+  static const char *const own[] = {"op",   "preset",  "spec",     "backbone", "dataset", "pad",
+                                    "width", "depth", "plan", "confirm", "stand-in", NULL};
   for (int i = 0; own[i]; i++)
     if (syno_opt_given(opts, own[i]))
       return cli_cmd_error("eval",
@@ -86,7 +87,8 @@ int cli_cmd_eval(int argc, char **argv) {
   const char *db_path = NULL;
   long db_id = 0;
   int retime = 0;
-  syno_opt_t opts[SYNO_EVALREQ_MAX_OPTS + 3];
+  const char *spec_path = NULL;
+  syno_opt_t opts[SYNO_EVALREQ_MAX_OPTS + 4];
   int k = syno_evalreq_options(&req, opts, SYNO_EVALREQ_MAX_OPTS);
   opts[k++] = (syno_opt_t)SYNO_OPT_PATH("db", "DB", &db_path, SYNO_OPT_FILE,
                                         "with --id N --retime: a search's results database");
@@ -94,10 +96,19 @@ int cli_cmd_eval(int argc, char **argv) {
   opts[k++] = (syno_opt_t)SYNO_OPT_FLAG("retime", &retime,
                                         "time candidate --id of --db again and record it there\n"
                                         "(no training; e.g. --repeats 201 on a quiet machine)");
+  opts[k++] = (syno_opt_t)SYNO_OPT_PATH("spec", "FILE", &spec_path, SYNO_OPT_FILE,
+                                        "the operator's space as a spec file with a \"preset\" (the\n"
+                                        "operator's variables are that preset's; instead of --preset)");
   opts[k] = (syno_opt_t)SYNO_OPT_END;
   int rc = cli_parse("eval", usage, NULL, opts, argc, argv);
   if (rc >= 0) return rc;
-  if (syno_opt_conflict(opts, "plan", "confirm", &err)) return cli_cmd_error("eval", "%s", err.msg);
+  if (syno_opt_conflict(opts, "plan", "confirm", &err) || syno_opt_conflict(opts, "spec", "preset", &err))
+    return cli_cmd_error("eval", "%s", err.msg);
+  if (spec_path) {
+    char *json;
+    if ((rc = cli_spec_for_slots(spec_path, &json, &req.preset))) return rc;
+    syno_free(json);
+  }
   if (!db_path != !db_id || !db_path != !retime)
     return cli_cmd_error("eval", "--db, --id and --retime go together (re-time candidate N of a search)");
   if (retime) return retime_candidate(&req, opts, db_path, db_id);

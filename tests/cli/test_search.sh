@@ -102,7 +102,15 @@ for c in "--spec $tmp/space.json --preset conv2d-wide:give one of --preset and -
   "$bin" search --db "$tmp/sp2.db" ${c%%:*} "${common[@]}" 2>"$tmp/sp.err"; st=$?
   [ "$st" -eq 2 ] && grep -qF "${c#*:}" "$tmp/sp.err" || fail "search ${c%%:*}: status $st, $(cat "$tmp/sp.err")"
 done
-echo "search --spec: the user's space recorded, resumed; a spec with bind or its own shapes refused"
+# syno eval --spec: the operator read in the spec's preset (a conv2d-wide text needs W).
+printf '{"preset": "conv2d-wide"}\n' >"$tmp/wide.json"
+wide='r0=sum(k) r1=sum(C_in); in[i0, share(r1, 1), i2, unfold(i3, share(r0, 1))] expand[share(i1, 1)] w1[r1, i1, r0]'
+"$bin" eval --backbone resnet --dataset digits --spec "$tmp/wide.json" --op "$wide" --stand-in >"$tmp/ev.out" \
+  2>"$tmp/sp.err" && grep -q '"status":0' "$tmp/ev.out" || fail "eval --spec: $(cat "$tmp/sp.err")"
+"$bin" eval --backbone resnet --dataset digits --spec "$tmp/wide.json" --preset conv2d --op "$wide" --stand-in \
+  >/dev/null 2>"$tmp/sp.err"; st=$?
+[ "$st" -eq 2 ] || fail "eval --spec with --preset: status $st"
+echo "search --spec: the user's space recorded, resumed; a spec with bind or its own shapes refused; eval --spec"
 
 # A search on colour images in the CIFAR-10 binary layout (generated here, found through
 # SYNO_CIFAR10_DIR, which the workers inherit), with --augment: the README's recipe on small data.
