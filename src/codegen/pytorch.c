@@ -5,7 +5,10 @@
  * for a Shift, a repeat for div and mod) and then one strided view over the
  * loop variables it reads; each stage of the plan (src/lower/stages.h) is one
  * torch.einsum of the running result with the next weight's view, or one
- * torch.nn.functional.conv1d/2d/3d when the stage convolves the input. No
+ * torch.nn.functional.conv1d/2d/3d when the stage convolves the input. The
+ * plan is syno_forward_flops's, lifted axes included (docs/semantics.md §7.3): a
+ * stage that reads a lifted axis views the running result through the input's
+ * index, as the input is viewed, and the view stage is that alone. No
  * index tensor is built: a module's memory is its weights, and padding puts
  * real zeros where the loop nest reads nothing, so an inf or NaN elsewhere in
  * the input cannot reach an output that does not read it.
@@ -979,8 +982,29 @@ static void tensor_src(int t, char *buf, size_t n) {
     snprintf(buf, n, "self.w%d", t);
 }
 
-/* The contraction of the forward nest: y over the variables order[0..r). */
-static int emit_stages(emit_t *e, syno_nest_t *n, const lower_stages_t *p, bool planned, int *order) {
+/* Axes order[0..r) of the running result y as an access in factor slot xf of e->n, for stage
+ * k of a lifted plan: each axis read at its variable, or, for a lifted axis the stage reads
+ * through the input's index (lower_stages_node), at that expression. False when y has more
+ * axes than an access. */
+static bool running_access(emit_t *e, const syno_nest_t *plan_n, const lower_stages_t *p, const int16_t *var_node,
+                           int k, const int *order, int r) {
+  if (r > SYNO_MAX_RANK) return false;
+  syno_access_t ya = {.tensor = 0, .rank = r};
+  for (int i = 0; i < r; i++) {
+    ya.idx[i] = lower_stages_node(p, plan_n, var_node, k, order[i]);
+    ya.dim[i] = syno_nest_extent(e->n, order[i]);
+  }
+  e->n->factor[p->factor_of[0]] = ya;
+  return true;
+}
+
+/* The contraction of the forward nest: y over the variables order[0..r). A lifted plan
+ * (p->n_lift > 0) runs on e->n = n, the plan's nest plan_n extended by the lifted variables
+ * (lower_stages_nest), whose input factor reads them; a stage that reads a lifted axis through
+ * the input's index first views y through it as the input is viewed (the input's factor slot
+ * of n then holds y's access), and the view stage (LOWER_STAGE_VIEW) is that view alone. */
+static int emit_stages(emit_t *e, syno_nest_t *n, const syno_nest_t *plan_n, const lower_stages_t *p,
+                       const int16_t *var_node, bool planned, int *order) {
   syno_strbuf_t *sb = e->body;
   char src[32];
   if (!planned) {
@@ -1024,7 +1048,8 @@ static int emit_stages(emit_t *e, syno_nest_t *n, const lower_stages_t *p, bool 
   syno_access_t xa;
   lower_merge_t m[SYNO_MAX_RANK];
   int nm;
-  bool conv_ok = split_merge(n, xf, &xa, m, &nm) >= 0;
+  /* A convolution only in a plan without lifted axes. */
+  bool conv_ok = p->n_lift == 0 && split_merge(n, xf, &xa, m, &nm) >= 0;
   for (int ax = 0; conv_ok && ax < xa.rank; ax++) {
     const char *reason;
     lower_axis_view(n, xa.idx[ax], &av[ax], &reason);
@@ -1036,14 +1061,33 @@ static int emit_stages(emit_t *e, syno_nest_t *n, const lower_stages_t *p, bool 
     cur = p->result[0];
     first = 1;
   } else {
-    r = set_order(p->reads[0], order);
-    syno_strbuf_printf(sb, "        # the input's view\n");
+    cur = factor_vars(n, xf); /* reads[0], the lifted axes read at their variables */
+    r = set_order(cur, order);
+    if (p->n_lift > 0)
+      syno_strbuf_printf(sb,
+                         "        # the input's view, %d axis%s lifted (read whole, each at a variable of its own)\n",
+                         p->n_lift, p->n_lift > 1 ? "es" : "");
+    else
+      syno_strbuf_printf(sb, "        # the input's view\n");
     emit_view(e, xf, "x", order, r);
     syno_strbuf_printf(sb, "        y = t\n");
-    cur = p->reads[0];
   }
   for (int s = first; s < p->n_stages && !e->failed; s++) {
     int w = p->seq[s], wo[SYNO_NEST_MAX_VARS], nwo = 0;
+    if (lower_stages_unlifts(p, s)) {
+      if (!running_access(e, plan_n, p, var_node, s, order, r)) {
+        fail(e, "a lifted axis read back from a result of more than 8 axes");
+        return 0;
+      }
+      syno_strbuf_printf(
+          sb, "        # stage %d: %s through the input's index\n", s + 1,
+          w == LOWER_STAGE_VIEW ? "gather the lifted axes into the output (a view)" : "read the lifted axes of y");
+      cur = factor_vars(n, xf);
+      r = set_order(cur, order);
+      emit_view(e, xf, "y", order, r);
+      syno_strbuf_printf(sb, "        y = t\n");
+    }
+    if (w == LOWER_STAGE_VIEW) continue; /* the view reads every output variable it keeps */
     syno_varset_t wr = w ? p->reads[w] : 0, res = p->result[s] & (cur | wr);
     if (w) {
       nwo = set_order(wr, wo);
@@ -1075,7 +1119,9 @@ static int emit_stages(emit_t *e, syno_nest_t *n, const lower_stages_t *p, bool 
   return r;
 }
 
-/* The FLOPs of plan p as a formula over the sizes: "2*N*C_out*... + ...". */
+/* The FLOPs of plan p as a formula over the sizes: "2*N*C_out*... + ..." (lower_stages_flops:
+ * a view stage one per point). n is the nest the plan's variables are of, the lifted ones
+ * included (lower_stages_nest). */
 static void flops_formula(const syno_vars_t *v, const syno_nest_t *n, const lower_stages_t *p, bool planned,
                           syno_strbuf_t *sb) {
   char text[256];
@@ -1084,7 +1130,9 @@ static void flops_formula(const syno_vars_t *v, const syno_nest_t *n, const lowe
   int stages = planned ? p->n_stages : 1;
   for (int s = 0; s < stages; s++) {
     syno_varset_t part = planned ? p->part[s] : all;
-    int k = planned ? (p->seq[s] > 0) + (p->part[s] != p->result[s]) : (n->n_factors - 1) + (n->n_inner > 0);
+    int k = !planned                        ? (n->n_factors - 1) + (n->n_inner > 0)
+            : p->seq[s] == LOWER_STAGE_VIEW ? 1
+                                            : (p->seq[s] > 0) + (p->part[s] != p->result[s]);
     if (!k) continue;
     syno_size_t m = syno_size_one();
     for (int i = 0; i < n->n_outer + n->n_inner; i++)
@@ -1102,37 +1150,38 @@ static void flops_formula(const syno_vars_t *v, const syno_nest_t *n, const lowe
   if (!terms) syno_strbuf_printf(sb, "0");
 }
 
-int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t bufsize, syno_error_t *err) {
+/* The module of forward nest fwd (n: its blocks split) with the plan of n under `flags`
+ * (lower_stages_plan_ex); *lifted tells whether the plan lifts an axis. */
+static int emit_module(const syno_operator_t *op, int binding, const syno_nest_t *fwd, const syno_nest_t *n, int flags,
+                       bool *lifted, char *buf, size_t bufsize, syno_error_t *err) {
   const syno_vars_t *v = syno_graph_vars(op->g);
-  if (binding < 0 || binding >= v->nbind)
-    return syno_error_set(err, WHO ": binding %d does not exist (the operator has %d)", binding, v->nbind);
-  char *pro_buf = NULL, *body_buf = NULL;
-  syno_nest_t *fwd = syno_malloc(sizeof *fwd), *n = syno_malloc(sizeof *n);
+  char *pro_buf = syno_malloc(BODY_CAP), *body_buf = syno_malloc(BODY_CAP);
   lower_stages_t *p = syno_malloc(sizeof *p);
-  pro_buf = syno_malloc(BODY_CAP);
-  body_buf = syno_malloc(BODY_CAP);
+  syno_nest_t *sn = syno_malloc(sizeof *sn); /* the nest the stages read: n, the lifted variables added */
   int rc = -1;
-  if (!fwd || !n || !p || !pro_buf || !body_buf) {
+  *lifted = false;
+  if (!pro_buf || !body_buf || !p || !sn) {
     syno_error_set(err, "out of memory");
     goto done;
   }
-  if (syno_lower_forward(op, fwd, err)) goto done;
-  if (fwd->n_guards) {
-    syno_error_set(err, WHO ": the forward loop nest has guards");
-    goto done;
-  }
-  if (fwd->n_outer + fwd->n_inner > 26) {
-    syno_error_set(err, WHO ": %d loops exceed einsum's 26 letters", fwd->n_outer + fwd->n_inner);
-    goto done;
-  }
-  syno_nest_split_blocks(fwd, v, n);
-  if (n->n_outer + n->n_inner > 52) {
-    syno_error_set(err, WHO ": %d loops exceed einsum's 52 letters", n->n_outer + n->n_inner);
-    goto done;
-  }
   const char *reason = NULL;
-  if (lower_stages_plan(op, n, v, binding, p, &reason, err)) goto done;
+  if (lower_stages_plan_ex(op, n, v, binding, flags, p, &reason, err)) goto done;
   bool planned = reason == NULL;
+  int16_t var_node[LOWER_STAGES_MAX_VARS];
+  *sn = *n;
+  if (planned && p->n_lift > 0) {
+    *lifted = true;
+    syno_access_t input;
+    if (p->nv + p->n_lift > 52) {
+      syno_error_set(err, WHO ": %d loops and lifted axes exceed einsum's 52 letters", p->nv + p->n_lift);
+      goto done;
+    }
+    if (lower_stages_nest(p, n, sn, var_node, &input)) {
+      syno_error_set(err, WHO ": the nest has no room for the lifted axes");
+      goto done;
+    }
+    sn->factor[p->factor_of[0]] = input;
+  }
 
   /* Which primaries the input gives (axis read), and which are constructor arguments. */
   syno_shape_t shape[SYNO_MAX_TENSORS];
@@ -1156,7 +1205,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   char tmp[256], flops[1024];
   syno_strbuf_t fb;
   syno_strbuf_init(&fb, flops, sizeof flops);
-  flops_formula(v, n, p, planned, &fb);
+  flops_formula(v, sn, p, planned, &fb);
   codegen_py_header(&sb, op, binding, fwd->outer, fwd->n_outer, "", flops);
   syno_strbuf_printf(&sb, "\nimport math\nimport warnings\n\nimport torch\nimport torch.nn.functional as F\n\n\n");
   syno_strbuf_printf(&sb, "class SynoOp(torch.nn.Module):\n    \"\"\"The operator above as views and contractions.\n\n");
@@ -1225,7 +1274,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
   }
 
   /* forward: the input's axes, the sizes, then the stages. */
-  emit_t e = {.op = op, .n = n, .z = {.v = v, .b = binding, .pro = &pro, .who = WHO, .indent = "        ", .err = err}, .body = &body, .err = err};
+  emit_t e = {.op = op, .n = sn, .z = {.v = v, .b = binding, .pro = &pro, .who = WHO, .indent = "        ", .err = err}, .body = &body, .err = err};
   syno_strbuf_init(&pro, pro_buf, BODY_CAP);
   syno_shape_print(v, &shape[0], tmp, sizeof tmp);
   syno_strbuf_printf(&pro, "\n    def forward(self, x: torch.Tensor) -> torch.Tensor:\n");
@@ -1274,7 +1323,7 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
     }
   }
   int order[SYNO_NEST_MAX_VARS];
-  int r = emit_stages(&e, n, p, planned, order);
+  int r = emit_stages(&e, sn, n, p, var_node, planned, order);
   if (e.failed || e.z.failed) goto done;
   /* The result's variables into the output's order and shape. */
   int perm[SYNO_NEST_MAX_VARS], np = 0;
@@ -1325,8 +1374,42 @@ int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size
 done:
   syno_free(pro_buf);
   syno_free(body_buf);
+  syno_free(p);
+  syno_free(sn);
+  return rc;
+}
+
+int syno_codegen_pytorch(const syno_operator_t *op, int binding, char *buf, size_t bufsize, syno_error_t *err) {
+  const syno_vars_t *v = syno_graph_vars(op->g);
+  if (binding < 0 || binding >= v->nbind)
+    return syno_error_set(err, WHO ": binding %d does not exist (the operator has %d)", binding, v->nbind);
+  syno_nest_t *fwd = syno_malloc(sizeof *fwd), *n = syno_malloc(sizeof *n);
+  int rc = -1;
+  if (!fwd || !n) {
+    syno_error_set(err, "out of memory");
+    goto done;
+  }
+  if (syno_lower_forward(op, fwd, err)) goto done;
+  if (fwd->n_guards) {
+    syno_error_set(err, WHO ": the forward loop nest has guards");
+    goto done;
+  }
+  if (fwd->n_outer + fwd->n_inner > 26) {
+    syno_error_set(err, WHO ": %d loops exceed einsum's 26 letters", fwd->n_outer + fwd->n_inner);
+    goto done;
+  }
+  syno_nest_split_blocks(fwd, v, n);
+  if (n->n_outer + n->n_inner > 52) {
+    syno_error_set(err, WHO ": %d loops exceed einsum's 52 letters", n->n_outer + n->n_inner);
+    goto done;
+  }
+  /* The plan the FLOPs count and the executor run (syno_forward_flops: the split nest, lifted
+   * axes); when the emitter cannot write it, the plan without lifted axes. */
+  bool lifted = false;
+  rc = emit_module(op, binding, fwd, n, LOWER_STAGES_LIFT, &lifted, buf, bufsize, err);
+  if (rc < 0 && lifted) rc = emit_module(op, binding, fwd, n, 0, &lifted, buf, bufsize, err);
+done:
   syno_free(fwd);
   syno_free(n);
-  syno_free(p);
   return rc;
 }

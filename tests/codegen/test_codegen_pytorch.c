@@ -4,7 +4,10 @@
  * gradient as raw float32 files, one python3 process runs every module forward and
  * backward (autograd), and the output and every gradient must match the interpreter
  * (forward nest, and gradients scattered through it) to 1e-4 relative error. Also, the
- * builtin conv2d exported by `syno export` equals torch.nn.functional.conv2d.
+ * builtin conv2d exported by `syno export` equals torch.nn.functional.conv2d. The three
+ * operators whose plan lifts an input axis (docs/semantics.md §7.3) that test_exec_sampled runs
+ * on the chain are checked the same way, and every module's FLOPs formula, evaluated at its
+ * exported binding, must equal syno_forward_flops (the plan's FLOPs, what `syno show` prints).
  *
  * Needs python3 with torch and numpy: $SYNO_PYTHON, else python3 on PATH,
  * else /usr/bin/python3. Without one, exits 77 (ctest reports a skip). */
@@ -26,7 +29,8 @@
 #define N_WIDE 60
 #define N_LINEAR 80
 #define N_LWIDE 30
-#define MAX_CASES (N_CONV + N_WIDE + N_LINEAR + N_LWIDE + 16)
+#define N_LIFTED 3
+#define MAX_CASES (N_CONV + N_WIDE + N_LINEAR + N_LWIDE + N_LIFTED + 16)
 #define MAX_BIND 3
 
 static char tmpdir[256];
@@ -50,6 +54,11 @@ static const char *driver =
     "    mod = importlib.util.module_from_spec(spec)\n"
     "    spec.loader.exec_module(mod)\n"
     "    op = mod.SynoOp()\n"
+    "    # the FLOPs formula of the header at the exported binding (the sizes in `sizes`)\n"
+    "    env = dict((k, int(v)) for k, v in (l.split() for l in open(os.path.join(d, 'sizes'))))\n"
+    "    fl = [l for l in open(os.path.join(d, 'op.py')) if l.startswith('# FLOPs  ')][0]\n"
+    "    fl = fl[len('# FLOPs  '):].split(' (a multiply-add')[0]\n"
+    "    open(os.path.join(d, 'flops'), 'w').write('%.17g' % eval(fl.replace('^', '**'), {}, env))\n"
     "    def load(name, shape):\n"
     "        return torch.from_numpy(np.fromfile(os.path.join(d, name), dtype=np.float32)).view(shape)\n"
     "    ws = [p for n, p in sorted(op.named_parameters())]\n"
@@ -100,6 +109,7 @@ static const char *driver =
 typedef struct {
   char text[4096];
   int n_tensors, n_bind;
+  int64_t flops; /* syno_forward_flops at the exported binding */
   char bind[MAX_BIND][256];
   int64_t numel[MAX_BIND][SYNO_MAX_TENSORS], n_out[MAX_BIND];
   float *want_y[MAX_BIND], *want_g[MAX_BIND][SYNO_MAX_TENSORS];
@@ -107,7 +117,8 @@ typedef struct {
 
 static case_t cases[MAX_CASES];
 static int n_cases;
-static int n_conv; /* modules whose first stage is a torch convolution */
+static int n_conv;   /* modules whose first stage is a torch convolution */
+static int n_lifted; /* modules whose plan lifts an input axis */
 
 /* The expected results of one case at binding b: a random output gradient (written), the
  * interpreter's output and the gradients scattered through the forward nest. */
@@ -155,6 +166,8 @@ static void prepare(const syno_operator_t *op, void *user) {
   char *code = malloc((size_t)len + 1);
   assert_int_equal(syno_codegen_pytorch(op, 0, code, (size_t)len + 1, &err), len);
   n_conv += strstr(code, "# stage 1: a convolution of the input") != NULL;
+  bool lifted = strstr(code, "lifted (read whole") != NULL;
+  n_lifted += lifted;
   snprintf(path, sizeof path, "%s/op.py", dir);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
@@ -165,6 +178,16 @@ static void prepare(const syno_operator_t *op, void *user) {
   if (syno_lower_forward(op, nest, &err)) fail_msg("%s", err.msg);
   syno_vars_t v = *syno_graph_vars(op->g);
   v.nbind = 1;
+  if (syno_forward_flops(op, nest, &v, 0, &c->flops, &err)) fail_msg("'%s': %s", c->text, err.msg);
+  snprintf(path, sizeof path, "%s/sizes", dir);
+  FILE *zf = fopen(path, "w");
+  assert_non_null(zf);
+  for (int kind = 0; kind < 2; kind++) {
+    syno_var_kind_t k = kind ? SYNO_COEFF : SYNO_PRIMARY;
+    for (int i = 0; i < v.n[k]; i++)
+      fprintf(zf, "%s %" PRId64 "\n", v.var[k][i].name, kind ? v.bind[0].c[i] : v.bind[0].p[i]);
+  }
+  fclose(zf);
   st_other_bindings(op, nest, &v);
   c->n_tensors = op->n_tensors;
   c->n_bind = v.nbind;
@@ -182,6 +205,31 @@ static void prepare_builtins(syno_rng_t *rng) {
     st_op_builtin(&o, syno_builtin_at(i)->name, bind);
     prepare(&o.op, rng);
     st_op_free(&o);
+  }
+}
+
+/* The operators whose plan lifts an input axis that test_exec_sampled's test_lifted_operators
+ * runs on the chain: a piece of the merged output row as the column's Unfold window (a view
+ * gathers it last), part of C_in summed before a 1 x k_1^2 window, and the same with the weight
+ * reading both halves of the channel. */
+static void prepare_lifted(syno_rng_t *rng) {
+  static const char *const ops[N_LIFTED] = {
+      "r0=sum(k_2) r1=sum(C_in); in[i0, share(r1, 1), split(div(i2, k_2), share(r0, 1)), unfold(i3, mod(i2, "
+      "k_2))] expand[share(i1, 1)] w1[r1, i1, r0]",
+      "r0=sum(s) r1=sum(k_1^2) r2=sum(s^-1*C_in); in[i0, split(share(r0, 1), r2), i2, unfold(i3, share(r1, "
+      "1))] expand[share(i1, 1)] w1[r1, i1, r0]",
+      "r0=sum(k_2) r1=sum(s^-1*C_in); in[i0, split(share(div(i1, s^-1*C_out), 1), r1), i2, unfold(i3, share(r0, "
+      "1))] expand[share(mod(i1, s^-1*C_out), 1)] w1[div(i1, s^-1*C_out), mod(i1, s^-1*C_out), r0]",
+  };
+  static const char *const binds[] = {"N=2,C_in=8,C_out=8,H=14,k_1=3,k_2=7,s=2,g=32", NULL};
+  for (int i = 0; i < N_LIFTED; i++) {
+    int before = n_lifted;
+    st_op_t o;
+    st_op_make(&o, "N: 0, C_in: 2, C_out: 4, H: 0; k_1: 2, k_2: 2, s: 2, g: 3", "[N, C_in: unordered, H, H]",
+               "[N, C_out: unordered, H, H]", ops[i], binds);
+    prepare(&o.op, rng);
+    st_op_free(&o);
+    if (n_lifted == before) fail_msg("'%s': the export does not lift an axis", ops[i]);
   }
 }
 
@@ -220,6 +268,7 @@ static void test_pytorch_matches_interpreter(void **state) {
   prepare_builtins(&rng);
   int builtins = n_cases, count[4];
   int sampled = prepare_sampled(&rng, count);
+  prepare_lifted(&rng);
   char path[400], cmd[1024];
   snprintf(path, sizeof path, "%s/driver.py", tmpdir);
   FILE *f = fopen(path, "w");
@@ -257,6 +306,14 @@ static void test_pytorch_matches_interpreter(void **state) {
         traced[kind]++;
     }
     fclose(tf);
+    snprintf(path, sizeof path, "%s/c%03d/flops", tmpdir, k);
+    FILE *ff = fopen(path, "r");
+    double fl = -1;
+    if (!ff || fscanf(ff, "%lf", &fl) != 1) fail_msg("'%s': no FLOPs formula evaluated", c->text);
+    fclose(ff);
+    if (fabs(fl - (double)c->flops) > 1e-9 * (double)c->flops)
+      fail_msg("'%s': the module's FLOPs formula gives %.17g, its plan (syno_forward_flops) %" PRId64, c->text, fl,
+               c->flops);
     for (int b = 0; b < c->n_bind; b++) {
       runs++;
       snprintf(path, sizeof path, "%s/c%03d/y%d", tmpdir, k, b);
@@ -280,13 +337,14 @@ static void test_pytorch_matches_interpreter(void **state) {
     }
   }
   print_message(
-      "%d PyTorch modules checked (%d builtins; distinct sampled operators: %d conv2d, %d conv2d-wide, %d linear, "
-      "%d linear-wide), %d module runs: each at its exported binding and, for %d, at another batch and/or size; "
-      "forward and the autograd gradients of the input and every weight; max relative error: forward %.3g, "
-      "gradients %.3g; torch.jit.script: %d compiled and equal to eager, %d not scriptable; %d run their first "
-      "stage as a torch convolution\n",
-      n_cases, builtins, count[0], count[1], count[2], count[3], runs, multi, worst[0], worst[1], scripted,
-      unscripted, n_conv);
+      "%d PyTorch modules checked (%d builtins, %d lifted operators; distinct sampled operators: %d conv2d, %d "
+      "conv2d-wide, %d linear, %d linear-wide), %d module runs: each at its exported binding and, for %d, at another "
+      "batch and/or size; forward and the autograd gradients of the input and every weight; max relative error: "
+      "forward %.3g, gradients %.3g; torch.jit.script: %d compiled and equal to eager, %d not scriptable; %d run "
+      "their first stage as a torch convolution; %d run a plan with a lifted axis; every FLOPs formula equals "
+      "syno_forward_flops\n",
+      n_cases, builtins, N_LIFTED, count[0], count[1], count[2], count[3], runs, multi, worst[0], worst[1], scripted,
+      unscripted, n_conv, n_lifted);
   print_message(
       "torch.jit.trace (each module warns that it keeps sizes): exact at the traced binding for %d of %d; "
       "at the other bindings %d exact, %d wrong, %d refused, so a traced module is for its traced shape only\n",
