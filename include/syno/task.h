@@ -13,6 +13,8 @@
 #ifndef SYNO_TASK_H
 #define SYNO_TASK_H
 
+#include <stddef.h>
+
 #include "syno/error.h"
 
 typedef enum { SYNO_TASK_IMAGES = 0, SYNO_TASK_TEXT = 1 } syno_task_kind_t;
@@ -58,6 +60,9 @@ int syno_task_is_lm(const char *backbone);
 /* NULL-terminated lists of the names (kind < 0: all), for option choices. */
 const char *const *syno_task_backbone_names(int kind);
 const char *const *syno_task_dataset_names(int kind);
+/* The names of a NULL-terminated list joined for a message: ", " between them and `last`
+ * (", " or " or ") before the final one, into buf (cut to n). */
+void syno_task_join(const char *const *names, const char *last, char *buf, size_t n);
 /* Whether measure `value` of a candidate is within the backbone's tolerance of the
  * baseline's `base` (accuracy: at least base - tolerance; perplexity: at most base + it). */
 int syno_task_within(const syno_task_backbone_t *t, double value, double base);

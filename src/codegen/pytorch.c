@@ -255,7 +255,7 @@ static void emit_split(emit_t *e, int f, const char *src, syno_access_t *a) {
     return;
   }
   *a = split;
-  split_merge(e->n, f, a, m, &nm);
+  nm = lower_access_merge(e->n, a, m, SYNO_MAX_RANK);
   syno_strbuf_printf(sb, "        t = %s\n", src);
   if (k > 0) {
     syno_strbuf_printf(sb, "        t = t.reshape([");

@@ -116,11 +116,10 @@ static int load_data(const char *name, syno_dataset_t *train, syno_dataset_t *te
     return 0;
   }
   if (file_exists(name)) return syno_data_load_digits_split(name, train, test, err);
-  char known[256] = "";
-  for (const char *const *k = syno_task_dataset_names(SYNO_TASK_IMAGES); *k; k++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", *k);
+  char known[256];
+  syno_task_join(syno_task_dataset_names(SYNO_TASK_IMAGES), ", ", known, sizeof known);
   return syno_error_set(err,
-                        "unknown dataset '%s' (known: %sor a path "
+                        "unknown dataset '%s' (known: %s, or a path "
                         "to a digits CSV or a Fashion-MNIST IDX directory)",
                         name, known);
 }

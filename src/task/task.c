@@ -48,9 +48,8 @@ const syno_task_dataset_t *syno_task_dataset(const char *name) {
 const syno_task_backbone_t *syno_task_backbone_find(const char *name, syno_error_t *err) {
   const syno_task_backbone_t *t = syno_task_backbone(name);
   if (t) return t;
-  char known[256] = "";
-  for (int i = 0; i < NB; i++)
-    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", backbones[i].name);
+  char known[256];
+  syno_task_join(syno_task_backbone_names(-1), ", ", known, sizeof known);
   syno_error_set(err, "unknown backbone '%s' (known: %s)", name ? name : "(null)", known);
   return NULL;
 }
@@ -81,6 +80,16 @@ const char *const *syno_task_backbone_names(int kind) {
 const char *const *syno_task_dataset_names(int kind) {
   pthread_once(&names_once, fill_names);
   return dnames[kind < 0 ? 0 : 1 + kind];
+}
+
+void syno_task_join(const char *const *names, const char *last, char *buf, size_t n) {
+  int count = 0;
+  while (names[count]) count++;
+  if (n) buf[0] = 0;
+  for (int i = 0; i < count; i++) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i == count - 1 ? last : ", ", names[i]);
+  }
 }
 
 int syno_task_within(const syno_task_backbone_t *t, double value, double base) {

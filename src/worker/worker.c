@@ -12,20 +12,6 @@
 #include "syno/nn.h"
 #include "syno/task.h"
 
-/* The image data sets of the task table, "a, b or c", for messages. */
-static const char *image_sets(void) {
-  static char buf[256];
-  if (buf[0]) return buf;
-  const char *const *names = syno_task_dataset_names(SYNO_TASK_IMAGES);
-  int n = 0;
-  while (names[n]) n++;
-  for (int i = 0; i < n; i++) {
-    size_t len = strlen(buf);
-    snprintf(buf + len, sizeof buf - len, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
-  }
-  return buf;
-}
-
 /* The name of what ran a standard network or slot timed at lat (SYNO_LAT_*): gpt's linear
  * layers are sgemm; as kernels, kernel says which ("halide", or "exec" under best). */
 static const char *std_impl(int gpt, int lat, const char *kernel) {
@@ -124,9 +110,11 @@ int syno_worker_build(const syno_train_cfg_t *tc, syno_backbone_t *cand, syno_er
   int64_t in_c, in_h, in_w;
   int classes;
   const syno_task_dataset_t *data = syno_task_dataset(tc->dataset);
-  if (!data || data->kind != SYNO_TASK_IMAGES)
-    return syno_error_set(err, "the %s backbone trains on images: %s (got '%s')", tc->backbone, image_sets(),
-                          tc->dataset);
+  if (!data || data->kind != SYNO_TASK_IMAGES) {
+    char sets[256];
+    syno_task_join(syno_task_dataset_names(SYNO_TASK_IMAGES), " or ", sets, sizeof sets);
+    return syno_error_set(err, "the %s backbone trains on images: %s (got '%s')", tc->backbone, sets, tc->dataset);
+  }
   if (syno_train_image_shape(tc->dataset, &in_c, &in_h, &in_w, &classes, err)) return -1;
   syno_slotop_t *op = NULL;
   if (tc->op_text && syno_slotop_parse_preset(preset, tc->op_text, &op, err)) return syno_error_prefix(err, "--op");
