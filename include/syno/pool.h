@@ -82,8 +82,10 @@ int syno_pool_start(syno_pool_t *p, long tag, char *const *argv, syno_error_t *e
  * and a heap-allocated job in *job, 0 when none ended in time, -1 on error. */
 int syno_pool_wait(syno_pool_t *p, double timeout_s, syno_job_t **job, syno_error_t *err);
 void syno_pool_job_free(syno_job_t *job);
-/* A one-line description of how a job ended ("exit status 3", "killed by
- * signal 9 (Killed)", "timeout after 300 s"), plus the last stderr line. */
-void syno_pool_job_describe(const syno_job_t *job, double timeout_s, char *buf, size_t n);
+/* A one-line description of how a job ended, its exit status and signal
+ * named as `who`'s when who is not NULL ("worker exit status 3", "worker
+ * killed by signal 9 (Killed)"; NULL: "exit status 3"), or "timeout after
+ * 300 s", plus the last stderr line. */
+void syno_pool_job_describe(const syno_job_t *job, double timeout_s, const char *who, char *buf, size_t n);
 
 #endif

@@ -483,7 +483,7 @@ static int run_plan(run_t *r, syno_error_t *err) {
   int rc;
   if (job->end != SYNO_JOB_EXITED || job->exit_code != 0) {
     char why[600];
-    syno_pool_job_describe(job, r->c.cand_timeout, why, sizeof why);
+    syno_pool_job_describe(job, r->c.cand_timeout, "worker", why, sizeof why);
     rc = syno_error_set(err, "cannot list the backbone's slots: %s", why);
   } else
     rc = syno_evalplan_parse(job->out, &plan, err);

@@ -307,7 +307,7 @@ void syno_evalres_from_job(const syno_job_t *job, double timeout_s, syno_db_cand
   int exited = job->end == SYNO_JOB_EXITED && job->exit_code == 0;
   if (!exited || syno_evalres_parse(job->out, rec, &err)) {
     char how[600], why[SYNO_ERROR_LEN + sizeof how + 4];
-    syno_pool_job_describe(job, timeout_s, how, sizeof how);
+    syno_pool_job_describe(job, timeout_s, "worker", how, sizeof how);
     /* A worker that ended well but wrote no usable reply: that first. */
     if (exited)
       snprintf(why, sizeof why, "%s (%s)", err.msg, how);

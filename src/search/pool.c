@@ -301,14 +301,16 @@ void syno_pool_job_free(syno_job_t *job) {
   free(job);
 }
 
-void syno_pool_job_describe(const syno_job_t *job, double timeout_s, char *buf, size_t n) {
+void syno_pool_job_describe(const syno_job_t *job, double timeout_s, const char *who, char *buf, size_t n) {
   int len;
+  const char *sp = who ? " " : "";
+  if (!who) who = "";
   switch (job->end) {
     case SYNO_JOB_TIMEOUT: len = snprintf(buf, n, "timeout after %.0f s", timeout_s); break;
     case SYNO_JOB_SIGNALED:
-      len = snprintf(buf, n, "worker killed by signal %d (%s)", job->term_signal, strsignal(job->term_signal));
+      len = snprintf(buf, n, "%s%skilled by signal %d (%s)", who, sp, job->term_signal, strsignal(job->term_signal));
       break;
-    default: len = snprintf(buf, n, "worker exit status %d", job->exit_code); break;
+    default: len = snprintf(buf, n, "%s%sexit status %d", who, sp, job->exit_code); break;
   }
   /* The last non-empty line of stderr says why, when the worker said anything. */
   const char *t = job->err_tail;

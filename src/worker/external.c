@@ -243,12 +243,10 @@ void syno_worker_external(const syno_evalreq_t *req, const syno_backbone_t *cand
   const char *reply = syno_evalres_line(job->out);
   if (job->end != SYNO_JOB_EXITED || job->exit_code != 0 || !reply) {
     char how[768];
-    syno_pool_job_describe(job, req->evaluator_timeout, how, sizeof how);
-    /* The pool's words are about a search's worker; here the job is the evaluator. */
-    const char *h = strncmp(how, "worker ", 7) ? how : how + 7;
+    syno_pool_job_describe(job, req->evaluator_timeout, NULL, how, sizeof how);
     snprintf(why, sizeof why, "%s", !reply && job->end == SYNO_JOB_EXITED && job->exit_code == 0
                                         ? "it wrote no reply line (a JSON object on one line)"
-                                        : h);
+                                        : how);
     goto fail;
   }
   size_t len = strcspn(reply, "\n");

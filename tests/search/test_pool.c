@@ -33,7 +33,7 @@ static void test_output_and_status(void **state) {
   assert_non_null(strstr(j->out, "line0\nline1\n"));
   assert_non_null(strstr(j->out, "line2999\n"));
   char d[256];
-  syno_pool_job_describe(j, 10.0, d, sizeof d);
+  syno_pool_job_describe(j, 10.0, "worker", d, sizeof d);
   assert_string_equal(d, "worker exit status 3: oops");
   syno_pool_job_free(j);
   syno_pool_free(p);
@@ -61,7 +61,7 @@ static void test_timeout(void **state) {
   assert_int_equal(j->end, SYNO_JOB_TIMEOUT);
   assert_true(j->finished - j->started < 10.0);
   char d[256];
-  syno_pool_job_describe(j, 0.3, d, sizeof d);
+  syno_pool_job_describe(j, 0.3, "worker", d, sizeof d);
   assert_non_null(strstr(d, "timeout"));
   syno_pool_job_free(j);
   syno_pool_free(p);
