@@ -61,14 +61,15 @@ echo "ok: 3 ranks and 2 local workers, seed 3: the same 12 candidates, rewards a
 seed=918273
 "${mpi[@]}" --db "$tmp/kill.db" --stand-in --budget 12 --seed $seed --confirm 0 --quiet 2>"$tmp/err" &
 pid=$!
-victim=""
+# A stand-in evaluation lasts 0.05-0.5 s: one seen may end before the kill lands (a loaded
+# host), so the next one running is taken until a kill succeeds.
+killed=""
 for _ in $(seq 400); do
   victim=$(pgrep -f -- "eval .*--seed $seed .*--op .*--stand-in" | head -1)
-  [ -n "$victim" ] && break
+  [ -n "$victim" ] && kill -9 "$victim" 2>/dev/null && { killed=$victim; break; }
   sleep 0.02
 done
-[ -n "$victim" ] || fail "no evaluation of the MPI search was seen running"
-kill -9 "$victim"
+[ -n "$killed" ] || fail "no evaluation of the MPI search was seen running"
 wait $pid || fail "the search did not survive a killed evaluation: $(cat "$tmp/err")"
 [ "$(count "$tmp/kill.db")" -eq 12 ] || fail "after a killed evaluation $(count "$tmp/kill.db") candidates, not 12"
 [ "$(dump "$tmp/kill.db" | grep -c "killed by signal 9")" -eq 1 ] || fail "the killed evaluation is not recorded as such"
